@@ -1,0 +1,35 @@
+// dispatch.cpp — builds a session's kernel table from kernels.inc.
+#include "kernels.h"
+
+#include <string.h>
+
+namespace {
+constexpr int fmt_index(const char *f) {
+  return f[0] == 'f' ? (f[1] == '3' ? GB_FMT_F32 : GB_FMT_F16) : (f[1] == '8' ? GB_FMT_Q8 : GB_FMT_Q4);
+}
+}  // namespace
+
+extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
+  memset(k, 0, sizeof(*k));
+  const uint32_t avail = isa_available | GB_ISA_GENERIC;
+#define GB_GEMV(fmt, isa, req)                          \
+  if (((req) & avail) == (req)) {                       \
+    k->gemv[fmt_index(#fmt)] = gb_##fmt##_gemv__##isa;  \
+    k->name[fmt_index(#fmt)] = #fmt "_gemv__" #isa;     \
+    k->isa_mask |= (req);                               \
+  }
+#define GB_ROW(fmt, isa, req)                                                            \
+  if (((req) & avail) == (req)) {                                                        \
+    k->row_to_f32[fmt_index(#fmt)] = gb_##fmt##_row_to_f32__##isa;                       \
+    k->isa_mask |= (req);                                                                \
+  }
+#define GB_QUANT_ACT(isa, req)                \
+  if (((req) & avail) == (req)) {             \
+    k->quantize_act = gb_q8x_quantize__##isa; \
+    k->isa_mask |= (req);                     \
+  }
+#include "kernels.inc"
+#undef GB_GEMV
+#undef GB_ROW
+#undef GB_QUANT_ACT
+}

@@ -1,0 +1,34 @@
+// Generic q4 x q8x GEMV: per block, nibbles minus 8 times int8 activations
+// summed exactly in int32, then one float multiply-add with the scales.
+#include "../f16.h"
+#include "../kernels.h"
+
+extern "C" void gb_q4_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                    size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *blk = W + r * nb * 18;
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; b++, blk += 18) {
+      const float d = gb::f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+      const uint8_t *q = blk + 2;
+      int32_t isum = 0;
+      for (int j = 0; j < 16; j++) {
+        isum += ((int32_t)(q[j] & 15) - 8) * (int32_t)xq[b].qs[j];
+        isum += ((int32_t)(q[j] >> 4) - 8) * (int32_t)xq[b].qs[j + 16];
+      }
+      acc += d * xq[b].d * (float)isum;
+    }
+    y[r] = acc;
+  }
+}
+
+extern "C" void gb_q4_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
+  for (size_t c = 0; c < cols; c++) {
+    const uint8_t *blk = row + (c / 32) * 18;
+    const float d = gb::f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+    const size_t j = c % 32;
+    const int q = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
+    out[c] = d * (float)(q - 8);
+  }
+}

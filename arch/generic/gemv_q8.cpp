@@ -1,0 +1,30 @@
+// Generic q8 x q8x GEMV: per 32-weight block an exact int32 dot product of
+// int8 weights and int8 activations, then one float multiply-add with the
+// two scales. SIMD variants must produce the same per-block integer sums.
+#include "../f16.h"
+#include "../kernels.h"
+
+extern "C" void gb_q8_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                    size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *blk = W + r * nb * 34;
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; b++, blk += 34) {
+      const float d = gb::f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+      const int8_t *q = (const int8_t *)(blk + 2);
+      int32_t isum = 0;
+      for (int j = 0; j < 32; j++) isum += (int32_t)q[j] * (int32_t)xq[b].qs[j];
+      acc += d * xq[b].d * (float)isum;
+    }
+    y[r] = acc;
+  }
+}
+
+extern "C" void gb_q8_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
+  for (size_t c = 0; c < cols; c++) {
+    const uint8_t *blk = row + (c / 32) * 34;
+    const float d = gb::f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+    out[c] = d * (float)(int8_t)blk[2 + c % 32];
+  }
+}

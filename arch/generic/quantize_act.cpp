@@ -1,0 +1,23 @@
+// Generic activation quantizer: symmetric int8 per 32 values, scale
+// amax / 127, round half away from zero. SIMD variants must match exactly.
+#include <math.h>
+
+#include "../kernels.h"
+
+extern "C" void gb_q8x_quantize__generic(gb_q8x_block *out, const float *x, size_t n) {
+  const size_t nb = (n + 31) / 32;
+  for (size_t b = 0; b < nb; b++) {
+    float v[32];
+    float amax = 0.0f;
+    for (size_t j = 0; j < 32; j++) {
+      const size_t i = b * 32 + j;
+      v[j] = i < n ? x[i] : 0.0f;
+      const float a = fabsf(v[j]);
+      amax = a > amax ? a : amax;
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out[b].d = d;
+    for (size_t j = 0; j < 32; j++) out[b].qs[j] = (int8_t)roundf(v[j] * id);
+  }
+}

@@ -1,0 +1,365 @@
+/*
+ * gearbx.h — the public C ABI of gearbx, an embedded LLM decoding library.
+ *
+ * gearbx runs Llama-family decoder models one token per gb_decode_step() call,
+ * under a fixed memory budget. Every managed linear layer exists in the model
+ * file (.gbx, see docs/FORMAT.md) in precision tiers ("gears": low = 4-bit
+ * blocks, mid = 8-bit blocks, high = fp16, plus an optional f32 reference
+ * tier); per token, the entropy of the logits can pick the gear of the next
+ * step.
+ *
+ * Conventions (they hold for every function below unless its comment says
+ * otherwise):
+ *  - Every fallible call returns a gb_status; GB_OK is 0. Results come back
+ *    through out-parameters, which are written only on success.
+ *  - Handles are opaque. A gb_model is immutable after it is opened and may be
+ *    shared by any number of sessions and threads. A gb_session is used by one
+ *    thread at a time (no internal locking).
+ *  - Option structs are filled by their gb_*_options_init() function first;
+ *    they carry struct_size so fields can be appended in later versions
+ *    without breaking callers compiled against this header.
+ *  - The library never aborts, exits or prints to stdout; diagnostics go to
+ *    the log callback given in the options (default: stderr through the
+ *    platform port, errors and warnings only).
+ *  - Nothing allocates after gb_session_create(): prefill and decode run in
+ *    the session's arena.
+ */
+#ifndef GEARBX_H
+#define GEARBX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define GB_VERSION_MAJOR 0
+#define GB_VERSION_MINOR 1
+#define GB_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define GB_VERSION_NUMBER (GB_VERSION_MAJOR * 10000 + GB_VERSION_MINOR * 100 + GB_VERSION_PATCH)
+
+/* The version the library was built as (GB_VERSION_NUMBER of its header).
+ * Compare with GB_VERSION_NUMBER to detect a header/library mismatch. */
+uint32_t gb_version(void);
+/* "MAJOR.MINOR.PATCH"; static storage, never NULL. */
+const char *gb_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Values are grouped by hundreds and never renumbered. Every public enum
+ * ends in a *_MAX_ENUM = 0x7fffffff member: it fixes the type's size to 32
+ * bits in C and C++, and makes any non-negative int a valid value to store,
+ * so the library can reject unknown values rather than assume them away. */
+typedef enum gb_status {
+  GB_OK = 0,
+
+  /* 1xx: the caller's arguments */
+  GB_ERR_INVALID_ARGUMENT = 100, /* a value out of its documented range   */
+  GB_ERR_NULL_POINTER = 101,     /* a required pointer was NULL            */
+  GB_ERR_STRUCT_SIZE = 102,      /* options struct_size unknown / too small */
+  GB_ERR_BUFFER_TOO_SMALL = 103, /* caller buffer too small; nothing written */
+  GB_ERR_BAD_STATE = 104,        /* call not valid in the object's state   */
+  GB_ERR_TOKEN_OUT_OF_RANGE = 105, /* token id outside [0, vocab_size)     */
+  GB_ERR_ALIGNMENT = 106,        /* a caller pointer is not aligned enough */
+  GB_ERR_UNAVAILABLE = 107,      /* feature absent (gear tier not in file, */
+                                 /* platform without files, ...)           */
+
+  /* 2xx: files and the platform */
+  GB_ERR_IO = 200,               /* open/read/map failed                    */
+  GB_ERR_FILE_NOT_FOUND = 201,
+
+  /* 3xx: malformed or unsupported model data (any parser) */
+  GB_ERR_BAD_MAGIC = 300,        /* not a file of the expected kind         */
+  GB_ERR_UNSUPPORTED_VERSION = 301,
+  GB_ERR_TRUNCATED = 302,        /* data ends before a structure it announces */
+  GB_ERR_CHECKSUM = 303,         /* a CRC32 does not match                  */
+  GB_ERR_CORRUPT = 304,          /* inconsistent fields (offsets, sizes, dims) */
+  GB_ERR_UNSUPPORTED_TYPE = 305, /* tensor type / architecture not supported */
+  GB_ERR_MISSING_TENSOR = 306,   /* a required tensor is absent             */
+  GB_ERR_SHAPE_MISMATCH = 307,   /* a tensor's shape disagrees with the config */
+
+  /* 4xx: memory */
+  GB_ERR_OUT_OF_MEMORY = 400,    /* the platform refused the one allocation */
+  GB_ERR_BUDGET_EXCEEDED = 401,  /* options do not fit the byte budget      */
+  GB_ERR_ARENA_TOO_SMALL = 402,  /* caller memory smaller than gb_session_mem_size() */
+
+  /* 5xx: running */
+  GB_ERR_CONTEXT_FULL = 500,     /* no room for another token in the context */
+  GB_ERR_INTERNAL = 599,         /* a bug: please report                     */
+  GB_STATUS_MAX_ENUM = 0x7fffffff
+} gb_status;
+
+/* A short English description of s; static storage, never NULL (unknown
+ * values give "unknown status"). */
+const char *gb_status_str(gb_status s);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum gb_log_level {
+  GB_LOG_ERROR = 0,
+  GB_LOG_WARN = 1,
+  GB_LOG_INFO = 2,
+  GB_LOG_DEBUG = 3,
+  GB_LOG_LEVEL_MAX_ENUM = 0x7fffffff
+} gb_log_level;
+
+/* Receives one line (no trailing newline), valid only during the call. May be
+ * called from any thread that calls into the library with that object. */
+typedef void (*gb_log_fn)(void *user, gb_log_level level, const char *message);
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gb_model gb_model;
+
+/* Gears: the precision tiers of managed matrices. */
+typedef enum gb_gear {
+  GB_GEAR_LOW = 0,  /* q4: 32-weight blocks, fp16 scale (4.5 bits/weight) */
+  GB_GEAR_MID = 1,  /* q8: 32-weight blocks, fp16 scale (8.5 bits/weight) */
+  GB_GEAR_HIGH = 2, /* fp16                                               */
+  GB_GEAR_F32 = 3,  /* f32 reference tier (optional in a .gbx)            */
+  GB_GEAR_COUNT = 4,
+  /* Session policies, not tiers: */
+  GB_GEAR_AUTO = 16, /* entropy-routed among low / mid / high             */
+  GB_GEAR_MAX_ENUM = 0x7fffffff
+} gb_gear;
+
+typedef enum gb_verify {
+  GB_VERIFY_AUTO = 0,     /* metadata always; tensor data when the file is
+                             at most verify_auto_limit bytes             */
+  GB_VERIFY_ALL = 1,      /* every section's CRC32 at open               */
+  GB_VERIFY_METADATA = 2, /* header, metadata, vocabulary and directory  */
+  GB_VERIFY_MAX_ENUM = 0x7fffffff
+} gb_verify;
+
+typedef struct gb_model_options {
+  uint32_t struct_size;       /* = sizeof(gb_model_options)              */
+  gb_verify verify;           /* default GB_VERIFY_AUTO                  */
+  uint64_t verify_auto_limit; /* default 256 MiB                          */
+  gb_log_fn log;              /* default: stderr via the port, WARN and up */
+  void *log_user;
+  gb_log_level log_level;     /* messages above this level are dropped    */
+} gb_model_options;
+
+void gb_model_options_init(gb_model_options *opts);
+
+typedef enum gb_rope_type {
+  GB_ROPE_ADJACENT = 0, /* rotate pairs (2i, 2i+1): llama2.c, GGUF llama   */
+  GB_ROPE_NEOX = 1,     /* rotate pairs (i, i + rope_dim/2): NeoX style    */
+  GB_ROPE_MAX_ENUM = 0x7fffffff
+} gb_rope_type;
+
+typedef struct gb_model_info {
+  uint32_t struct_size; /* set by the caller to sizeof(gb_model_info)      */
+  uint32_t dim;         /* model (residual) width                          */
+  uint32_t hidden_dim;  /* SwiGLU inner width                              */
+  uint32_t n_layers;
+  uint32_t n_heads;
+  uint32_t n_kv_heads;  /* < n_heads for grouped-query attention           */
+  uint32_t head_dim;
+  uint32_t vocab_size;
+  uint32_t seq_len;     /* trained context length                          */
+  uint32_t rope_type;   /* gb_rope_type                                    */
+  uint32_t rope_dim;    /* rotated dims per head (<= head_dim)             */
+  float rope_theta;     /* base frequency                                  */
+  float norm_eps;       /* RMSNorm epsilon                                 */
+  int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when absent              */
+  uint32_t gears;       /* bit (1u << gb_gear) per tier present in the file */
+  uint32_t shared_classifier; /* 1 when the source tied classifier and embedding */
+  uint64_t file_bytes;
+  uint64_t n_params;    /* weights of the model (one tier)                 */
+  uint64_t gear_bytes[GB_GEAR_COUNT]; /* bytes of each tier's section (0 = absent) */
+  char name[64];        /* NUL-terminated                                  */
+} gb_model_info;
+
+/* Open a .gbx model by mapping the file read-only (the platform's mmap).
+ * path: NUL-terminated. opts: NULL for defaults. On success *out owns the
+ * mapping until gb_model_close(). Errors: GB_ERR_NULL_POINTER,
+ * GB_ERR_FILE_NOT_FOUND, GB_ERR_IO, GB_ERR_UNAVAILABLE (port without files),
+ * any 3xx for a malformed file, GB_ERR_OUT_OF_MEMORY. */
+gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out);
+
+/* Open a .gbx model that is already in memory (flash, execute-in-place, a
+ * caller's buffer). data must be 16-byte aligned (64 recommended) and stay
+ * valid and unchanged until gb_model_close(); it is never written. Weights are
+ * read in place, not copied. Errors as gb_model_open_file, plus
+ * GB_ERR_ALIGNMENT. */
+gb_status gb_model_open_memory(const void *data, size_t size, const gb_model_options *opts,
+                               gb_model **out);
+
+/* Fill *info (info->struct_size must be set; fields past it are untouched). */
+gb_status gb_model_get_info(const gb_model *model, gb_model_info *info);
+
+/* Check every section's CRC32 now (for files opened without it).
+ * Returns GB_ERR_CHECKSUM naming the section in the log on a mismatch. */
+gb_status gb_model_verify(const gb_model *model);
+
+/* Release the model. All sessions created from it must be destroyed first.
+ * NULL is a no-op. */
+void gb_model_close(gb_model *model);
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                 */
+/* ------------------------------------------------------------------------ */
+
+#define GB_TOKENIZE_ADD_BOS 1u         /* put the BOS id first              */
+#define GB_TOKENIZE_NO_DUMMY_PREFIX 2u /* do not prepend the SentencePiece
+                                          space to non-empty text          */
+
+/* The capacity gb_tokenize() needs for `len` bytes of text (it works in the
+ * output buffer). */
+#define GB_TOKENIZE_CAPACITY(len) ((size_t)(len) + 3u)
+
+/* Split UTF-8 text into token ids (byte-fallback BPE, SentencePiece style).
+ * text may contain any bytes (invalid UTF-8 falls back to byte tokens).
+ * tokens: capacity `cap` ids, at least GB_TOKENIZE_CAPACITY(len); otherwise
+ * GB_ERR_BUFFER_TOO_SMALL is returned, *n_tokens receives the capacity
+ * needed and nothing is written. On success *n_tokens is the count.
+ * Thread-safe; does not allocate. */
+gb_status gb_tokenize(const gb_model *model, const char *text, size_t len, uint32_t flags,
+                      int32_t *tokens, size_t cap, size_t *n_tokens);
+
+/* The bytes of one token as text. prev_token is the token before it (-1 for
+ * none): after BOS a leading space is dropped, as SentencePiece does. Byte
+ * tokens (<0x0A> ...) give their byte. *out points into the model (valid
+ * until close); *len is its length. Control tokens give an empty string. */
+gb_status gb_token_to_text(const gb_model *model, int32_t prev_token, int32_t token,
+                           const char **out, size_t *len);
+
+/* ------------------------------------------------------------------------ */
+/* Session                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gb_session gb_session;
+
+typedef enum gb_managed_set {
+  GB_MANAGED_ALL = 0,       /* every linear layer and the classifier follow the gear */
+  GB_MANAGED_ATTENTION = 1, /* only Q, K, V, O follow it (the seed's default) */
+  GB_MANAGED_MAX_ENUM = 0x7fffffff
+} gb_managed_set;
+
+typedef enum gb_sample_method {
+  GB_SAMPLE_MULTINOMIAL = 0, /* inverse CDF over the filtered distribution */
+  GB_SAMPLE_GUMBEL = 1,      /* argmax(log p + Gumbel noise)               */
+  GB_SAMPLE_MAX_ENUM = 0x7fffffff
+} gb_sample_method;
+
+typedef struct gb_sampler_options {
+  float temperature; /* 0 = greedy (argmax); default 1                      */
+  uint32_t top_k;    /* 0 = off                                             */
+  float top_p;       /* 1 = off; (0, 1]                                     */
+  float min_p;       /* 0 = off; [0, 1)                                     */
+  uint64_t seed;     /* same seed and inputs -> same tokens                 */
+  gb_sample_method method;
+} gb_sampler_options;
+
+/* Entropy monitor of seed 000 (§3). Thresholds are for the reference
+ * vocabulary and scale by log2(V) / log2(vocab_ref). */
+typedef struct gb_monitor_options {
+  uint32_t window;            /* rolling mean window; default 5            */
+  float theta_low;            /* bits, default 1.8                          */
+  float theta_high;           /* bits, default 3.5                          */
+  float hysteresis;           /* bits, default 0.1                          */
+  uint32_t min_gear_duration; /* tokens a gear is held; default 4           */
+  uint32_t vocab_ref;         /* default 32768                              */
+  gb_gear initial_gear;       /* gear before any entropy is seen; default HIGH */
+} gb_monitor_options;
+
+typedef struct gb_session_options {
+  uint32_t struct_size;   /* = sizeof(gb_session_options)                   */
+  uint32_t n_ctx;         /* context length in tokens; 0 = the model's seq_len */
+  gb_gear gear;           /* LOW, MID, HIGH, F32 (fixed) or AUTO; default AUTO */
+  gb_managed_set managed; /* default GB_MANAGED_ALL                          */
+  gb_gear base_gear;      /* tier of unmanaged matrices; default HIGH        */
+  uint32_t n_threads;     /* 0 or 1 = the calling thread only                */
+  uint64_t mem_budget;    /* bytes for arena + resident weight tiers; 0 = none */
+  gb_sampler_options sampler;
+  gb_monitor_options monitor;
+  gb_log_fn log;          /* NULL: the model's log callback                 */
+  void *log_user;
+} gb_session_options;
+
+void gb_session_options_init(gb_session_options *opts);
+
+/* Bytes of arena a session with these options needs (64-byte aligned
+ * memory). The same carving code runs at creation, so the number is exact.
+ * Errors: GB_ERR_INVALID_ARGUMENT (with a log line naming the option),
+ * GB_ERR_UNAVAILABLE (a requested tier is not in the file),
+ * GB_ERR_BUDGET_EXCEEDED (naming the part that does not fit). */
+gb_status gb_session_mem_size(const gb_model *model, const gb_session_options *opts,
+                              size_t *out_bytes);
+
+/* Create a session. mem: caller memory of mem_bytes (64-byte aligned, at
+ * least gb_session_mem_size()), owned by the caller and untouched after
+ * gb_session_destroy(); or NULL, and the library obtains the arena once from
+ * the platform. The model must outlive the session. After this call nothing
+ * allocates. Errors: those of gb_session_mem_size, GB_ERR_ARENA_TOO_SMALL,
+ * GB_ERR_ALIGNMENT, GB_ERR_OUT_OF_MEMORY. */
+gb_status gb_session_create(const gb_model *model, const gb_session_options *opts, void *mem,
+                            size_t mem_bytes, gb_session **out);
+
+/* Forget the context (KV cache, position, monitor history, RNG reseeded from
+ * the options' seed). Keeps the arena. */
+gb_status gb_session_reset(gb_session *s);
+
+/* NULL is a no-op. Frees the arena only if the library obtained it. */
+void gb_session_destroy(gb_session *s);
+
+/* One decode step's report. The caller sets struct_size; the library writes
+ * fields up to it. logits stays valid until the next call on the session. */
+typedef struct gb_step_info {
+  uint32_t struct_size;
+  int32_t token;            /* sampled token (-1 for gb_feed)                */
+  uint32_t pos;             /* position of the forward pass that ran        */
+  gb_gear gear;             /* tier the managed matrices used in this pass  */
+  gb_gear next_gear;        /* tier chosen for the next pass                */
+  uint32_t shifted;         /* 1 if next_gear != gear                       */
+  uint32_t tokens_in_gear;  /* consecutive passes in `gear`, this one included */
+  float entropy;            /* bits, of the model's distribution (T = 1)    */
+  float entropy_smoothed;   /* rolling mean the monitor used                */
+  const float *logits;      /* (vocab_size) after the NaN/inf guard          */
+  uint32_t n_vocab;
+  uint64_t weight_bytes_read; /* bytes of weight matrices streamed this pass */
+  uint64_t weights_read;      /* weights in those matrices                  */
+  uint64_t step_ns;           /* wall time of the call                       */
+} gb_step_info;
+
+/* Feed prompt tokens. All but the last are run through the model into the KV
+ * cache; the last becomes the pending input of the next gb_decode_step().
+ * May be called repeatedly to extend the context. Errors:
+ * GB_ERR_TOKEN_OUT_OF_RANGE (nothing fed), GB_ERR_CONTEXT_FULL (nothing fed
+ * if the tokens would not fit), GB_ERR_INVALID_ARGUMENT for n_tokens == 0. */
+gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n_tokens);
+
+/* One decode step: run the pending token through the model (one forward
+ * pass on the current gear), compute the entropy, update the gear monitor,
+ * sample the next token, make it pending, and report it in *info (info may
+ * be NULL; *token_out may be NULL). Errors: GB_ERR_BAD_STATE (nothing
+ * pending: call gb_prefill first), GB_ERR_CONTEXT_FULL. */
+gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
+
+/* Teacher forcing: run `token` (instead of a sampled one) through the model
+ * at the next position, update the monitor exactly as gb_decode_step does,
+ * and report the logits predicting the position after it. Any pending token
+ * is discarded first without being run. Used for scoring text. */
+gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info);
+
+/* Current position (tokens in the KV cache) and context capacity. */
+gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GEARBX_H */

@@ -1,0 +1,79 @@
+/* gearbx_port.h — everything gearbx needs from a platform, in one C header.
+ *
+ * src/ reaches the operating system only through these functions; arch/
+ * never calls them. Two implementations ship: port/posix (Linux, macOS,
+ * any POSIX system) and port/none (no OS: no files, no threads, no mmap;
+ * models come from a caller's memory pointer). A board support package can
+ * provide its own by compiling a file that defines these symbols.
+ */
+#ifndef GEARBX_PORT_H
+#define GEARBX_PORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Results of port calls: 0 on success, or one of these. */
+enum {
+  GB_PORT_OK = 0,
+  GB_PORT_ENOENT = 1,      /* no such file                       */
+  GB_PORT_EIO = 2,         /* any other open/stat/map failure    */
+  GB_PORT_ENOSYS = 3,      /* the platform has no such service   */
+  GB_PORT_ENOMEM = 4
+};
+
+/* ---- files -------------------------------------------------------------- */
+typedef struct gb_port_mapping {
+  const void *data; /* read-only view of the whole file       */
+  size_t size;
+  void *handle;     /* private to the port                    */
+} gb_port_mapping;
+
+/* Map a whole file read-only. */
+int gb_port_map_file(const char *path, gb_port_mapping *out);
+void gb_port_unmap_file(gb_port_mapping *m);
+
+enum {
+  GB_PORT_ADVISE_WILLNEED = 1,   /* start reading these pages in       */
+  GB_PORT_ADVISE_DONTNEED = 2,   /* drop these pages from residency    */
+  GB_PORT_ADVISE_SEQUENTIAL = 3,
+  GB_PORT_ADVISE_RANDOM = 4
+};
+/* A hint about [addr, addr + len) of a mapping; rounded inward to whole
+ * pages. Returns GB_PORT_ENOSYS where hints do not exist (harmless). */
+int gb_port_advise(const void *addr, size_t len, int advice);
+/* Bytes of [addr, addr + len) resident in memory now, or -1 if unknown. */
+int64_t gb_port_resident_bytes(const void *addr, size_t len);
+/* The system page size (4096 when unknown). */
+size_t gb_port_page_size(void);
+
+/* ---- memory: obtained once per object, never per step ------------------- */
+void *gb_port_aligned_alloc(size_t size, size_t alignment);
+void gb_port_aligned_free(void *p);
+
+/* ---- time --------------------------------------------------------------- */
+/* Monotonic nanoseconds (0 forever where there is no clock). */
+uint64_t gb_port_now_ns(void);
+
+/* ---- threads ------------------------------------------------------------ */
+typedef void (*gb_port_task_fn)(void *ctx, uint32_t task, uint32_t n_tasks);
+/* Run fn(ctx, i, n_tasks) for every i in [0, n_tasks) on up to n_threads
+ * threads (the caller's included) and return when all are done. The none
+ * port runs them in order on the caller's thread. */
+void gb_port_parallel_for(uint32_t n_threads, uint32_t n_tasks, gb_port_task_fn fn, void *ctx);
+
+/* ---- CPU features (GB_ISA_* bits of arch/kernels.h) --------------------- */
+uint32_t gb_port_cpu_features(void);
+
+/* ---- logging ------------------------------------------------------------ */
+/* The default sink: one line to the platform's diagnostic stream. */
+void gb_port_log_write(int level, const char *line);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEARBX_PORT_H */

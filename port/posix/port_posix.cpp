@@ -1,0 +1,176 @@
+// port_posix.cpp — the platform layer on POSIX systems (Linux first).
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+#include "../../arch/kernels.h"
+#include "../gearbx_port.h"
+
+extern "C" {
+
+int gb_port_map_file(const char *path, gb_port_mapping *out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? GB_PORT_ENOENT : GB_PORT_EIO;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return GB_PORT_EIO;
+  }
+  const size_t size = (size_t)st.st_size;
+  void *p = nullptr;
+  if (size > 0) {
+    p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      close(fd);
+      return GB_PORT_EIO;
+    }
+  }
+  close(fd);  // the mapping keeps the file
+  out->data = p;
+  out->size = size;
+  out->handle = p;
+  return GB_PORT_OK;
+}
+
+void gb_port_unmap_file(gb_port_mapping *m) {
+  if (m->handle && m->size) munmap(m->handle, m->size);
+  m->data = nullptr;
+  m->handle = nullptr;
+  m->size = 0;
+}
+
+size_t gb_port_page_size(void) {
+  long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (size_t)p : 4096;
+}
+
+int gb_port_advise(const void *addr, size_t len, int advice) {
+  const uintptr_t page = gb_port_page_size();
+  uintptr_t a = ((uintptr_t)addr + page - 1) & ~(page - 1);
+  uintptr_t b = ((uintptr_t)addr + len) & ~(page - 1);
+  if (b <= a) return GB_PORT_OK;
+  int adv = POSIX_MADV_NORMAL;
+  switch (advice) {
+    case GB_PORT_ADVISE_WILLNEED: adv = POSIX_MADV_WILLNEED; break;
+    case GB_PORT_ADVISE_DONTNEED:
+#ifdef MADV_DONTNEED
+      // For a read-only file mapping this drops the pages; they are re-read on touch.
+      return madvise((void *)a, b - a, MADV_DONTNEED) == 0 ? GB_PORT_OK : GB_PORT_EIO;
+#else
+      adv = POSIX_MADV_DONTNEED;
+#endif
+      break;
+    case GB_PORT_ADVISE_SEQUENTIAL: adv = POSIX_MADV_SEQUENTIAL; break;
+    case GB_PORT_ADVISE_RANDOM: adv = POSIX_MADV_RANDOM; break;
+    default: return GB_PORT_ENOSYS;
+  }
+  return posix_madvise((void *)a, b - a, adv) == 0 ? GB_PORT_OK : GB_PORT_EIO;
+}
+
+int64_t gb_port_resident_bytes(const void *addr, size_t len) {
+#if defined(__linux__)
+  const uintptr_t page = gb_port_page_size();
+  uintptr_t a = (uintptr_t)addr & ~(page - 1);
+  uintptr_t b = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+  if (b <= a) return 0;
+  int64_t resident = 0;
+  unsigned char vec[256];
+  for (uintptr_t p = a; p < b;) {
+    size_t pages = (b - p) / page;
+    if (pages > sizeof vec) pages = sizeof vec;
+    if (mincore((void *)p, pages * page, vec) != 0) return -1;
+    for (size_t i = 0; i < pages; i++) resident += (vec[i] & 1) ? (int64_t)page : 0;
+    p += pages * page;
+  }
+  return resident;
+#else
+  (void)addr;
+  (void)len;
+  return -1;
+#endif
+}
+
+void *gb_port_aligned_alloc(size_t size, size_t alignment) {
+  void *p = nullptr;
+  if (alignment < sizeof(void *)) alignment = sizeof(void *);
+  if (posix_memalign(&p, alignment, size ? size : 1) != 0) return nullptr;
+  return p;
+}
+
+void gb_port_aligned_free(void *p) { free(p); }
+
+uint64_t gb_port_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+namespace {
+struct ThreadJob {
+  gb_port_task_fn fn;
+  void *ctx;
+  uint32_t first, step, n_tasks;
+};
+void *thread_main(void *arg) {
+  ThreadJob *j = static_cast<ThreadJob *>(arg);
+  for (uint32_t t = j->first; t < j->n_tasks; t += j->step) j->fn(j->ctx, t, j->n_tasks);
+  return nullptr;
+}
+}  // namespace
+
+void gb_port_parallel_for(uint32_t n_threads, uint32_t n_tasks, gb_port_task_fn fn, void *ctx) {
+  if (n_threads > 64) n_threads = 64;
+  if (n_threads > n_tasks) n_threads = n_tasks;
+  if (n_threads <= 1) {
+    for (uint32_t t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks);
+    return;
+  }
+  pthread_t th[64];
+  ThreadJob jobs[64];
+  uint32_t started = 1;
+  for (uint32_t i = 1; i < n_threads; i++) {
+    jobs[i] = ThreadJob{fn, ctx, i, n_threads, n_tasks};
+    if (pthread_create(&th[i], nullptr, thread_main, &jobs[i]) != 0) break;
+    started++;
+  }
+  // Tasks of threads that failed to start run here, so every task runs once.
+  jobs[0] = ThreadJob{fn, ctx, 0, n_threads, n_tasks};
+  thread_main(&jobs[0]);
+  for (uint32_t i = started; i < n_threads; i++) {
+    jobs[i] = ThreadJob{fn, ctx, i, n_threads, n_tasks};
+    thread_main(&jobs[i]);
+  }
+  for (uint32_t i = 1; i < started; i++) pthread_join(th[i], nullptr);
+}
+
+uint32_t gb_port_cpu_features(void) {
+  uint32_t f = GB_ISA_GENERIC;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) f |= GB_ISA_AVX2;
+#elif defined(__aarch64__) && defined(__linux__)
+  const unsigned long hw = getauxval(AT_HWCAP);
+  const unsigned long hw2 = getauxval(AT_HWCAP2);
+  if (hw & (1ul << 1)) f |= GB_ISA_NEON;       /* HWCAP_ASIMD */
+  if (hw & (1ul << 20)) f |= GB_ISA_DOTPROD;   /* HWCAP_ASIMDDP */
+  if (hw & (1ul << 22)) f |= GB_ISA_SVE;       /* HWCAP_SVE */
+  if (hw2 & (1ul << 13)) f |= GB_ISA_I8MM;     /* HWCAP2_I8MM */
+#endif
+  return f;
+}
+
+void gb_port_log_write(int level, const char *line) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  fprintf(stderr, "gearbx %s: %s\n", (level >= 0 && level <= 3) ? names[level] : "log", line);
+}
+
+}  // extern "C"

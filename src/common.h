@@ -1,0 +1,67 @@
+// common.h — status plumbing and logging used by every file in src/.
+#pragma once
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gearbx.h"
+
+namespace gb {
+
+// The bits of an enum field a caller filled in. C callers may store any int
+// there; reading the raw value first keeps a bad one a rejected argument
+// rather than undefined behaviour.
+template <class E>
+inline int32_t raw_enum(const E &e) {
+  static_assert(sizeof(E) == sizeof(int32_t), "public enums are 32-bit");
+  int32_t v;
+  memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+// One log sink: a callback plus a level. Copied by value into objects.
+struct Logger {
+  gb_log_fn fn = nullptr;  // nullptr: the port's default sink
+  void *user = nullptr;
+  gb_log_level level = GB_LOG_WARN;
+
+  void log(gb_log_level lv, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
+  void vlog(gb_log_level lv, const char *fmt, va_list ap) const;
+};
+
+// Log an error and return its status: `return fail(log, GB_ERR_CORRUPT, "...", ...)`.
+gb_status fail(const Logger &log, gb_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// A value or a status. T must be cheap to copy (pointers, small structs).
+template <typename T>
+struct Result {
+  gb_status status;
+  T value;
+  Result(T v) : status(GB_OK), value(v) {}  // NOLINT: implicit by design
+  Result(gb_status s) : status(s), value() {}  // NOLINT
+  bool ok() const { return status == GB_OK; }
+};
+
+}  // namespace gb
+
+// Evaluate a gb_status expression; return it from the caller if it failed.
+#define GB_TRY(expr)                         \
+  do {                                       \
+    gb_status gb_try_s_ = (expr);            \
+    if (gb_try_s_ != GB_OK) return gb_try_s_; \
+  } while (0)
+
+// If cond holds: log the message at error level and return status.
+#define GB_RETURN_IF(cond, logger, status, ...)                 \
+  do {                                                          \
+    if (cond) return ::gb::fail((logger), (status), __VA_ARGS__); \
+  } while (0)
+
+#ifdef NDEBUG
+#define GB_DASSERT(x) ((void)0)
+#else
+#include <assert.h>
+#define GB_DASSERT(x) assert(x)
+#endif

@@ -1,0 +1,128 @@
+// format.h — the on-disk layout of a .gbx model file (docs/FORMAT.md is the
+// prose version; this header is the normative one for the code).
+//
+// Everything is little-endian. Readers never cast file bytes to these structs
+// through unaligned pointers: they use the load helpers in bytes.h, so a file
+// that lies about its sizes cannot make the reader touch memory outside it.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace gb {
+
+// ---- header ---------------------------------------------------------------
+// offset 0   u8[8]  magic "GEARBX\0\x1a"
+// offset 8   u32    version (kGbxVersion)
+// offset 12  u32    header_bytes = kHeaderFixedBytes + n_sections * kSectionEntryBytes
+// offset 16  u32    n_sections (1..kMaxSections)
+// offset 20  u32    page_align: alignment of data sections (power of two, >= 64)
+// offset 24  u64    file_size: the exact size of the file
+// offset 32  u32    flags (0)
+// offset 36  u32    header_crc: CRC32 of bytes [0, header_bytes) with this field as 0
+// offset 40  u8[24] reserved, 0
+// offset 64  section table: n_sections entries of kSectionEntryBytes
+constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
+constexpr uint32_t kGbxVersion = 1;
+constexpr uint32_t kHeaderFixedBytes = 64;
+constexpr uint32_t kSectionEntryBytes = 32;
+constexpr uint32_t kMaxSections = 64;
+constexpr uint32_t kMetaAlign = 64;        // metadata sections
+constexpr uint32_t kDefaultPageAlign = 65536;  // covers 4K, 16K and 64K pages
+
+// Section entry:
+// +0 u32 kind (SectionKind)   +4 u32 flags (0)
+// +8 u64 offset (aligned: 64 for metadata kinds, page_align for data kinds)
+// +16 u64 size                +24 u32 crc32 of the section bytes  +28 u32 reserved 0
+enum SectionKind : uint32_t {
+  kSecMeta = 1,
+  kSecVocab = 2,
+  kSecTensors = 3,
+  kSecCommon = 16,     // tensors every gear uses: embedding, norms
+  kSecGearBase = 32,   // kSecGearBase + gb_gear: one section per tier present
+};
+
+// ---- META section (kind 1): kMetaBytes, fixed fields ----------------------
+// +0   u32 meta_bytes (= kMetaBytes)   +4 u32 arch (kArchLlama)
+// +8   u32 dim        +12 u32 hidden_dim  +16 u32 n_layers  +20 u32 n_heads
+// +24  u32 n_kv_heads +28 u32 head_dim    +32 u32 vocab_size +36 u32 seq_len
+// +40  u32 rope_type (gb_rope_type)       +44 u32 rope_dim
+// +48  f32 rope_theta +52 f32 norm_eps
+// +56  i32 bos_id     +60 i32 eos_id      +64 i32 unk_id     +68 i32 pad_id
+// +72  u32 shared_classifier (0/1)        +76 u32 source (SourceKind)
+// +80  char name[64] (NUL-padded)
+// +144 .. kMetaBytes reserved, 0
+constexpr uint32_t kMetaBytes = 256;
+constexpr uint32_t kArchLlama = 1;
+enum SourceKind : uint32_t { kSourceLlama2c = 1, kSourceGguf = 2, kSourceSynthetic = 3 };
+
+// ---- VOCAB section (kind 2) -----------------------------------------------
+// +0  u32 n_tokens (== meta.vocab_size)   +4 u32 max_piece_bytes (<= kMaxPieceBytes)
+// +8  u32 blob_bytes                      +12 u32 reserved 0
+// +16 f32 scores[n_tokens]
+//     u32 offsets[n_tokens + 1]   (offsets[0] = 0, non-decreasing, last = blob_bytes)
+//     u8  types[n_tokens]         (TokenType), then zero padding to 4 bytes
+//     u8  blob[blob_bytes]        piece bytes; spaces are ' ' (not U+2581)
+constexpr uint32_t kMaxPieceBytes = 256;
+enum TokenType : uint8_t {
+  kTokNormal = 1,
+  kTokUnknown = 2,
+  kTokControl = 3,
+  kTokUserDefined = 4,
+  kTokUnused = 5,
+  kTokByte = 6,  // piece is "<0xHH>"; encodes/decodes as the raw byte HH
+};
+
+// ---- TENSORS section (kind 3) ---------------------------------------------
+// +0 u32 n_tensors  +4 u32 entry_bytes (= kTensorEntryBytes)  +8 u64 reserved 0
+// +16 entries:
+//   +0 u32 kind (TensorKind)  +4 u32 layer  +8 u32 tier (gb_gear, or kTierCommon)
+//   +12 u32 format (WeightFormat)  +16 u32 layout (kLayoutRowMajor)
+//   +20 u32 rows  +24 u32 cols  +28 u32 section (index into the section table)
+//   +32 u64 offset within the section (64-aligned)  +40 u64 nbytes
+//   +48 u8[16] reserved 0
+// A matrix is W[rows][cols] and computes y[rows] = W x[cols].
+// Block formats store ceil(cols / 32) blocks per row; weights past cols are 0.
+constexpr uint32_t kTensorEntryBytes = 64;
+constexpr uint32_t kTierCommon = 255;
+enum TensorKind : uint32_t {
+  kTokEmbd = 1,    // (vocab, dim)            common, F32 or F16
+  kAttnNorm = 2,   // (1, dim) per layer      common, F32
+  kWq = 3,         // (n_heads*head_dim, dim)
+  kWk = 4,         // (n_kv_heads*head_dim, dim)
+  kWv = 5,         // (n_kv_heads*head_dim, dim)
+  kWo = 6,         // (dim, n_heads*head_dim)
+  kFfnNorm = 7,    // (1, dim) per layer      common, F32
+  kW1 = 8,         // (hidden, dim)  gate
+  kW2 = 9,         // (dim, hidden)  down
+  kW3 = 10,        // (hidden, dim)  up
+  kOutNorm = 11,   // (1, dim)                common, F32
+  kClassifier = 12,// (vocab, dim)
+  kTensorKindMax = 12,
+};
+enum WeightFormat : uint32_t { kFmtF32 = 0, kFmtF16 = 1, kFmtQ8 = 2, kFmtQ4 = 3, kFmtCount = 4 };
+enum WeightLayout : uint32_t { kLayoutRowMajor = 0 };
+
+// Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).
+// q4 block: u16 fp16 scale d, u8 qs[16]; weight j (0..15) = d * ((qs[j] & 15) - 8),
+//           weight j + 16 = d * ((qs[j] >> 4) - 8). 18 bytes per 32 weights.
+// q8 block: u16 fp16 scale d, i8 qs[32]; weight j = d * qs[j]. 34 bytes per 32.
+constexpr uint32_t kBlock = 32;
+constexpr uint32_t kQ4BlockBytes = 18;
+constexpr uint32_t kQ8BlockBytes = 34;
+
+// Bytes of one row of `cols` weights in `fmt`.
+inline uint64_t row_bytes(uint32_t fmt, uint64_t cols) {
+  switch (fmt) {
+    case kFmtF32: return cols * 4;
+    case kFmtF16: return cols * 2;
+    case kFmtQ8: return (cols + kBlock - 1) / kBlock * kQ8BlockBytes;
+    case kFmtQ4: return (cols + kBlock - 1) / kBlock * kQ4BlockBytes;
+    default: return 0;
+  }
+}
+
+// Managed matrices per layer, in the order they are written to a gear section.
+constexpr uint32_t kLayerMatrices[7] = {kWq, kWk, kWv, kWo, kW1, kW2, kW3};
+
+}  // namespace gb

@@ -1,0 +1,168 @@
+// forward.cpp — one token through a Llama-family decoder, read top to bottom
+// as the model's specification:
+//
+//   x = embed[token]
+//   for each layer l:
+//     xb = rmsnorm(x) * attn_norm[l]
+//     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier)
+//     rotate q and k by position (RoPE: adjacent pairs or NeoX halves)
+//     cache k, v at pos
+//     for each head h (kv head h / (n_heads / n_kv_heads)):
+//       att = softmax(q_h . k_t / sqrt(head_dim)) over t <= pos
+//       xb_h = sum_t att_t v_t
+//     x += Wo xb
+//     xb = rmsnorm(x) * ffn_norm[l]
+//     x += W2 (silu(W1 xb) * (W3 xb))
+//   logits = Wcls rmsnorm(x) * out_norm
+#include <math.h>
+#include <string.h>
+
+#include "format.h"
+#include "gearbx_port.h"
+#include "session.h"
+
+namespace gb {
+namespace {
+
+void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps) {
+  double ss = 0.0;
+  for (uint32_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+  const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+  const float *g = reinterpret_cast<const float *>(w.data);  // F32, 64-byte aligned in the file
+  for (uint32_t i = 0; i < n; i++) out[i] = g[i] * (x[i] * scale);
+}
+
+struct GemvTask {
+  const gb_kernels *k;
+  const TensorRef *w;
+  float *y;
+  const float *x;
+  const gb_q8x_block *xq;
+};
+
+void gemv_task(void *ctx, uint32_t t, uint32_t n) {
+  const GemvTask *g = static_cast<const GemvTask *>(ctx);
+  const size_t rows = g->w->rows;
+  // Chunks of whole rows: results do not depend on the thread count.
+  const size_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
+  g->k->gemv[g->w->format](g->y, g->w->data, g->x, g->xq, r0, r1, g->w->cols);
+}
+
+// y = W x on W's format. Block formats first quantize x into s->xq.
+void matmul(gb_session *s, float *y, const float *x, const TensorRef &w) {
+  const gb_q8x_block *xq = nullptr;
+  if (w.format == kFmtQ8 || w.format == kFmtQ4) {
+    s->k.quantize_act(s->xq, x, w.cols);
+    xq = s->xq;
+  }
+  GemvTask task{&s->k, &w, y, x, xq};
+  const uint32_t threads = s->opt.n_threads;
+  if (threads > 1 && (uint64_t)w.rows * w.cols >= (1u << 16)) {
+    gb_port_parallel_for(threads, threads, gemv_task, &task);
+  } else {
+    gemv_task(&task, 0, 1);
+  }
+  s->bytes_read += w.nbytes;
+  s->weights_read += (uint64_t)w.rows * w.cols;
+}
+
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
+  const uint32_t half = rope_dim / 2;
+  for (uint32_t i = 0; i < half; i++) {
+    const float angle = (float)pos * freq[i];
+    const float c = cosf(angle), sn = sinf(angle);
+    for (uint32_t h = 0; h < n_heads; h++) {
+      float *v = vec + (size_t)h * head_dim;
+      // Adjacent: pair (2i, 2i+1). NeoX: pair (i, i + rope_dim/2).
+      const uint32_t a = type == GB_ROPE_NEOX ? i : 2 * i;
+      const uint32_t b = type == GB_ROPE_NEOX ? i + half : 2 * i + 1;
+      const float v0 = v[a], v1 = v[b];
+      v[a] = v0 * c - v1 * sn;
+      v[b] = v0 * sn + v1 * c;
+    }
+  }
+}
+
+}  // namespace
+
+void set_gear(gb_session *s, gb_gear g) {
+  const gb_model *m = s->model;
+  s->gear = g;
+  s->mats = m->mats[g];
+  s->classifier = &m->classifier[s->opt.managed == GB_MANAGED_ALL ? g : s->opt.base_gear];
+}
+
+void forward(gb_session *s, int32_t token, bool want_logits) {
+  const gb_model *m = s->model;
+  const Meta &c = m->meta;
+  const uint32_t dim = c.dim, hd = c.head_dim, kv_dim = c.kv_dim(), pos = s->pos;
+  const uint32_t kv_mul = c.n_heads / c.n_kv_heads;
+  const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
+  s->bytes_read = 0;
+  s->weights_read = 0;
+
+  // Embedding row (any stored format).
+  const uint64_t erow = row_bytes(m->embd.format, dim);
+  s->k.row_to_f32[m->embd.format](s->x, m->embd.data + (uint64_t)token * erow, dim);
+
+  for (uint32_t l = 0; l < c.n_layers; l++) {
+    const TensorRef *W = s->mats + (size_t)l * kMatsPerLayer;
+    const TensorRef *Wb = attn_only ? s->base_mats + (size_t)l * kMatsPerLayer : W;
+
+    rmsnorm(s->xb, s->x, m->attn_norm[l], dim, c.norm_eps);
+    matmul(s, s->q, s->xb, W[kMatQ]);
+    matmul(s, s->kt, s->xb, W[kMatK]);
+    matmul(s, s->vt, s->xb, W[kMatV]);
+    rope(s->q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
+    rope(s->kt, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
+    memcpy(s->kv.key(l, pos), s->kt, sizeof(float) * kv_dim);
+    memcpy(s->kv.value(l, pos), s->vt, sizeof(float) * kv_dim);
+
+    const float inv_sqrt = 1.0f / sqrtf((float)hd);
+    for (uint32_t h = 0; h < c.n_heads; h++) {
+      const float *qh = s->q + (size_t)h * hd;
+      float *att = s->att + (size_t)h * s->n_ctx;
+      const uint32_t kvh = h / kv_mul;
+      float mx = -INFINITY;
+      for (uint32_t t = 0; t <= pos; t++) {
+        const float *kk = s->kv.key(l, t) + (size_t)kvh * hd;
+        float dot = 0.0f;
+        for (uint32_t i = 0; i < hd; i++) dot += qh[i] * kk[i];
+        att[t] = dot * inv_sqrt;
+        mx = att[t] > mx ? att[t] : mx;
+      }
+      float sum = 0.0f;
+      for (uint32_t t = 0; t <= pos; t++) {
+        att[t] = expf(att[t] - mx);
+        sum += att[t];
+      }
+      const float inv = 1.0f / sum;
+      float *out = s->xb + (size_t)h * hd;
+      memset(out, 0, sizeof(float) * hd);
+      for (uint32_t t = 0; t <= pos; t++) {
+        const float a = att[t] * inv;
+        const float *vv = s->kv.value(l, t) + (size_t)kvh * hd;
+        for (uint32_t i = 0; i < hd; i++) out[i] += a * vv[i];
+      }
+    }
+    matmul(s, s->xb2, s->xb, W[kMatO]);
+    for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
+
+    rmsnorm(s->xb, s->x, m->ffn_norm[l], dim, c.norm_eps);
+    matmul(s, s->hb, s->xb, Wb[kMat1]);
+    matmul(s, s->hb2, s->xb, Wb[kMat3]);
+    for (uint32_t i = 0; i < c.hidden_dim; i++) {
+      const float g = s->hb[i];
+      s->hb[i] = g / (1.0f + expf(-g)) * s->hb2[i];
+    }
+    matmul(s, s->xb2, s->hb, Wb[kMat2]);
+    for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
+  }
+
+  s->pos = pos + 1;
+  if (!want_logits) return;
+  rmsnorm(s->x, s->x, m->out_norm, dim, c.norm_eps);
+  matmul(s, s->logits, s->x, *s->classifier);
+}
+
+}  // namespace gb

@@ -1,0 +1,464 @@
+// model.cpp — opening a .gbx: every field of the file is checked before it is
+// trusted (offsets, sizes, dimensions, CRCs), so a truncated, corrupted or
+// inconsistent file yields a specific status and a log line, never a crash.
+// The model keeps pointers into the mapping; nothing is copied.
+#include "model.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <new>
+
+#include "arena.h"
+#include "bytes.h"
+#include "crc32.h"
+
+namespace gb {
+namespace {
+
+const char *section_name(uint32_t kind) {
+  switch (kind) {
+    case kSecMeta: return "META";
+    case kSecVocab: return "VOCAB";
+    case kSecTensors: return "TENSORS";
+    case kSecCommon: return "COMMON";
+    case kSecGearBase + GB_GEAR_LOW: return "GEAR_LOW";
+    case kSecGearBase + GB_GEAR_MID: return "GEAR_MID";
+    case kSecGearBase + GB_GEAR_HIGH: return "GEAR_HIGH";
+    case kSecGearBase + GB_GEAR_F32: return "GEAR_F32";
+    default: return "UNKNOWN";
+  }
+}
+
+bool is_data_section(uint32_t kind) { return kind == kSecCommon || (kind >= kSecGearBase && kind < kSecGearBase + GB_GEAR_COUNT); }
+
+// Header and section table.
+gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint32_t *n_sections,
+                       SectionRef *secs, uint32_t *page_align) {
+  GB_RETURN_IF(size < kHeaderFixedBytes, log, size < 8 || memcmp(p, kGbxMagic, size < 8 ? size : 8) == 0 ? GB_ERR_TRUNCATED : GB_ERR_BAD_MAGIC,
+               "gbx: file of %llu bytes is too small for a header", (unsigned long long)size);
+  GB_RETURN_IF(memcmp(p, kGbxMagic, 8) != 0, log, GB_ERR_BAD_MAGIC, "gbx: bad magic (not a .gbx file)");
+  const uint32_t version = ld_u32(p + 8);
+  GB_RETURN_IF(version != kGbxVersion, log, GB_ERR_UNSUPPORTED_VERSION, "gbx: format version %u not supported (expected %u)",
+               version, kGbxVersion);
+  const uint32_t header_bytes = ld_u32(p + 12), n = ld_u32(p + 16), align = ld_u32(p + 20);
+  const uint64_t file_size = ld_u64(p + 24);
+  GB_RETURN_IF(n == 0 || n > kMaxSections, log, GB_ERR_CORRUPT, "gbx: %u sections (1..%u allowed)", n, kMaxSections);
+  GB_RETURN_IF(header_bytes != kHeaderFixedBytes + n * kSectionEntryBytes, log, GB_ERR_CORRUPT,
+               "gbx: header_bytes %u does not match %u sections", header_bytes, n);
+  GB_RETURN_IF(file_size > size, log, GB_ERR_TRUNCATED, "gbx: file is %llu bytes, header says %llu",
+               (unsigned long long)size, (unsigned long long)file_size);
+  GB_RETURN_IF(file_size != size, log, GB_ERR_CORRUPT, "gbx: file is %llu bytes, header says %llu",
+               (unsigned long long)size, (unsigned long long)file_size);
+  GB_RETURN_IF(header_bytes > size, log, GB_ERR_TRUNCATED, "gbx: section table past end of file");
+  GB_RETURN_IF(!is_pow2(align) || align < 64 || align > (1u << 24), log, GB_ERR_CORRUPT, "gbx: page_align %u invalid", align);
+  // Header CRC over the header with its crc field taken as zero.
+  const uint32_t stored = ld_u32(p + 36);
+  uint32_t crc = crc32_update(0, p, 36);
+  const uint8_t zero[4] = {0, 0, 0, 0};
+  crc = crc32_update(crc, zero, 4);
+  crc = crc32_update(crc, p + 40, header_bytes - 40);
+  GB_RETURN_IF(crc != stored, log, GB_ERR_CHECKSUM, "gbx: header CRC mismatch (stored %08x, computed %08x)", stored, crc);
+
+  uint64_t prev_end = header_bytes;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *e = p + kHeaderFixedBytes + (size_t)i * kSectionEntryBytes;
+    SectionRef s{ld_u32(e), ld_u64(e + 8), ld_u64(e + 16), ld_u32(e + 24)};
+    const uint64_t need_align = is_data_section(s.kind) ? align : kMetaAlign;
+    GB_RETURN_IF(!in_range(s.offset, s.size, size), log, GB_ERR_TRUNCATED, "gbx: section %u (%s) [%llu, +%llu) past end of file",
+                 i, section_name(s.kind), (unsigned long long)s.offset, (unsigned long long)s.size);
+    GB_RETURN_IF(s.offset % need_align != 0, log, GB_ERR_CORRUPT, "gbx: section %u (%s) offset %llu not %llu-aligned", i,
+                 section_name(s.kind), (unsigned long long)s.offset, (unsigned long long)need_align);
+    GB_RETURN_IF(s.offset < prev_end, log, GB_ERR_CORRUPT, "gbx: section %u (%s) overlaps the previous one", i, section_name(s.kind));
+    for (uint32_t j = 0; j < i; j++)
+      GB_RETURN_IF(secs[j].kind == s.kind, log, GB_ERR_CORRUPT, "gbx: section %s appears twice", section_name(s.kind));
+    prev_end = s.offset + s.size;
+    secs[i] = s;
+  }
+  *n_sections = n;
+  *page_align = align;
+  return GB_OK;
+}
+
+const SectionRef *find_section(const SectionRef *secs, uint32_t n, uint32_t kind) {
+  for (uint32_t i = 0; i < n; i++)
+    if (secs[i].kind == kind) return &secs[i];
+  return nullptr;
+}
+
+bool finite_pos(float v) { return isfinite(v) && v > 0.0f; }
+
+gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m) {
+  GB_RETURN_IF(size < kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META section is %llu bytes (need %u)", (unsigned long long)size, kMetaBytes);
+  GB_RETURN_IF(ld_u32(p) != kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META size field %u", ld_u32(p));
+  GB_RETURN_IF(ld_u32(p + 4) != kArchLlama, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: architecture %u not supported", ld_u32(p + 4));
+  m->dim = ld_u32(p + 8);
+  m->hidden_dim = ld_u32(p + 12);
+  m->n_layers = ld_u32(p + 16);
+  m->n_heads = ld_u32(p + 20);
+  m->n_kv_heads = ld_u32(p + 24);
+  m->head_dim = ld_u32(p + 28);
+  m->vocab_size = ld_u32(p + 32);
+  m->seq_len = ld_u32(p + 36);
+  m->rope_type = ld_u32(p + 40);
+  m->rope_dim = ld_u32(p + 44);
+  m->rope_theta = ld_f32(p + 48);
+  m->norm_eps = ld_f32(p + 52);
+  m->bos = ld_i32(p + 56);
+  m->eos = ld_i32(p + 60);
+  m->unk = ld_i32(p + 64);
+  m->pad = ld_i32(p + 68);
+  m->shared_classifier = ld_u32(p + 72);
+  m->source = ld_u32(p + 76);
+  memcpy(m->name, p + 80, 64);
+  m->name[63] = 0;
+  const uint32_t kMaxDim = 1u << 16;
+  GB_RETURN_IF(m->dim == 0 || m->dim > kMaxDim || m->hidden_dim == 0 || m->hidden_dim > 4 * kMaxDim, log, GB_ERR_CORRUPT,
+               "gbx: dim %u / hidden_dim %u out of range", m->dim, m->hidden_dim);
+  GB_RETURN_IF(m->n_layers == 0 || m->n_layers > 1024, log, GB_ERR_CORRUPT, "gbx: n_layers %u out of range", m->n_layers);
+  GB_RETURN_IF(m->n_heads == 0 || m->n_kv_heads == 0 || m->n_kv_heads > m->n_heads || m->n_heads % m->n_kv_heads != 0, log,
+               GB_ERR_CORRUPT, "gbx: n_heads %u / n_kv_heads %u inconsistent", m->n_heads, m->n_kv_heads);
+  GB_RETURN_IF(m->head_dim == 0 || m->head_dim % 2 != 0 || m->head_dim > 1024 || (uint64_t)m->head_dim * m->n_heads > 4 * kMaxDim,
+               log, GB_ERR_CORRUPT, "gbx: head_dim %u invalid", m->head_dim);
+  GB_RETURN_IF(m->vocab_size == 0 || m->vocab_size > (1u << 22), log, GB_ERR_CORRUPT, "gbx: vocab_size %u out of range", m->vocab_size);
+  GB_RETURN_IF(m->seq_len == 0 || m->seq_len > (1u << 22), log, GB_ERR_CORRUPT, "gbx: seq_len %u out of range", m->seq_len);
+  GB_RETURN_IF(m->rope_type > GB_ROPE_NEOX, log, GB_ERR_CORRUPT, "gbx: rope_type %u unknown", m->rope_type);
+  GB_RETURN_IF(m->rope_dim > m->head_dim || m->rope_dim % 2 != 0, log, GB_ERR_CORRUPT, "gbx: rope_dim %u invalid for head_dim %u",
+               m->rope_dim, m->head_dim);
+  GB_RETURN_IF(!finite_pos(m->rope_theta) || !finite_pos(m->norm_eps), log, GB_ERR_CORRUPT, "gbx: rope_theta / norm_eps invalid");
+  const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
+  for (int i = 0; i < 4; i++)
+    GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range", ids[i]);
+  return GB_OK;
+}
+
+gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const Logger &log, VocabView *v) {
+  GB_RETURN_IF(size < 16, log, GB_ERR_CORRUPT, "gbx: VOCAB section too small");
+  const uint32_t n = ld_u32(p), max_piece = ld_u32(p + 4), blob = ld_u32(p + 8);
+  GB_RETURN_IF(n != meta.vocab_size, log, GB_ERR_CORRUPT, "gbx: vocabulary has %u tokens, model %u", n, meta.vocab_size);
+  GB_RETURN_IF(max_piece > kMaxPieceBytes, log, GB_ERR_CORRUPT, "gbx: max piece length %u > %u", max_piece, kMaxPieceBytes);
+  const uint64_t types_off = 16 + 4ull * n + 4ull * (n + 1);
+  const uint64_t blob_off = types_off + align_up(n, 4);
+  GB_RETURN_IF(!in_range(blob_off, blob, size), log, GB_ERR_CORRUPT, "gbx: VOCAB arrays exceed the section");
+  v->n = n;
+  v->max_piece_bytes = max_piece;
+  v->scores = p + 16;
+  v->offsets = p + 16 + 4ull * n;
+  v->types = p + types_off;
+  v->blob = p + blob_off;
+  v->bos = meta.bos;
+  v->eos = meta.eos;
+  v->unk = meta.unk;
+  uint32_t prev = ld_u32(v->offsets);
+  GB_RETURN_IF(prev != 0, log, GB_ERR_CORRUPT, "gbx: first piece offset %u", prev);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint32_t next = ld_u32(v->offsets + 4ull * (i + 1));
+    GB_RETURN_IF(next < prev || next - prev > max_piece || next > blob, log, GB_ERR_CORRUPT, "gbx: piece %u has bad offsets", i);
+    GB_RETURN_IF(v->types[i] < kTokNormal || v->types[i] > kTokByte, log, GB_ERR_CORRUPT, "gbx: token %u has type %u", i, v->types[i]);
+    GB_RETURN_IF(!isfinite(v->score(i)), log, GB_ERR_CORRUPT, "gbx: token %u score not finite", i);
+    prev = next;
+  }
+  GB_RETURN_IF(prev != blob, log, GB_ERR_CORRUPT, "gbx: piece offsets end at %u, blob is %u bytes", prev, blob);
+  return GB_OK;
+}
+
+// Expected (rows, cols) of a tensor kind.
+void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols) {
+  *rows = m.dim;
+  *cols = m.dim;
+  switch (kind) {
+    case kTokEmbd: case kClassifier: *rows = m.vocab_size; break;
+    case kAttnNorm: case kFfnNorm: case kOutNorm: *rows = 1; break;
+    case kWq: *rows = m.q_dim(); break;
+    case kWk: case kWv: *rows = m.kv_dim(); break;
+    case kWo: *cols = m.q_dim(); break;
+    case kW1: case kW3: *rows = m.hidden_dim; break;
+    case kW2: *cols = m.hidden_dim; break;
+    default: break;
+  }
+}
+
+int mat_index(uint32_t kind) {
+  for (int i = 0; i < kMatsPerLayer; i++)
+    if (kLayerMatrices[i] == kind) return i;
+  return -1;
+}
+
+const uint32_t kTierFormat[GB_GEAR_COUNT] = {kFmtQ4, kFmtQ8, kFmtF16, kFmtF32};
+
+gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logger &log) {
+  GB_RETURN_IF(size < 16, log, GB_ERR_CORRUPT, "gbx: TENSORS section too small");
+  const uint32_t n = ld_u32(p), entry = ld_u32(p + 4);
+  GB_RETURN_IF(entry != kTensorEntryBytes, log, GB_ERR_CORRUPT, "gbx: tensor entry size %u", entry);
+  GB_RETURN_IF(!in_range(16, (uint64_t)n * entry, size), log, GB_ERR_CORRUPT, "gbx: %u tensor entries exceed the section", n);
+  const Meta &mt = m->meta;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *e = p + 16 + (size_t)i * entry;
+    const uint32_t kind = ld_u32(e), layer = ld_u32(e + 4), tier = ld_u32(e + 8), fmt = ld_u32(e + 12);
+    const uint32_t layout = ld_u32(e + 16), rows = ld_u32(e + 20), cols = ld_u32(e + 24), sec = ld_u32(e + 28);
+    const uint64_t off = ld_u64(e + 32), nbytes = ld_u64(e + 40);
+    GB_RETURN_IF(kind == 0 || kind > kTensorKindMax, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u", i, kind);
+    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || mat_index(kind) >= 0;
+    GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
+    GB_RETURN_IF(layout != kLayoutRowMajor, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
+    GB_RETURN_IF(fmt >= kFmtCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported", i, fmt);
+    GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
+    const SectionRef &s = m->sections[sec];
+    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm;
+    if (common) {
+      GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
+      GB_RETURN_IF(kind == kTokEmbd ? (fmt == kFmtQ8 || fmt == kFmtQ4 ? false : fmt > kFmtF16) : fmt != kFmtF32, log,
+                   GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i, kind, fmt);
+    } else {
+      GB_RETURN_IF(tier >= GB_GEAR_COUNT || s.kind != kSecGearBase + tier, log, GB_ERR_CORRUPT, "gbx: tensor %u tier %u vs section %s",
+                   i, tier, section_name(s.kind));
+      GB_RETURN_IF(fmt != kTierFormat[tier], log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not the format of tier %u", i,
+                   fmt, tier);
+    }
+    uint32_t er, ec;
+    expected_shape(mt, kind, &er, &ec);
+    GB_RETURN_IF(rows != er || cols != ec, log, GB_ERR_SHAPE_MISMATCH, "gbx: tensor %u (kind %u layer %u) is %ux%u, expected %ux%u", i,
+                 kind, layer, rows, cols, er, ec);
+    uint64_t want;
+    GB_RETURN_IF(!mul_ok(rows, row_bytes(fmt, cols), &want) || want != nbytes, log, GB_ERR_CORRUPT, "gbx: tensor %u nbytes %llu", i,
+                 (unsigned long long)nbytes);
+    GB_RETURN_IF(off % 64 != 0 || !in_range(off, nbytes, s.size), log, GB_ERR_CORRUPT, "gbx: tensor %u lies outside its section", i);
+    TensorRef t{m->base + s.offset + off, fmt, rows, cols, nbytes};
+    TensorRef *slot = nullptr;
+    switch (kind) {
+      case kTokEmbd: slot = &m->embd; break;
+      case kAttnNorm: slot = &m->attn_norm[layer]; break;
+      case kFfnNorm: slot = &m->ffn_norm[layer]; break;
+      case kOutNorm: slot = &m->out_norm; break;
+      case kClassifier: slot = &m->classifier[tier]; break;
+      default: slot = &m->mats[tier][(size_t)layer * kMatsPerLayer + mat_index(kind)]; break;
+    }
+    GB_RETURN_IF(slot->data != nullptr, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u layer %u tier %u) appears twice", i, kind, layer,
+                 tier);
+    *slot = t;
+  }
+  // Completeness: common tensors, and every tensor of every tier present.
+  GB_RETURN_IF(!m->embd.data || !m->out_norm.data, log, GB_ERR_MISSING_TENSOR, "gbx: token embedding or output norm missing");
+  for (uint32_t l = 0; l < mt.n_layers; l++)
+    GB_RETURN_IF(!m->attn_norm[l].data || !m->ffn_norm[l].data, log, GB_ERR_MISSING_TENSOR, "gbx: norms of layer %u missing", l);
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
+    if (!(m->gears & (1u << g))) continue;
+    GB_RETURN_IF(!m->classifier[g].data, log, GB_ERR_MISSING_TENSOR, "gbx: classifier of tier %u missing", g);
+    for (uint32_t i = 0; i < mt.n_layers * kMatsPerLayer; i++)
+      GB_RETURN_IF(!m->mats[g][i].data, log, GB_ERR_MISSING_TENSOR, "gbx: tier %u layer %u matrix %u missing", g, i / kMatsPerLayer,
+                   i % kMatsPerLayer);
+  }
+  return GB_OK;
+}
+
+// Lay out the model struct and its arrays (counting or placing).
+gb_model *carve(Arena &a, const Meta &meta, void **tok_mem) {
+  gb_model *m = a.array<gb_model>(1);
+  TensorRef *norms = a.array<TensorRef>(2ull * meta.n_layers);
+  TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
+  *tok_mem = a.alloc(tokenizer_mem_size(meta.vocab_size), 8);
+  if (!m) return nullptr;
+  m = new (m) gb_model();
+  for (size_t i = 0; i < 2ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
+  m->attn_norm = norms;
+  m->ffn_norm = norms + meta.n_layers;
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
+  return m;
+}
+
+}  // namespace
+
+gb_status verify_section(const gb_model &m, const SectionRef &s) {
+  const uint32_t crc = crc32_update(0, m.base + s.offset, s.size);
+  GB_RETURN_IF(crc != s.crc, m.log, GB_ERR_CHECKSUM, "gbx: section %s CRC mismatch (stored %08x, computed %08x)", section_name(s.kind),
+               s.crc, crc);
+  return GB_OK;
+}
+
+gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &opt, const gb_port_mapping *mapping,
+                     gb_model **out) {
+  Logger log;
+  log.fn = opt.log;
+  log.user = opt.log_user;
+  log.level = opt.log_level;
+
+  uint32_t n_sections = 0, page_align = 0;
+  SectionRef secs[kMaxSections];
+  GB_TRY(parse_header(p, size, log, &n_sections, secs, &page_align));
+  const SectionRef *smeta = find_section(secs, n_sections, kSecMeta);
+  const SectionRef *svocab = find_section(secs, n_sections, kSecVocab);
+  const SectionRef *stensors = find_section(secs, n_sections, kSecTensors);
+  const SectionRef *scommon = find_section(secs, n_sections, kSecCommon);
+  GB_RETURN_IF(!smeta || !svocab || !stensors || !scommon, log, GB_ERR_CORRUPT, "gbx: a required section (META, VOCAB, TENSORS, COMMON) is missing");
+
+  // Metadata sections are always verified: they are small and steer every access.
+  const bool verify_data = opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit);
+  for (uint32_t i = 0; i < n_sections; i++) {
+    if (is_data_section(secs[i].kind) && !verify_data) continue;
+    const uint32_t crc = crc32_update(0, p + secs[i].offset, secs[i].size);
+    GB_RETURN_IF(crc != secs[i].crc, log, GB_ERR_CHECKSUM, "gbx: section %s CRC mismatch (stored %08x, computed %08x)",
+                 section_name(secs[i].kind), secs[i].crc, crc);
+  }
+
+  Meta meta;
+  GB_TRY(parse_meta(p + smeta->offset, smeta->size, log, &meta));
+
+  Arena counter;
+  void *tok_mem = nullptr;
+  carve(counter, meta, &tok_mem);
+  void *mem = gb_port_aligned_alloc(counter.used(), Arena::kAlign);
+  GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gbx: cannot obtain %zu bytes for model metadata", counter.used());
+  Arena arena(mem, counter.used());
+  gb_model *m = carve(arena, meta, &tok_mem);
+  m->mem = mem;
+  m->log = log;
+  m->base = p;
+  m->size = size;
+  m->meta = meta;
+  if (mapping) m->mapping = *mapping;
+  m->n_sections = n_sections;
+  memcpy(m->sections, secs, sizeof(SectionRef) * n_sections);
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
+    const SectionRef *s = find_section(secs, n_sections, kSecGearBase + g);
+    if (s) {
+      m->gears |= 1u << g;
+      m->gear_section[g] = *s;
+    }
+  }
+  gb_status st = m->gears ? GB_OK : fail(log, GB_ERR_MISSING_TENSOR, "gbx: the file has no gear tier");
+  if (st == GB_OK) st = parse_vocab(p + svocab->offset, svocab->size, meta, log, &m->vocab);
+  if (st == GB_OK) st = parse_tensors(p + stensors->offset, stensors->size, m, log);
+  if (st == GB_OK) st = tokenizer_init(&m->tok, m->vocab, tok_mem, log);
+  if (st != GB_OK) {
+    gb_port_aligned_free(mem);
+    return st;
+  }
+  uint64_t params = (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
+  for (uint32_t i = 0; i < kMatsPerLayer; i++) {
+    uint32_t r, c;
+    expected_shape(meta, kLayerMatrices[i], &r, &c);
+    params += (uint64_t)meta.n_layers * r * c;
+  }
+  m->n_params = params;
+  *out = m;
+  return GB_OK;
+}
+
+}  // namespace gb
+
+// ---- public API -----------------------------------------------------------------
+
+extern "C" void gb_model_options_init(gb_model_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->verify = GB_VERIFY_AUTO;
+  o->verify_auto_limit = 256ull << 20;
+  o->log_level = GB_LOG_WARN;
+}
+
+namespace {
+gb_status read_model_options(const gb_model_options *in, gb_model_options *o) {
+  gb_model_options_init(o);
+  if (!in) return GB_OK;
+  if (in->struct_size < offsetof(gb_model_options, verify_auto_limit) || in->struct_size > sizeof *o) return GB_ERR_STRUCT_SIZE;
+  memcpy(o, in, in->struct_size);
+  if ((uint32_t)gb::raw_enum(o->log_level) > GB_LOG_DEBUG) {
+    o->log_level = GB_LOG_WARN;
+    return GB_ERR_INVALID_ARGUMENT;
+  }
+  if ((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA) return GB_ERR_INVALID_ARGUMENT;
+  return GB_OK;
+}
+}  // namespace
+
+extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out) {
+  gb_model_options o;
+  const gb_status os = read_model_options(opts, &o);
+  gb::Logger log{o.log, o.log_user, o.log_level};
+  if (os != GB_OK) return gb::fail(log, os, "gb_model_open_file: bad options");
+  GB_RETURN_IF(!path || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_file: path and out are required");
+  gb_port_mapping map{};
+  const int rc = gb_port_map_file(path, &map);
+  GB_RETURN_IF(rc == GB_PORT_ENOENT, log, GB_ERR_FILE_NOT_FOUND, "cannot open model '%s': no such file", path);
+  GB_RETURN_IF(rc == GB_PORT_ENOSYS, log, GB_ERR_UNAVAILABLE, "cannot open model '%s': this platform has no files", path);
+  GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot open or map model '%s'", path);
+  gb_model *m = nullptr;
+  const gb_status st = gb::model_open(static_cast<const uint8_t *>(map.data), map.size, o, &map, &m);
+  if (st != GB_OK) {
+    gb_port_unmap_file(&map);
+    log.log(GB_LOG_ERROR, "cannot open model '%s': %s", path, gb_status_str(st));
+    return st;
+  }
+  *out = m;
+  return GB_OK;
+}
+
+extern "C" gb_status gb_model_open_memory(const void *data, size_t size, const gb_model_options *opts, gb_model **out) {
+  gb_model_options o;
+  const gb_status os = read_model_options(opts, &o);
+  gb::Logger log{o.log, o.log_user, o.log_level};
+  if (os != GB_OK) return gb::fail(log, os, "gb_model_open_memory: bad options");
+  GB_RETURN_IF(!data || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_memory: data and out are required");
+  GB_RETURN_IF((uintptr_t)data % 16 != 0, log, GB_ERR_ALIGNMENT, "gb_model_open_memory: data must be 16-byte aligned");
+  return gb::model_open(static_cast<const uint8_t *>(data), size, o, nullptr, out);
+}
+
+extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
+  if (!m || !info) return GB_ERR_NULL_POINTER;
+  if (info->struct_size < offsetof(gb_model_info, gears) || info->struct_size > sizeof(gb_model_info)) return GB_ERR_STRUCT_SIZE;
+  gb_model_info r;
+  memset(&r, 0, sizeof r);
+  const gb::Meta &t = m->meta;
+  r.struct_size = info->struct_size;
+  r.dim = t.dim;
+  r.hidden_dim = t.hidden_dim;
+  r.n_layers = t.n_layers;
+  r.n_heads = t.n_heads;
+  r.n_kv_heads = t.n_kv_heads;
+  r.head_dim = t.head_dim;
+  r.vocab_size = t.vocab_size;
+  r.seq_len = t.seq_len;
+  r.rope_type = t.rope_type;
+  r.rope_dim = t.rope_dim;
+  r.rope_theta = t.rope_theta;
+  r.norm_eps = t.norm_eps;
+  r.bos_id = t.bos;
+  r.eos_id = t.eos;
+  r.unk_id = t.unk;
+  r.pad_id = t.pad;
+  r.gears = m->gears;
+  r.shared_classifier = t.shared_classifier;
+  r.file_bytes = m->size;
+  r.n_params = m->n_params;
+  for (int g = 0; g < GB_GEAR_COUNT; g++) r.gear_bytes[g] = (m->gears >> g & 1) ? m->gear_section[g].size : 0;
+  memcpy(r.name, t.name, sizeof r.name);
+  memcpy(info, &r, info->struct_size);
+  return GB_OK;
+}
+
+extern "C" gb_status gb_model_verify(const gb_model *m) {
+  if (!m) return GB_ERR_NULL_POINTER;
+  for (uint32_t i = 0; i < m->n_sections; i++) GB_TRY(gb::verify_section(*m, m->sections[i]));
+  return GB_OK;
+}
+
+extern "C" void gb_model_close(gb_model *m) {
+  if (!m) return;
+  gb_port_mapping map = m->mapping;
+  void *mem = m->mem;
+  if (map.handle) gb_port_unmap_file(&map);
+  gb_port_aligned_free(mem);
+}
+
+extern "C" gb_status gb_tokenize(const gb_model *m, const char *text, size_t len, uint32_t flags, int32_t *tokens, size_t cap,
+                                 size_t *n_tokens) {
+  if (!m) return GB_ERR_NULL_POINTER;
+  return gb::tokenize(m->tok, text, len, flags, tokens, cap, n_tokens);
+}
+
+extern "C" gb_status gb_token_to_text(const gb_model *m, int32_t prev, int32_t token, const char **out, size_t *len) {
+  if (!m) return GB_ERR_NULL_POINTER;
+  return gb::token_to_text(m->tok, prev, token, out, len);
+}

@@ -1,0 +1,75 @@
+// model.h — an opened .gbx: validated metadata, the tokenizer, and views of
+// every tensor, pointing into the mapped file (weights are never copied).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "format.h"
+#include "gearbx_port.h"
+#include "tokenizer.h"
+#include "vocab.h"
+
+namespace gb {
+
+struct TensorRef {
+  const uint8_t *data = nullptr;  // row 0 of the matrix, inside the mapping
+  uint32_t format = 0;            // WeightFormat
+  uint32_t rows = 0, cols = 0;
+  uint64_t nbytes = 0;
+};
+
+struct Meta {
+  uint32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size, seq_len;
+  uint32_t rope_type, rope_dim;
+  float rope_theta, norm_eps;
+  int32_t bos, eos, unk, pad;
+  uint32_t shared_classifier, source;
+  char name[64];
+  uint32_t q_dim() const { return n_heads * head_dim; }
+  uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+struct SectionRef {
+  uint32_t kind;
+  uint64_t offset, size;
+  uint32_t crc;
+};
+
+// Index of a managed matrix within a layer (order of kLayerMatrices).
+enum MatIndex { kMatQ = 0, kMatK, kMatV, kMatO, kMat1, kMat2, kMat3, kMatsPerLayer };
+
+}  // namespace gb
+
+struct gb_model {
+  gb::Logger log;
+  gb_port_mapping mapping;  // data == nullptr when opened from memory
+  const uint8_t *base;      // the whole file
+  uint64_t size;
+  gb::Meta meta;
+  uint32_t n_sections;
+  gb::SectionRef sections[gb::kMaxSections];
+  uint32_t gears;  // bit per tier present
+  gb::SectionRef gear_section[GB_GEAR_COUNT];
+  gb::VocabView vocab;
+  gb::Tokenizer tok;
+  // Common tensors.
+  gb::TensorRef embd;
+  gb::TensorRef *attn_norm;  // (n_layers)
+  gb::TensorRef *ffn_norm;   // (n_layers)
+  gb::TensorRef out_norm;
+  // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
+  gb::TensorRef *mats[GB_GEAR_COUNT];
+  gb::TensorRef classifier[GB_GEAR_COUNT];
+  uint64_t n_params;
+  void *mem;  // the one allocation holding this struct and its arrays
+};
+
+namespace gb {
+// Parse and validate `size` bytes at `base` (a mapping or caller memory).
+gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options &opt,
+                     const gb_port_mapping *mapping, gb_model **out);
+// Check the CRC of one section; logs the section on mismatch.
+gb_status verify_section(const gb_model &m, const SectionRef &s);
+}  // namespace gb

@@ -1,0 +1,23 @@
+// quant.h — weight quantizers: f32 rows -> the block formats of format.h.
+// Used by the converter and (later) by lazy tiers built inside a session.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace gb {
+
+// Quantize one row of `cols` floats into ceil(cols/32) q4 blocks at `out`
+// (row_bytes(kFmtQ4, cols) bytes). Symmetric, GGUF Q4_0-compatible: the value
+// of largest magnitude m maps to -8, d = m / -8 (rounded to fp16 first).
+void quantize_row_q4(uint8_t *out, const float *x, size_t cols);
+// q8: d = amax / 127 (fp16), q = round(x / d).
+void quantize_row_q8(uint8_t *out, const float *x, size_t cols);
+// f16: round to nearest even.
+void quantize_row_f16(uint8_t *out, const float *x, size_t cols);
+// Dispatch by WeightFormat (kFmtF32 copies).
+void quantize_row(uint32_t fmt, uint8_t *out, const float *x, size_t cols);
+// Expand a stored row back to floats (portable, for converters and tests).
+void dequantize_row(uint32_t fmt, float *out, const uint8_t *row, size_t cols);
+
+}  // namespace gb

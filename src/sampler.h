@@ -1,0 +1,49 @@
+// sampler.h — next-token sampling over a logits vector: greedy, temperature,
+// top-k, top-p, min-p, inverse-CDF or Gumbel-max, with a seedable RNG that
+// gives the same tokens for the same seed on every platform. No allocation:
+// scratch comes from the session arena.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+namespace gb {
+
+struct ProbIndex {
+  float p;
+  int32_t i;
+};
+
+struct Sampler {
+  gb_sampler_options opt;
+  uint32_t n_vocab = 0;
+  uint64_t rng[2];              // xoroshiro128+ style state, seeded from opt.seed
+  ProbIndex *scratch = nullptr;  // (n_vocab)
+  float *work = nullptr;         // (n_vocab)
+};
+
+// Validate options (temperature >= 0 and finite, top_p in (0,1], min_p in
+// [0,1), method known); log and return GB_ERR_INVALID_ARGUMENT otherwise.
+gb_status sampler_validate(const gb_sampler_options &o, const Logger &log);
+
+// Scratch bytes for a vocabulary of n tokens.
+size_t sampler_mem_size(uint32_t n_vocab);
+
+// mem: sampler_mem_size bytes, 8-aligned, outliving the sampler.
+void sampler_init(Sampler *s, const gb_sampler_options &o, uint32_t n_vocab, void *mem);
+
+// Re-seed from opt.seed (the same sequence again).
+void sampler_reset(Sampler *s);
+
+// The seed's NaN/inf guard, in place: NaN -> 0, +inf -> 1e4, -inf -> -1e4.
+void nan_guard(float *logits, size_t n);
+
+// Pick the next token from guarded logits (not modified).
+int32_t sampler_sample(Sampler *s, const float *logits);
+
+// Uniform float in [0, 1) from the sampler's RNG (24 random bits).
+float sampler_uniform(Sampler *s);
+
+}  // namespace gb

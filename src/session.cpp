@@ -1,0 +1,302 @@
+// session.cpp — session options, the arena layout, and the decode API.
+// "Estimate, then place": carve() runs once counting and once placing, so
+// gb_session_mem_size() is exactly what gb_session_create() uses.
+#include "session.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <new>
+
+#include "format.h"
+#include "gearbx_port.h"
+
+namespace gb {
+namespace {
+
+const char *gear_name(uint32_t g) {
+  static const char *const names[] = {"low", "mid", "high", "f32"};
+  return g < GB_GEAR_COUNT ? names[g] : (g == GB_GEAR_AUTO ? "auto" : "?");
+}
+
+gb_status read_options(const gb_model *m, const gb_session_options *in, gb_session_options *o, Logger *log) {
+  gb_session_options_init(o);
+  *log = m->log;
+  if (in) {
+    if (in->struct_size < offsetof(gb_session_options, log) || in->struct_size > sizeof *o)
+      return fail(*log, GB_ERR_STRUCT_SIZE, "session options: struct_size %u not supported", in->struct_size);
+    memcpy(o, in, in->struct_size);
+    o->struct_size = sizeof *o;
+  }
+  if (o->log) {
+    log->fn = o->log;
+    log->user = o->log_user;
+  }
+  const Meta &c = m->meta;
+  if (o->n_ctx == 0) o->n_ctx = c.seq_len;
+  GB_RETURN_IF(o->n_ctx > (1u << 22), *log, GB_ERR_INVALID_ARGUMENT, "session options: n_ctx %u too large", o->n_ctx);
+  const bool fixed = (uint32_t)raw_enum(o->gear) < GB_GEAR_COUNT;
+  GB_RETURN_IF(!fixed && raw_enum(o->gear) != GB_GEAR_AUTO, *log, GB_ERR_INVALID_ARGUMENT, "session options: gear %d unknown", raw_enum(o->gear));
+  GB_RETURN_IF((uint32_t)raw_enum(o->managed) > GB_MANAGED_ATTENTION, *log, GB_ERR_INVALID_ARGUMENT, "session options: managed set %d unknown",
+               raw_enum(o->managed));
+  GB_RETURN_IF((uint32_t)raw_enum(o->base_gear) >= GB_GEAR_COUNT, *log, GB_ERR_INVALID_ARGUMENT, "session options: base_gear %d invalid",
+               raw_enum(o->base_gear));
+  GB_RETURN_IF(o->n_threads > 256, *log, GB_ERR_INVALID_ARGUMENT, "session options: n_threads %u > 256", o->n_threads);
+  GB_TRY(sampler_validate(o->sampler, *log));
+  GB_TRY(monitor_validate(o->monitor, *log));
+  // Every tier the session may enter must be in the file.
+  uint32_t need = 1u << o->base_gear;
+  need |= fixed ? 1u << o->gear : (1u << GB_GEAR_LOW) | (1u << GB_GEAR_MID) | (1u << GB_GEAR_HIGH);
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
+    GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1), *log, GB_ERR_UNAVAILABLE,
+                 "session options: the %s tier is not in the model file", gear_name(g));
+  return GB_OK;
+}
+
+// The arena layout of a session (counting when a is counting).
+gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
+  const Meta &c = m->meta;
+  const uint32_t qd = c.q_dim(), kvd = c.kv_dim();
+  const uint32_t wide = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
+  gb_session *s = a.array<gb_session>(1);
+  gb_session tmp;  // receives pointers while counting
+  gb_session *t = s ? new (s) gb_session() : &tmp;
+  t->x = a.array<float>(c.dim);
+  t->xb = a.array<float>(qd > c.dim ? qd : c.dim);
+  t->xb2 = a.array<float>(c.dim);
+  t->hb = a.array<float>(c.hidden_dim);
+  t->hb2 = a.array<float>(c.hidden_dim);
+  t->q = a.array<float>(qd);
+  t->kt = a.array<float>(kvd);
+  t->vt = a.array<float>(kvd);
+  t->att = a.array<float>((size_t)c.n_heads * o.n_ctx);
+  t->logits = a.array<float>(c.vocab_size);
+  t->rope_freq = a.array<float>(c.rope_dim / 2 + 1);
+  t->xq = a.array<gb_q8x_block>((wide + 31) / 32);
+  kv_carve(&t->kv, a, c.n_layers, o.n_ctx, kvd);
+  void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
+  void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
+  if (!s) return nullptr;
+  sampler_init(&s->sampler, o.sampler, c.vocab_size, smem);
+  monitor_init(&s->monitor, o.monitor, c.vocab_size, mmem);
+  return s;
+}
+
+gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t arena, const Logger &log) {
+  if (o.mem_budget == 0) return GB_OK;
+  // Resident weights: the common section plus every tier the session may hold at once.
+  uint64_t weights = 0;
+  for (uint32_t i = 0; i < m->n_sections; i++)
+    if (m->sections[i].kind == kSecCommon) weights += m->sections[i].size;
+  const bool fixed = (unsigned)o.gear < GB_GEAR_COUNT;
+  uint64_t tiers = m->gear_section[o.base_gear].size;
+  if (fixed && o.gear != o.base_gear) tiers += m->gear_section[o.gear].size;
+  if (!fixed) {
+    // Auto: the largest managed tier resident at a time, plus the base tier.
+    uint64_t biggest = 0;
+    for (uint32_t g = GB_GEAR_LOW; g <= GB_GEAR_HIGH; g++)
+      biggest = m->gear_section[g].size > biggest ? m->gear_section[g].size : biggest;
+    tiers = o.managed == GB_MANAGED_ALL ? biggest : biggest + m->gear_section[o.base_gear].size;
+  }
+  weights += tiers;
+  GB_RETURN_IF(arena > o.mem_budget, log, GB_ERR_BUDGET_EXCEEDED,
+               "session does not fit the budget: the arena alone needs %zu bytes of %llu (n_ctx %u: KV cache %llu bytes)", arena,
+               (unsigned long long)o.mem_budget, o.n_ctx,
+               (unsigned long long)(2ull * m->meta.n_layers * o.n_ctx * m->meta.kv_dim() * sizeof(float)));
+  GB_RETURN_IF(arena + weights > o.mem_budget, log, GB_ERR_BUDGET_EXCEEDED,
+               "session does not fit the budget: arena %zu + resident weight tiers %llu bytes > %llu", arena,
+               (unsigned long long)weights, (unsigned long long)o.mem_budget);
+  return GB_OK;
+}
+
+struct StepResult {
+  gb_gear gear;             // tier used by the pass
+  uint32_t tokens_in_gear;  // passes in that tier, this one included
+  float H, Hs;              // entropy and its rolling mean
+};
+
+void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, const StepResult &sr, uint64_t t0) {
+  if (!info) return;
+  const uint32_t size = info->struct_size;
+  if (size < sizeof(uint32_t) || size > sizeof(gb_step_info)) return;
+  gb_step_info r;
+  memset(&r, 0, sizeof r);
+  r.struct_size = size;
+  r.token = token;
+  r.pos = pos;
+  r.gear = sr.gear;
+  r.next_gear = s->gear;
+  r.shifted = s->gear != sr.gear;
+  r.tokens_in_gear = sr.tokens_in_gear;
+  r.entropy = sr.H;
+  r.entropy_smoothed = sr.Hs;
+  r.logits = s->logits;
+  r.n_vocab = s->model->meta.vocab_size;
+  r.weight_bytes_read = s->bytes_read;
+  r.weights_read = s->weights_read;
+  r.step_ns = gb_port_now_ns() - t0;
+  memcpy(info, &r, size);
+}
+
+// Run `token` with logits, then the NaN guard, the entropy and the monitor.
+StepResult step(gb_session *s, int32_t token) {
+  StepResult r;
+  r.gear = s->gear;
+  r.tokens_in_gear = s->monitor.tokens_in_gear + 1;
+  forward(s, token, true);
+  const uint32_t V = s->model->meta.vocab_size;
+  nan_guard(s->logits, V);
+  r.H = entropy_bits(s->logits, V);
+  const gb_gear next = monitor_update(&s->monitor, r.H, &r.Hs);
+  if (next != s->gear) set_gear(s, next);  // a pointer swap; fixed policies never shift
+  return r;
+}
+
+}  // namespace
+}  // namespace gb
+
+using namespace gb;
+
+extern "C" void gb_session_options_init(gb_session_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->gear = GB_GEAR_AUTO;
+  o->managed = GB_MANAGED_ALL;
+  o->base_gear = GB_GEAR_HIGH;
+  o->n_threads = 1;
+  o->sampler.temperature = 1.0f;
+  o->sampler.top_p = 1.0f;
+  o->sampler.seed = 42;
+  o->sampler.method = GB_SAMPLE_MULTINOMIAL;
+  o->monitor.window = 5;
+  o->monitor.theta_low = 1.8f;
+  o->monitor.theta_high = 3.5f;
+  o->monitor.hysteresis = 0.1f;
+  o->monitor.min_gear_duration = 4;
+  o->monitor.vocab_ref = 32768;
+  o->monitor.initial_gear = GB_GEAR_HIGH;
+}
+
+extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
+  if (!m || !out) return GB_ERR_NULL_POINTER;
+  gb_session_options o;
+  Logger log;
+  GB_TRY(read_options(m, opts, &o, &log));
+  Arena counter;
+  carve(counter, m, o);
+  GB_TRY(check_budget(m, o, counter.used(), log));
+  *out = counter.used();
+  return GB_OK;
+}
+
+extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_options *opts, void *mem, size_t mem_bytes,
+                                       gb_session **out) {
+  if (!m || !out) return GB_ERR_NULL_POINTER;
+  gb_session_options o;
+  Logger log;
+  GB_TRY(read_options(m, opts, &o, &log));
+  Arena counter;
+  carve(counter, m, o);
+  const size_t need = counter.used();
+  GB_TRY(check_budget(m, o, need, log));
+  bool owns = false;
+  if (mem) {
+    GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "gb_session_create: memory must be 64-byte aligned");
+    GB_RETURN_IF(mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "gb_session_create: %zu bytes given, %zu needed", mem_bytes, need);
+  } else {
+    mem = gb_port_aligned_alloc(need, Arena::kAlign);
+    GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gb_session_create: cannot obtain %zu bytes", need);
+    mem_bytes = need;
+    owns = true;
+  }
+  Arena arena(mem, mem_bytes);
+  gb_session *s = carve(arena, m, o);
+  s->model = m;
+  s->log = log;
+  s->opt = o;
+  s->mem = mem;
+  s->mem_bytes = mem_bytes;
+  s->owns_mem = owns;
+  s->n_ctx = o.n_ctx;
+  gb_kernels_select(&s->k, gb_port_cpu_features());
+  const Meta &c = m->meta;
+  for (uint32_t i = 0; i < c.rope_dim / 2; i++)
+    s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
+  s->base_mats = m->mats[o.base_gear];
+  gb_session_reset(s);
+  s->pending = -1;
+  s->pos = 0;
+  *out = s;
+  return GB_OK;
+}
+
+extern "C" gb_status gb_session_reset(gb_session *s) {
+  if (!s) return GB_ERR_NULL_POINTER;
+  s->pos = 0;
+  s->pending = -1;
+  sampler_reset(&s->sampler);
+  monitor_reset(&s->monitor);
+  if ((unsigned)s->opt.gear < GB_GEAR_COUNT) {
+    s->monitor.gear = s->opt.gear;
+    s->monitor.locked = true;
+  }
+  set_gear(s, s->monitor.gear);
+  return GB_OK;
+}
+
+extern "C" void gb_session_destroy(gb_session *s) {
+  if (!s) return;
+  if (s->owns_mem) gb_port_aligned_free(s->mem);
+}
+
+extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) {
+  if (!s || !tokens) return GB_ERR_NULL_POINTER;
+  GB_RETURN_IF(n == 0, s->log, GB_ERR_INVALID_ARGUMENT, "gb_prefill: no tokens");
+  const uint32_t V = s->model->meta.vocab_size;
+  for (size_t i = 0; i < n; i++)
+    GB_RETURN_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= V, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
+                 "gb_prefill: token %d at index %zu outside [0, %u)", tokens[i], i, V);
+  // A pending token is run first; then all but the last new token.
+  const uint64_t needed = (uint64_t)s->pos + (s->pending >= 0 ? 1 : 0) + (n - 1);
+  GB_RETURN_IF(needed >= s->n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->pos,
+               s->n_ctx);
+  if (s->pending >= 0) forward(s, s->pending, false);
+  for (size_t i = 0; i + 1 < n; i++) forward(s, tokens[i], false);
+  s->pending = tokens[n - 1];
+  return GB_OK;
+}
+
+extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info) {
+  if (!s) return GB_ERR_NULL_POINTER;
+  const uint64_t t0 = gb_port_now_ns();
+  GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
+  if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
+  const uint32_t pos = s->pos;
+  const StepResult sr = step(s, s->pending);
+  const int32_t next = sampler_sample(&s->sampler, s->logits);
+  s->pending = next;
+  if (token_out) *token_out = next;
+  fill_info(s, info, next, pos, sr, t0);
+  return GB_OK;
+}
+
+extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
+  if (!s) return GB_ERR_NULL_POINTER;
+  const uint64_t t0 = gb_port_now_ns();
+  GB_RETURN_IF(token < 0 || (uint32_t)token >= s->model->meta.vocab_size, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
+               "gb_feed: token %d out of range", token);
+  if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->n_ctx);
+  s->pending = -1;
+  const uint32_t pos = s->pos;
+  const StepResult sr = step(s, token);
+  fill_info(s, info, -1, pos, sr, t0);
+  return GB_OK;
+}
+
+extern "C" gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx) {
+  if (!s) return GB_ERR_NULL_POINTER;
+  if (pos) *pos = s->pos;
+  if (n_ctx) *n_ctx = s->n_ctx;
+  return GB_OK;
+}

@@ -1,0 +1,38 @@
+// tokenizer.h — byte-fallback BPE (SentencePiece / llama2.c style) over a
+// VocabView. Built once when a model is opened; encoding and decoding never
+// allocate and are thread-safe.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "vocab.h"
+
+namespace gb {
+
+struct Tokenizer {
+  VocabView v;
+  const uint32_t *sorted = nullptr;  // (n) token ids sorted by piece bytes
+  int32_t byte_token[256];           // id of the <0xHH> token, or -1
+  uint8_t byte_in_merge[256];        // 1 if some piece of >1 byte contains the byte
+  int32_t space_token = -1;          // id of the piece " " (dummy prefix), or -1
+};
+
+// Bytes of memory tokenizer_init needs for a vocabulary of n tokens.
+size_t tokenizer_mem_size(uint32_t n);
+
+// Build the lookup tables in `mem` (tokenizer_mem_size bytes, 8-aligned),
+// which must outlive the tokenizer. Fails with GB_ERR_CORRUPT on a vocabulary
+// the encoder cannot use (logged).
+gb_status tokenizer_init(Tokenizer *t, const VocabView &v, void *mem, const Logger &log);
+
+// Encode per gb_tokenize() in gearbx.h (same contract, same flags).
+gb_status tokenize(const Tokenizer &t, const char *text, size_t len, uint32_t flags, int32_t *out,
+                   size_t cap, size_t *n_out);
+
+// Decode per gb_token_to_text() in gearbx.h.
+gb_status token_to_text(const Tokenizer &t, int32_t prev, int32_t token, const char **out,
+                        size_t *len);
+
+}  // namespace gb
