@@ -1,0 +1,464 @@
+// gbx_writer.cpp — the .gbx writer (see gbx_writer.h). The whole layout is
+// planned first (every section and tensor offset follows from the shapes), so
+// the metadata sections can be written before any weight is read; the header
+// goes last because it holds the data sections' CRCs.
+#include "gbx_writer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "crc32.h"
+#include "quant.h"
+
+namespace gb {
+
+uint32_t tier_format(uint32_t gear) {
+  static const uint32_t f[GB_GEAR_COUNT] = {kFmtQ4, kFmtQ8, kFmtF16, kFmtF32};
+  return gear < GB_GEAR_COUNT ? f[gear] : kFmtF32;
+}
+
+void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t *cols) {
+  const uint32_t q = d.n_heads * d.head_dim, kv = d.n_kv_heads * d.head_dim;
+  *rows = d.dim;
+  *cols = d.dim;
+  switch (kind) {
+    case kTokEmbd: case kClassifier: *rows = d.vocab_size; break;
+    case kAttnNorm: case kFfnNorm: case kOutNorm: *rows = 1; break;
+    case kWq: *rows = q; break;
+    case kWk: case kWv: *rows = kv; break;
+    case kWo: *cols = q; break;
+    case kW1: case kW3: *rows = d.hidden_dim; break;
+    case kW2: *cols = d.hidden_dim; break;
+    default: break;
+  }
+}
+
+const char *tensor_kind_name(uint32_t kind) {
+  switch (kind) {
+    case kTokEmbd: return "token_embd";
+    case kAttnNorm: return "attn_norm";
+    case kWq: return "wq";
+    case kWk: return "wk";
+    case kWv: return "wv";
+    case kWo: return "wo";
+    case kFfnNorm: return "ffn_norm";
+    case kW1: return "w1";
+    case kW2: return "w2";
+    case kW3: return "w3";
+    case kOutNorm: return "output_norm";
+    case kClassifier: return "classifier";
+    default: return "?";
+  }
+}
+
+namespace {
+
+constexpr size_t kChunkValues = size_t(1) << 22;  // floats per read: 16 MiB
+
+struct Planned {
+  uint32_t kind, layer, tier, fmt, rows, cols, section;
+  uint64_t offset, nbytes;
+};
+
+// Rows read per step: as many as fit kChunkValues, at least one.
+uint32_t chunk_rows(const Planned &t) {
+  const uint64_t fit = kChunkValues / t.cols;
+  return fit == 0 ? 1 : (fit < t.rows ? (uint32_t)fit : t.rows);
+}
+
+struct Sec {
+  uint32_t kind;
+  uint64_t offset, size;
+  uint32_t crc;
+};
+
+class OutFile {
+ public:
+  ~OutFile() {
+    if (f_) fclose(f_);
+  }
+  bool open(const char *path) {
+    f_ = fopen(path, "wb");
+    return f_ != nullptr;
+  }
+  bool write_at(uint64_t off, const void *p, size_t n) {
+    if (!f_ || !ok_) return false;
+    if (off != pos_ && fseeko(f_, (off_t)off, SEEK_SET) != 0) return ok_ = false;
+    if (n && fwrite(p, 1, n, f_) != n) return ok_ = false;
+    pos_ = off + n;
+    return true;
+  }
+  bool zeros_at(uint64_t off, uint64_t n) {
+    static const uint8_t z[4096] = {0};
+    while (n > 0) {
+      const size_t k = n < sizeof z ? (size_t)n : sizeof z;
+      if (!write_at(off, z, k)) return false;
+      off += k;
+      n -= k;
+    }
+    return true;
+  }
+  bool close() {
+    if (!f_) return false;
+    const bool flushed = fflush(f_) == 0;
+    const bool closed = fclose(f_) == 0;
+    f_ = nullptr;
+    return ok_ && flushed && closed;
+  }
+
+ private:
+  FILE *f_ = nullptr;
+  uint64_t pos_ = 0;
+  bool ok_ = true;
+};
+
+class Writer {
+ public:
+  Writer(const GbxModelDesc &d, const GbxVocab &v, TensorSource &src, const ConvertOptions &opt)
+      : d_(d), v_(v), src_(src), opt_(opt), log_(opt.log) {}
+  gb_status run(const char *tmp_path);
+
+ private:
+  void plan();
+  void build_meta(std::vector<uint8_t> *b) const;
+  void build_vocab(std::vector<uint8_t> *b) const;
+  void build_tensors(std::vector<uint8_t> *b) const;
+  gb_status write_meta_section(size_t si, const std::vector<uint8_t> &b);
+  gb_status write_common();
+  gb_status write_gears();
+  gb_status fetch_f32(const Planned &t, uint32_t row0, uint32_t n);
+  gb_status io_error() const { return fail(log_, GB_ERR_IO, "convert: cannot write '%s'", tmp_path_); }
+  void progress(uint64_t bytes);
+
+  const GbxModelDesc &d_;
+  const GbxVocab &v_;
+  TensorSource &src_;
+  const ConvertOptions &opt_;
+  Logger log_;
+  const char *tmp_path_ = "";
+  OutFile out_;
+  std::vector<Sec> secs_;
+  std::vector<Planned> tensors_;
+  size_t n_common_ = 0;
+  uint32_t gears_[GB_GEAR_COUNT] = {0};  // present gears, in order
+  uint32_t n_gears_ = 0;
+  size_t gear_first_[GB_GEAR_COUNT] = {0};  // index in tensors_ of each present gear's first tensor
+  uint32_t embd_fmt_ = kFmtF16;
+  std::vector<float> f32_;
+  std::vector<uint8_t> buf_;
+  uint64_t total_bytes_ = 0, done_bytes_ = 0;
+  uint32_t tensors_done_ = 0;
+  int shown_pct_ = -1;
+  bool warned_requant_ = false;
+};
+
+void Writer::plan() {
+  n_gears_ = 0;
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
+    if (opt_.tiers & (1u << g)) gears_[n_gears_++] = g;
+  secs_.clear();
+  const uint32_t kinds[4] = {kSecMeta, kSecVocab, kSecTensors, kSecCommon};
+  for (uint32_t k : kinds) secs_.push_back(Sec{k, 0, 0, 0});
+  for (uint32_t i = 0; i < n_gears_; i++) secs_.push_back(Sec{kSecGearBase + gears_[i], 0, 0, 0});
+
+  // Tensors, in file order; offsets are relative to their section.
+  tensors_.clear();
+  uint64_t cursor = 0;
+  auto add = [&](uint32_t kind, uint32_t layer, uint32_t tier, uint32_t fmt, uint32_t sec) {
+    Planned t{};
+    t.kind = kind;
+    t.layer = layer;
+    t.tier = tier;
+    t.fmt = fmt;
+    tensor_shape(d_, kind, &t.rows, &t.cols);
+    t.section = sec;
+    t.offset = align_up(cursor, 64);
+    t.nbytes = (uint64_t)t.rows * row_bytes(fmt, t.cols);
+    cursor = t.offset + t.nbytes;
+    tensors_.push_back(t);
+  };
+  add(kTokEmbd, 0, kTierCommon, embd_fmt_, 3);
+  for (uint32_t l = 0; l < d_.n_layers; l++) {
+    add(kAttnNorm, l, kTierCommon, kFmtF32, 3);
+    add(kFfnNorm, l, kTierCommon, kFmtF32, 3);
+  }
+  add(kOutNorm, 0, kTierCommon, kFmtF32, 3);
+  n_common_ = tensors_.size();
+  secs_[3].size = cursor;
+  for (uint32_t i = 0; i < n_gears_; i++) {
+    const uint32_t g = gears_[i];
+    cursor = 0;
+    gear_first_[i] = tensors_.size();
+    for (uint32_t l = 0; l < d_.n_layers; l++)
+      for (uint32_t k : kLayerMatrices) add(k, l, g, tier_format(g), 4 + i);
+    add(kClassifier, 0, g, tier_format(g), 4 + i);
+    secs_[4 + i].size = cursor;
+  }
+
+  // Section sizes of the metadata, then offsets.
+  uint64_t blob = 0;
+  for (const std::string &p : v_.pieces) blob += p.size();
+  const uint64_t n = d_.vocab_size;
+  secs_[0].size = kMetaBytes;
+  secs_[1].size = 16 + 4 * n + 4 * (n + 1) + align_up(n, 4) + blob;
+  secs_[2].size = 16 + (uint64_t)tensors_.size() * kTensorEntryBytes;
+  uint64_t end = kHeaderFixedBytes + (uint64_t)secs_.size() * kSectionEntryBytes;
+  for (Sec &s : secs_) {
+    const bool data = s.kind == kSecCommon || s.kind >= kSecGearBase;
+    s.offset = align_up(end, data ? opt_.page_align : kMetaAlign);
+    end = s.offset + s.size;
+  }
+  total_bytes_ = 0;
+  for (const Planned &t : tensors_) total_bytes_ += t.nbytes;
+}
+
+void Writer::build_meta(std::vector<uint8_t> *b) const {
+  b->assign(kMetaBytes, 0);
+  uint8_t *p = b->data();
+  const uint32_t u[10] = {d_.dim, d_.hidden_dim, d_.n_layers, d_.n_heads, d_.n_kv_heads,
+                          d_.head_dim, d_.vocab_size, d_.seq_len, d_.rope_type, d_.rope_dim};
+  st_u32(p, kMetaBytes);
+  st_u32(p + 4, kArchLlama);
+  for (int i = 0; i < 10; i++) st_u32(p + 8 + 4 * i, u[i]);
+  st_f32(p + 48, d_.rope_theta);
+  st_f32(p + 52, d_.norm_eps);
+  st_u32(p + 56, (uint32_t)d_.bos_id);
+  st_u32(p + 60, (uint32_t)d_.eos_id);
+  st_u32(p + 64, (uint32_t)d_.unk_id);
+  st_u32(p + 68, (uint32_t)d_.pad_id);
+  st_u32(p + 72, d_.shared_classifier);
+  st_u32(p + 76, d_.source);
+  memcpy(p + 80, d_.name.data(), d_.name.size() < 63 ? d_.name.size() : 63);
+}
+
+void Writer::build_vocab(std::vector<uint8_t> *b) const {
+  const uint32_t n = d_.vocab_size;
+  b->assign(secs_[1].size, 0);
+  uint8_t *p = b->data();
+  uint32_t blob = 0, max_piece = 0;
+  for (const std::string &s : v_.pieces) {
+    blob += (uint32_t)s.size();
+    if (s.size() > max_piece) max_piece = (uint32_t)s.size();
+  }
+  st_u32(p, n);
+  st_u32(p + 4, max_piece);
+  st_u32(p + 8, blob);
+  uint8_t *scores = p + 16, *offsets = scores + 4ull * n, *types = offsets + 4ull * (n + 1);
+  uint8_t *blob_p = types + align_up(n, 4);
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    st_f32(scores + 4ull * i, v_.scores[i]);
+    st_u32(offsets + 4ull * i, off);
+    types[i] = v_.types[i];
+    memcpy(blob_p + off, v_.pieces[i].data(), v_.pieces[i].size());
+    off += (uint32_t)v_.pieces[i].size();
+  }
+  st_u32(offsets + 4ull * n, off);
+}
+
+void Writer::build_tensors(std::vector<uint8_t> *b) const {
+  b->assign(secs_[2].size, 0);
+  uint8_t *p = b->data();
+  st_u32(p, (uint32_t)tensors_.size());
+  st_u32(p + 4, kTensorEntryBytes);
+  for (size_t i = 0; i < tensors_.size(); i++) {
+    const Planned &t = tensors_[i];
+    uint8_t *e = p + 16 + i * kTensorEntryBytes;
+    const uint32_t u[8] = {t.kind, t.layer, t.tier, t.fmt, kLayoutRowMajor, t.rows, t.cols, t.section};
+    for (int k = 0; k < 8; k++) st_u32(e + 4 * k, u[k]);
+    st_u64(e + 32, t.offset);
+    st_u64(e + 40, t.nbytes);
+  }
+}
+
+gb_status Writer::write_meta_section(size_t si, const std::vector<uint8_t> &b) {
+  secs_[si].crc = crc32_update(0, b.data(), b.size());
+  if (!out_.write_at(secs_[si].offset, b.data(), b.size())) return io_error();
+  return GB_OK;
+}
+
+void Writer::progress(uint64_t bytes) {
+  done_bytes_ += bytes;
+  if (!opt_.progress || total_bytes_ == 0) return;
+  const int pct = (int)(done_bytes_ * 100 / total_bytes_);
+  if (pct == shown_pct_) return;
+  shown_pct_ = pct;
+  fprintf(stderr, "\rconvert: %3d%% (tensor %u/%zu)", pct, tensors_done_, tensors_.size());
+  if (pct == 100) fputc('\n', stderr);
+  fflush(stderr);
+}
+
+// Rows of a tensor as floats into f32_, checked finite.
+gb_status Writer::fetch_f32(const Planned &t, uint32_t row0, uint32_t n) {
+  float *x = f32_.data();
+  GB_TRY(src_.read_f32(t.kind, t.layer, row0, n, x));
+  const size_t count = (size_t)n * t.cols;
+  for (size_t i = 0; i < count; i++)
+    GB_RETURN_IF(!isfinite(x[i]), log_, GB_ERR_CORRUPT, "convert: %s (layer %u) row %zu has a non-finite weight",
+                 tensor_kind_name(t.kind), t.layer, (size_t)row0 + i / t.cols);
+  return GB_OK;
+}
+
+gb_status Writer::write_common() {
+  Sec &s = secs_[3];
+  uint32_t crc = 0;
+  uint64_t pos = 0;
+  for (size_t i = 0; i < n_common_; i++) {
+    const Planned &t = tensors_[i];
+    if (t.offset > pos) {
+      if (!out_.zeros_at(s.offset + pos, t.offset - pos)) return io_error();
+      static const uint8_t z[64] = {0};
+      crc = crc32_update(crc, z, (size_t)(t.offset - pos));
+    }
+    const uint64_t rb = row_bytes(t.fmt, t.cols);
+    const uint32_t chunk = chunk_rows(t);
+    for (uint32_t r = 0; r < t.rows; r += chunk) {
+      const uint32_t n = t.rows - r < chunk ? t.rows - r : chunk;
+      GB_TRY(fetch_f32(t, r, n));
+      for (uint32_t k = 0; k < n; k++) quantize_row(t.fmt, buf_.data() + k * rb, f32_.data() + (size_t)k * t.cols, t.cols);
+      if (!out_.write_at(s.offset + t.offset + r * rb, buf_.data(), n * rb)) return io_error();
+      crc = crc32_update(crc, buf_.data(), n * rb);
+      progress(n * rb);
+    }
+    pos = t.offset + t.nbytes;
+    tensors_done_++;
+  }
+  s.crc = crc;
+  return GB_OK;
+}
+
+// All tier sections advance together: each source tensor is read once per
+// row chunk and written to every tier, so a section's bytes are produced in
+// order and its CRC can be computed on the fly.
+gb_status Writer::write_gears() {
+  if (n_gears_ == 0) return GB_OK;
+  const size_t per_gear = (size_t)d_.n_layers * 7 + 1;
+  uint32_t crc[GB_GEAR_COUNT] = {0};
+  uint64_t pos[GB_GEAR_COUNT] = {0};
+  static const uint8_t z[64] = {0};
+  for (size_t p = 0; p < per_gear; p++) {
+    const Planned &t0 = tensors_[gear_first_[0] + p];
+    bool raw[GB_GEAR_COUNT] = {false};
+    bool need_f32 = false;
+    for (uint32_t i = 0; i < n_gears_; i++) {
+      const Planned &t = tensors_[gear_first_[i] + p];
+      raw[i] = src_.has_raw(t.kind, t.layer, t.fmt);
+      need_f32 = need_f32 || !raw[i];
+      if (!raw[i] && (t.fmt == kFmtQ4 || t.fmt == kFmtQ8) && !warned_requant_ && src_.is_quantized(t.kind, t.layer)) {
+        warned_requant_ = true;
+        log_.log(GB_LOG_WARN, "convert: re-quantizing already quantized tensors (first: %s layer %u to %s): errors compound",
+                 tensor_kind_name(t.kind), t.layer, t.fmt == kFmtQ4 ? "q4" : "q8");
+      }
+      const uint64_t pad = t.offset - pos[i];
+      if (pad) {
+        if (!out_.zeros_at(secs_[4 + i].offset + pos[i], pad)) return io_error();
+        crc[i] = crc32_update(crc[i], z, (size_t)pad);
+      }
+    }
+    const uint32_t chunk = chunk_rows(t0);
+    for (uint32_t r = 0; r < t0.rows; r += chunk) {
+      const uint32_t n = t0.rows - r < chunk ? t0.rows - r : chunk;
+      if (need_f32) GB_TRY(fetch_f32(t0, r, n));
+      for (uint32_t i = 0; i < n_gears_; i++) {
+        const Planned &t = tensors_[gear_first_[i] + p];
+        const uint64_t rb = row_bytes(t.fmt, t.cols);
+        if (raw[i]) {
+          GB_TRY(src_.read_raw(t.kind, t.layer, t.fmt, r, n, buf_.data()));
+        } else {
+          for (uint32_t k = 0; k < n; k++) quantize_row(t.fmt, buf_.data() + k * rb, f32_.data() + (size_t)k * t.cols, t.cols);
+        }
+        if (!out_.write_at(secs_[4 + i].offset + t.offset + r * rb, buf_.data(), n * rb)) return io_error();
+        crc[i] = crc32_update(crc[i], buf_.data(), n * rb);
+        progress(n * rb);
+      }
+    }
+    for (uint32_t i = 0; i < n_gears_; i++) {
+      const Planned &t = tensors_[gear_first_[i] + p];
+      pos[i] = t.offset + t.nbytes;
+      tensors_done_++;
+    }
+  }
+  for (uint32_t i = 0; i < n_gears_; i++) secs_[4 + i].crc = crc[i];
+  return GB_OK;
+}
+
+gb_status Writer::run(const char *tmp_path) {
+  tmp_path_ = tmp_path;
+  embd_fmt_ = opt_.embd_format == (int)kFmtF32 ? kFmtF32 : kFmtF16;
+  plan();
+  // Buffers for the largest row chunk of any tensor in any format.
+  size_t chunk_values = 1, chunk_bytes = 1;
+  for (const Planned &t : tensors_) {
+    const size_t v = (size_t)chunk_rows(t) * t.cols, b = (size_t)chunk_rows(t) * row_bytes(t.fmt, t.cols);
+    chunk_values = v > chunk_values ? v : chunk_values;
+    chunk_bytes = b > chunk_bytes ? b : chunk_bytes;
+  }
+  f32_.resize(chunk_values);
+  buf_.resize(chunk_bytes);
+
+  if (!out_.open(tmp_path)) return fail(log_, GB_ERR_IO, "convert: cannot create '%s'", tmp_path);
+  std::vector<uint8_t> b;
+  build_meta(&b);
+  GB_TRY(write_meta_section(0, b));
+  build_vocab(&b);
+  GB_TRY(write_meta_section(1, b));
+  build_tensors(&b);
+  GB_TRY(write_meta_section(2, b));
+  std::vector<uint8_t>().swap(b);
+  GB_TRY(write_common());
+  GB_TRY(write_gears());
+
+  // Zero every gap explicitly (header tail to META, between sections).
+  const uint64_t header_bytes = kHeaderFixedBytes + (uint64_t)secs_.size() * kSectionEntryBytes;
+  uint64_t end = header_bytes;
+  for (const Sec &s : secs_) {
+    if (!out_.zeros_at(end, s.offset - end)) return io_error();
+    end = s.offset + s.size;
+  }
+  std::vector<uint8_t> h(header_bytes, 0);
+  memcpy(h.data(), kGbxMagic, 8);
+  st_u32(h.data() + 8, kGbxVersion);
+  st_u32(h.data() + 12, (uint32_t)header_bytes);
+  st_u32(h.data() + 16, (uint32_t)secs_.size());
+  st_u32(h.data() + 20, opt_.page_align);
+  st_u64(h.data() + 24, end);
+  for (size_t i = 0; i < secs_.size(); i++) {
+    uint8_t *e = h.data() + kHeaderFixedBytes + i * kSectionEntryBytes;
+    st_u32(e, secs_[i].kind);
+    st_u64(e + 8, secs_[i].offset);
+    st_u64(e + 16, secs_[i].size);
+    st_u32(e + 24, secs_[i].crc);
+  }
+  st_u32(h.data() + 36, crc32_update(0, h.data(), h.size()));
+  if (!out_.write_at(0, h.data(), h.size())) return io_error();
+  if (!out_.close()) return io_error();
+  return GB_OK;
+}
+
+}  // namespace
+
+gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVocab &vocab, TensorSource &src,
+                    const ConvertOptions &opt) {
+  const Logger &log = opt.log;
+  GB_RETURN_IF(!out_path || !*out_path, log, GB_ERR_NULL_POINTER, "convert: no output path");
+  GB_RETURN_IF((opt.tiers & 0xFu) == 0 || (opt.tiers & ~0xFu) != 0, log, GB_ERR_INVALID_ARGUMENT,
+               "convert: tiers 0x%x invalid (bits 0..3: low, mid, high, f32)", opt.tiers);
+  GB_RETURN_IF(!is_pow2(opt.page_align) || opt.page_align < 64 || opt.page_align > (1u << 24), log,
+               GB_ERR_INVALID_ARGUMENT, "convert: page_align %u must be a power of two in [64, 16 MiB]", opt.page_align);
+  GB_RETURN_IF(vocab.pieces.size() != desc.vocab_size || vocab.scores.size() != desc.vocab_size ||
+                   vocab.types.size() != desc.vocab_size,
+               log, GB_ERR_INTERNAL, "convert: vocabulary arrays do not match vocab_size %u", desc.vocab_size);
+  std::string tmp = std::string(out_path) + ".tmp";
+  gb_status st;
+  {
+    Writer w(desc, vocab, src, opt);
+    st = w.run(tmp.c_str());
+  }  // the writer's FILE is closed here, before the rename or the removal
+  if (st == GB_OK && rename(tmp.c_str(), out_path) != 0) st = fail(log, GB_ERR_IO, "convert: cannot rename '%s' to '%s'", tmp.c_str(), out_path);
+  if (st != GB_OK) remove(tmp.c_str());
+  return st;
+}
+
+}  // namespace gb

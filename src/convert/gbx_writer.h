@@ -1,0 +1,76 @@
+// gbx_writer.h — streams a .gbx file (layout: format.h) from a model
+// description, a vocabulary and a TensorSource. Tensors are pulled from the
+// source in row chunks and written one at a time, so memory stays bounded by
+// the chunk size whatever the model size; CRCs are computed as bytes are
+// produced. The file is written to OUT.tmp and renamed over OUT on success;
+// on failure OUT.tmp is removed and OUT is left as it was.
+#pragma once
+
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "convert.h"
+#include "format.h"
+
+namespace gb {
+
+// The META fields (format.h) an importer fills in.
+struct GbxModelDesc {
+  uint32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  uint32_t vocab_size = 0, seq_len = 0;
+  uint32_t rope_type = 0;  // gb_rope_type
+  uint32_t rope_dim = 0;
+  float rope_theta = 10000.0f, norm_eps = 1e-5f;
+  int32_t bos_id = 1, eos_id = 2, unk_id = 0, pad_id = -1;
+  uint32_t shared_classifier = 0;
+  uint32_t source = 0;  // SourceKind
+  std::string name;     // truncated to 63 bytes in the file
+};
+
+// The VOCAB section content; pieces hold plain spaces (never U+2581).
+struct GbxVocab {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<uint8_t> types;  // TokenType
+};
+
+// Where the weights come from. Shapes are those of format.h (rows, cols) for
+// (kind, layer); the writer asks for row ranges in file order, possibly more
+// than once per tensor (the shared classifier reads the embedding again).
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  // Rows [row0, row0 + n_rows) of tensor (kind, layer) as floats, row-major,
+  // n_rows * cols values. Non-finite values are rejected by the writer.
+  virtual gb_status read_f32(uint32_t kind, uint32_t layer, uint32_t row0, uint32_t n_rows, float *out) = 0;
+  // True when the source stores (kind, layer) exactly in WeightFormat fmt with
+  // our row layout, so read_raw can copy it byte for byte.
+  virtual bool has_raw(uint32_t kind, uint32_t layer, uint32_t fmt) const { return false; }
+  // Rows in that native format: n_rows * row_bytes(fmt, cols) bytes.
+  virtual gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) {
+    return GB_ERR_INTERNAL;
+  }
+  // True when (kind, layer) is stored in a block-quantized format, so making a
+  // different block format from it quantizes twice (the writer warns once).
+  virtual bool is_quantized(uint32_t kind, uint32_t layer) const { return false; }
+};
+
+// Write `out_path`. desc and vocab must already be validated by the importer
+// (the writer re-checks only what its own arithmetic relies on). opt.tiers
+// selects the gear sections; opt.embd_format must be kFmtF32 or kFmtF16
+// (a negative value means kFmtF16). Returns GB_ERR_IO when the output cannot
+// be written, or the first error of the source.
+gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVocab &vocab, TensorSource &src,
+                    const ConvertOptions &opt);
+
+// Format stored for each tier: low q4, mid q8, high f16, f32 f32.
+uint32_t tier_format(uint32_t gear);
+// Expected (rows, cols) of a tensor kind for a model.
+void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t *cols);
+// "wq", "token_embd", ... for log lines.
+const char *tensor_kind_name(uint32_t kind);
+
+}  // namespace gb

@@ -1,0 +1,67 @@
+// gguf_parse.h — a bounded GGUF (v2, v3) reader for the converter: the
+// key-value metadata the llama importer needs, the tokenizer arrays and the
+// tensor directory. Every count, length and offset is checked against the
+// file size before anything is allocated or read.
+#pragma once
+
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "convert_util.h"
+
+namespace gb {
+
+enum GgufValueType : uint32_t {
+  kGgufU8 = 0, kGgufI8 = 1, kGgufU16 = 2, kGgufI16 = 3, kGgufU32 = 4, kGgufI32 = 5, kGgufF32 = 6,
+  kGgufBool = 7, kGgufString = 8, kGgufArray = 9, kGgufU64 = 10, kGgufI64 = 11, kGgufF64 = 12,
+};
+
+enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8 };
+
+// A scalar or string value kept from the metadata.
+struct GgufValue {
+  std::string key;
+  uint32_t type = 0;  // GgufValueType
+  bool is_int = false, is_float = false, is_str = false;
+  int64_t i = 0;      // integers (u64 above INT64_MAX are stored with big = true)
+  bool big = false;
+  double f = 0.0;
+  std::string s;
+};
+
+struct GgufTensor {
+  std::string name;
+  uint32_t n_dims = 0;
+  uint64_t ne[4] = {1, 1, 1, 1};
+  uint32_t type = 0;    // GgmlType (others are kept, flagged unsupported later)
+  uint64_t offset = 0;  // absolute file offset of the data
+  uint64_t nbytes = 0;  // 0 when the type is not one we read
+};
+
+struct GgufFile {
+  uint32_t version = 0;
+  uint32_t alignment = 32;
+  uint64_t data_start = 0;
+  std::vector<GgufValue> kv;  // scalars and short strings of general.*, llama.*, tokenizer.ggml.*
+  bool has_tokens = false, has_scores = false, has_types = false;
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> token_types;
+  std::vector<GgufTensor> tensors;
+
+  const GgufValue *find(const char *key) const;
+  const GgufTensor *tensor(const std::string &name) const;
+};
+
+// Parse the header, metadata and tensor directory of an open file.
+gb_status gguf_parse(InputFile &f, const Logger &log, GgufFile *out);
+
+// Bytes of one row of `cols` elements of a readable ggml type; false for
+// types the converter does not read.
+bool ggml_row_bytes(uint32_t type, uint64_t cols, uint64_t *out);
+const char *ggml_type_name(uint32_t type);
+
+}  // namespace gb

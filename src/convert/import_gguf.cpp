@@ -1,0 +1,281 @@
+// import_gguf.cpp — GGUF "llama" models to .gbx: hyper-parameters and the
+// vocabulary from the metadata, tensors by their llama.cpp names. Q4_0 and
+// Q8_0 blocks are our q4 / q8 blocks byte for byte, so those tensors pass
+// straight into the matching tier; every other tier is made from floats.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "convert.h"
+#include "convert_util.h"
+#include "gbx_writer.h"
+#include "gguf_parse.h"
+#include "quant.h"
+
+namespace gb {
+namespace {
+
+class GgufSource : public TensorSource {
+ public:
+  GgufSource(InputFile &f, const Logger &log) : f_(f), log_(log) {}
+
+  // (kind, layer) -> tensor; layer 0 for global tensors.
+  void bind(uint32_t kind, uint32_t layer, const GgufTensor *t) { map_[slot(kind, layer)] = t; }
+  void resize(uint32_t n_layers) { map_.assign((size_t)(kTensorKindMax + 1) * n_layers, nullptr); }
+
+  gb_status read_f32(uint32_t kind, uint32_t layer, uint32_t row0, uint32_t n_rows, float *out) override {
+    const GgufTensor *t = map_[slot(kind, layer)];
+    const uint64_t cols = t->ne[0];
+    uint64_t rb = 0;
+    ggml_row_bytes(t->type, cols, &rb);
+    raw_.resize((size_t)(rb * n_rows));
+    GB_TRY(read_rows(t, row0, n_rows, rb, raw_.data()));
+    const uint32_t fmt = t->type == kGgmlF32 ? kFmtF32 : t->type == kGgmlF16 ? kFmtF16 : t->type == kGgmlQ4_0 ? kFmtQ4 : kFmtQ8;
+    for (uint32_t r = 0; r < n_rows; r++) dequantize_row(fmt, out + (size_t)r * cols, raw_.data() + (size_t)r * rb, (size_t)cols);
+    return GB_OK;
+  }
+
+  bool has_raw(uint32_t kind, uint32_t layer, uint32_t fmt) const override {
+    const GgufTensor *t = map_[slot(kind, layer)];
+    return (t->type == kGgmlQ4_0 && fmt == kFmtQ4) || (t->type == kGgmlQ8_0 && fmt == kFmtQ8);
+  }
+
+  gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) override {
+    const GgufTensor *t = map_[slot(kind, layer)];
+    const uint64_t rb = row_bytes(fmt, t->ne[0]);
+    GB_TRY(read_rows(t, row0, n_rows, rb, out));
+    // The blocks are copied unchanged, so their scales are the only thing
+    // that can be non-finite.
+    const uint64_t blk = fmt == kFmtQ4 ? kQ4BlockBytes : kQ8BlockBytes;
+    for (uint64_t o = 0; o < rb * n_rows; o += blk)
+      GB_RETURN_IF((ld_u16(out + o) & 0x7c00) == 0x7c00, log_, GB_ERR_CORRUPT, "gguf: tensor '%s' has a non-finite block scale",
+                   t->name.c_str());
+    return GB_OK;
+  }
+
+  bool is_quantized(uint32_t kind, uint32_t layer) const override {
+    const GgufTensor *t = map_[slot(kind, layer)];
+    return t->type == kGgmlQ4_0 || t->type == kGgmlQ8_0;
+  }
+
+ private:
+  size_t slot(uint32_t kind, uint32_t layer) const { return (size_t)layer * (kTensorKindMax + 1) + kind; }
+  gb_status read_rows(const GgufTensor *t, uint32_t row0, uint32_t n_rows, uint64_t rb, uint8_t *out) {
+    GB_RETURN_IF(!f_.read_at(t->offset + row0 * rb, out, (size_t)(n_rows * rb)), log_, GB_ERR_IO,
+                 "gguf: cannot read tensor '%s' from '%s'", t->name.c_str(), f_.path());
+    return GB_OK;
+  }
+
+  InputFile &f_;
+  Logger log_;
+  std::vector<const GgufTensor *> map_;
+  std::vector<uint8_t> raw_;
+};
+
+// An unsigned integer key: absent -> def (or CORRUPT when required).
+gb_status get_u32(const GgufFile &g, const char *key, bool required, uint32_t def, const Logger &log, uint32_t *out) {
+  const GgufValue *v = g.find(key);
+  if (!v) {
+    GB_RETURN_IF(required, log, GB_ERR_CORRUPT, "gguf: required key '%s' is missing", key);
+    *out = def;
+    return GB_OK;
+  }
+  GB_RETURN_IF(!v->is_int || v->big || v->i < 0 || v->i > 0xFFFFFFFFll, log, GB_ERR_CORRUPT,
+               "gguf: key '%s' is not an unsigned 32-bit integer", key);
+  *out = (uint32_t)v->i;
+  return GB_OK;
+}
+
+gb_status get_f32(const GgufFile &g, const char *key, float def, const Logger &log, float *out) {
+  const GgufValue *v = g.find(key);
+  if (!v) {
+    *out = def;
+    return GB_OK;
+  }
+  GB_RETURN_IF(!v->is_float, log, GB_ERR_CORRUPT, "gguf: key '%s' is not a float", key);
+  *out = (float)v->f;
+  return GB_OK;
+}
+
+// A special token id: absent -> def when it fits the vocabulary, else -1;
+// 0xFFFFFFFF / -1 -> -1 (what llama.cpp writes for "none").
+gb_status get_token_id(const GgufFile &g, const char *key, int32_t def, uint32_t vocab, const Logger &log, int32_t *out) {
+  const GgufValue *v = g.find(key);
+  if (!v) {
+    *out = def >= 0 && (uint32_t)def < vocab ? def : -1;
+    return GB_OK;
+  }
+  GB_RETURN_IF(!v->is_int || v->big, log, GB_ERR_CORRUPT, "gguf: key '%s' is not an integer", key);
+  if (v->i == -1 || v->i == 0xFFFFFFFFll) {
+    *out = -1;
+    return GB_OK;
+  }
+  GB_RETURN_IF(v->i < 0 || v->i >= (int64_t)vocab, log, GB_ERR_CORRUPT, "gguf: %s = %lld is outside the vocabulary of %u", key,
+               (long long)v->i, vocab);
+  *out = (int32_t)v->i;
+  return GB_OK;
+}
+
+gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxModelDesc *d) {
+  const GgufValue *arch = g.find("general.architecture");
+  GB_RETURN_IF(!arch || !arch->is_str, log, GB_ERR_CORRUPT, "gguf: general.architecture is missing");
+  GB_RETURN_IF(arch->s != "llama", log, GB_ERR_UNSUPPORTED_TYPE, "gguf: architecture '%.64s' not supported (only llama)",
+               arch->s.c_str());
+  GB_TRY(get_u32(g, "llama.embedding_length", true, 0, log, &d->dim));
+  GB_TRY(get_u32(g, "llama.feed_forward_length", true, 0, log, &d->hidden_dim));
+  GB_TRY(get_u32(g, "llama.block_count", true, 0, log, &d->n_layers));
+  GB_TRY(get_u32(g, "llama.attention.head_count", true, 0, log, &d->n_heads));
+  GB_TRY(get_u32(g, "llama.attention.head_count_kv", false, d->n_heads, log, &d->n_kv_heads));
+  GB_TRY(get_u32(g, "llama.context_length", false, 2048, log, &d->seq_len));
+  GB_RETURN_IF(d->n_heads == 0 || d->dim % d->n_heads != 0, log, GB_ERR_CORRUPT,
+               "gguf: embedding_length %u is not a multiple of head_count %u", d->dim, d->n_heads);
+  d->head_dim = d->dim / d->n_heads;
+  GB_TRY(get_u32(g, "llama.rope.dimension_count", false, d->head_dim, log, &d->rope_dim));
+  GB_TRY(get_f32(g, "llama.rope.freq_base", 10000.0f, log, &d->rope_theta));
+  GB_TRY(get_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f, log, &d->norm_eps));
+  d->rope_type = GB_ROPE_ADJACENT;
+  d->source = kSourceGguf;
+  const GgufValue *name = g.find("general.name");
+  d->name = name && name->is_str && !name->s.empty() ? name->s : file_stem(path);
+  return GB_OK;
+}
+
+gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxVocab *v) {
+  const GgufValue *model = g.find("tokenizer.ggml.model");
+  GB_RETURN_IF(model && (!model->is_str || model->s != "llama"), log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: tokenizer '%.64s' not supported (only llama / SentencePiece)", model && model->is_str ? model->s.c_str() : "?");
+  GB_RETURN_IF(!g.has_tokens, log, GB_ERR_CORRUPT, "gguf: tokenizer.ggml.tokens is missing");
+  const uint32_t n = d->vocab_size;
+  GB_RETURN_IF(g.tokens.size() != n, log, GB_ERR_SHAPE_MISMATCH, "gguf: %zu tokens, but token_embd has %u rows", g.tokens.size(),
+               n);
+  GB_RETURN_IF(g.has_scores && g.scores.size() != n, log, GB_ERR_CORRUPT, "gguf: %zu token scores for %u tokens",
+               g.scores.size(), n);
+  GB_RETURN_IF(g.has_types && g.token_types.size() != n, log, GB_ERR_CORRUPT, "gguf: %zu token types for %u tokens",
+               g.token_types.size(), n);
+  uint32_t vocab_key = n;
+  GB_TRY(get_u32(g, "llama.vocab_size", false, n, log, &vocab_key));
+  GB_RETURN_IF(vocab_key != n, log, GB_ERR_SHAPE_MISMATCH, "gguf: llama.vocab_size %u, but %u tokens", vocab_key, n);
+  GB_TRY(get_token_id(g, "tokenizer.ggml.bos_token_id", 1, n, log, &d->bos_id));
+  GB_TRY(get_token_id(g, "tokenizer.ggml.eos_token_id", 2, n, log, &d->eos_id));
+  GB_TRY(get_token_id(g, "tokenizer.ggml.unknown_token_id", 0, n, log, &d->unk_id));
+  GB_TRY(get_token_id(g, "tokenizer.ggml.padding_token_id", -1, n, log, &d->pad_id));
+  v->pieces.resize(n);
+  v->scores.assign(n, 0.0f);
+  v->types.assign(n, kTokNormal);
+  for (uint32_t i = 0; i < n; i++) {
+    // SentencePiece marks spaces with U+2581; the format stores ' '.
+    const std::string &src = g.tokens[i];
+    std::string &p = v->pieces[i];
+    p.reserve(src.size());
+    for (size_t k = 0; k < src.size(); k++) {
+      if (k + 2 < src.size() && (uint8_t)src[k] == 0xE2 && (uint8_t)src[k + 1] == 0x96 && (uint8_t)src[k + 2] == 0x81) {
+        p.push_back(' ');
+        k += 2;
+      } else {
+        p.push_back(src[k]);
+      }
+    }
+    if (g.has_scores) v->scores[i] = g.scores[i];
+    if (g.has_types) {
+      const int32_t t = g.token_types[i];
+      GB_RETURN_IF(t < 1 || t > 6, log, GB_ERR_CORRUPT, "gguf: token %u has type %d (1..6 known)", i, t);
+      v->types[i] = (uint8_t)t;  // GGUF's 1..6 are format.h's TokenType values
+    } else if ((int32_t)i == d->unk_id) {
+      v->types[i] = kTokUnknown;
+    } else if ((int32_t)i == d->bos_id || (int32_t)i == d->eos_id) {
+      v->types[i] = kTokControl;
+    } else if (byte_piece_value(p) >= 0) {
+      v->types[i] = kTokByte;
+    }
+  }
+  return GB_OK;
+}
+
+// Find and check one tensor: present, a supported type, the expected shape.
+gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModelDesc &d, uint32_t kind, const Logger &log,
+                      const GgufTensor **out) {
+  const GgufTensor *t = g.tensor(name);
+  GB_RETURN_IF(!t, log, GB_ERR_MISSING_TENSOR, "gguf: tensor '%s' is missing", name.c_str());
+  uint64_t rb;
+  GB_RETURN_IF(t->type != kGgmlF32 && t->type != kGgmlF16 && t->type != kGgmlQ4_0 && t->type != kGgmlQ8_0, log,
+               GB_ERR_UNSUPPORTED_TYPE, "gguf: tensor '%s' has type %s (%u); supported: F32, F16, Q4_0, Q8_0", name.c_str(),
+               ggml_type_name(t->type), t->type);
+  GB_RETURN_IF(!ggml_row_bytes(t->type, t->ne[0], &rb), log, GB_ERR_CORRUPT, "gguf: tensor '%s' has bad row size", name.c_str());
+  uint32_t rows, cols;
+  tensor_shape(d, kind, &rows, &cols);
+  GB_RETURN_IF(t->ne[0] != cols || t->ne[1] * t->ne[2] * t->ne[3] != rows || t->ne[2] != 1 || t->ne[3] != 1, log,
+               GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name.c_str(),
+               (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+               (unsigned long long)t->ne[3], cols, rows);
+  *out = t;
+  return GB_OK;
+}
+
+}  // namespace
+
+gb_status convert_gguf(const char *gguf_path, const char *out_path, const ConvertOptions &opt) {
+  const Logger &log = opt.log;
+  GB_TRY(check_options(opt, "gguf"));
+  GB_RETURN_IF(!gguf_path || !out_path, log, GB_ERR_NULL_POINTER, "gguf: input and output paths are required");
+  InputFile f;
+  GB_TRY(f.open(gguf_path, log, "GGUF file"));
+  GgufFile g;
+  GB_TRY(gguf_parse(f, log, &g));
+  GbxModelDesc d;
+  GB_TRY(read_desc(g, gguf_path, log, &d));
+
+  // The vocabulary size comes from the embedding's rows.
+  const GgufTensor *embd = g.tensor("token_embd.weight");
+  GB_RETURN_IF(!embd, log, GB_ERR_MISSING_TENSOR, "gguf: tensor 'token_embd.weight' is missing");
+  GB_RETURN_IF(embd->ne[1] == 0 || embd->ne[1] > kMaxVocab, log, GB_ERR_CORRUPT, "gguf: token_embd.weight has %llu rows",
+               (unsigned long long)embd->ne[1]);
+  d.vocab_size = (uint32_t)embd->ne[1];
+  GB_TRY(check_model_desc(d, log, GB_ERR_CORRUPT, "gguf"));
+  GbxVocab v;
+  GB_TRY(read_vocab(g, &d, log, &v));
+  GB_TRY(check_vocab(v, d, log, "gguf"));
+
+  GgufSource src(f, log);
+  src.resize(d.n_layers);
+  bool all_f32 = true;
+  std::vector<bool> used(g.tensors.size(), false);
+  auto bind = [&](const std::string &name, uint32_t kind, uint32_t layer) -> gb_status {
+    const GgufTensor *t = nullptr;
+    GB_TRY(need_tensor(g, name, d, kind, log, &t));
+    src.bind(kind, layer, t);
+    used[(size_t)(t - g.tensors.data())] = true;
+    all_f32 = all_f32 && t->type == kGgmlF32;
+    return GB_OK;
+  };
+  GB_TRY(bind("token_embd.weight", kTokEmbd, 0));
+  GB_TRY(bind("output_norm.weight", kOutNorm, 0));
+  if (g.tensor("output.weight")) {
+    GB_TRY(bind("output.weight", kClassifier, 0));
+  } else {
+    GB_TRY(bind("token_embd.weight", kClassifier, 0));
+    d.shared_classifier = 1;
+  }
+  static const struct {
+    const char *suffix;
+    uint32_t kind;
+  } kLayer[] = {{"attn_norm", kAttnNorm}, {"attn_q", kWq},    {"attn_k", kWk},   {"attn_v", kWv},   {"attn_output", kWo},
+                {"ffn_norm", kFfnNorm},   {"ffn_gate", kW1},  {"ffn_down", kW2}, {"ffn_up", kW3}};
+  for (uint32_t l = 0; l < d.n_layers; l++)
+    for (const auto &e : kLayer) {
+      char name[64];
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
+      GB_TRY(bind(name, e.kind, l));
+    }
+  size_t n_unused = 0, first_unused = 0;
+  for (size_t i = 0; i < used.size(); i++)
+    if (!used[i] && n_unused++ == 0) first_unused = i;
+  if (n_unused)
+    log.log(GB_LOG_WARN, "gguf: ignoring %zu tensor(s) a llama model does not use (first: '%.64s')", n_unused,
+            g.tensors[first_unused].name.c_str());
+  ConvertOptions o = opt;
+  if (o.embd_format < 0) o.embd_format = all_f32 ? kFmtF32 : kFmtF16;
+  return write_gbx(out_path, d, v, src, o);
+}
+
+}  // namespace gb

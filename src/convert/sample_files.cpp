@@ -1,0 +1,278 @@
+// sample_files.cpp — in-memory builders of small valid input files (see
+// sample_files.h).
+#include "sample_files.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "f16.h"
+#include "quant.h"
+
+namespace gb {
+namespace {
+
+uint64_t mix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// n weights in [-0.5, 0.5) * scale (norm weights: around 1).
+std::vector<float> weights(uint64_t *st, size_t n, float scale, float offset) {
+  std::vector<float> w(n);
+  for (size_t i = 0; i < n; i++) w[i] = offset + scale * ((float)(mix(st) >> 40) / 16777216.0f - 0.5f);
+  return w;
+}
+
+// Appends grow the vector first and store in place (GCC 12 warns falsely
+// about inserting small arrays at -O3).
+uint8_t *grow(std::vector<uint8_t> &b, size_t n) {
+  const size_t at = b.size();
+  b.resize(at + n);
+  return b.data() + at;
+}
+void put_u32(std::vector<uint8_t> &b, uint32_t v) { st_u32(grow(b, 4), v); }
+void put_u64(std::vector<uint8_t> &b, uint64_t v) { st_u64(grow(b, 8), v); }
+void put_f32(std::vector<uint8_t> &b, float v) { st_f32(grow(b, 4), v); }
+void put_str(std::vector<uint8_t> &b, const std::string &s) {
+  put_u64(b, s.size());
+  if (!s.empty()) memcpy(grow(b, s.size()), s.data(), s.size());
+}
+
+// Tensor element counts of a llama2.c checkpoint, in file order.
+std::vector<uint64_t> llama2c_counts(const SampleDims &d) {
+  const uint64_t dim = d.dim, hid = d.hidden, L = d.layers, V = d.vocab, kv = (uint64_t)d.kv_heads * (d.dim / d.heads);
+  const uint64_t freq = (uint64_t)d.seq_len * (d.dim / d.heads) / 2;
+  std::vector<uint64_t> c = {V * dim, L * dim, L * dim * dim, L * kv * dim, L * kv * dim, L * dim * dim, L * dim,
+                             L * hid * dim, L * dim * hid, L * hid * dim, dim, freq, freq};
+  if (!d.shared_classifier) c.push_back(V * dim);
+  return c;
+}
+
+std::vector<uint8_t> encode(const std::vector<float> &w, uint32_t ggml_type, size_t cols) {
+  std::vector<uint8_t> out;
+  const size_t rows = w.size() / cols;
+  if (ggml_type == 0) {
+    for (float x : w) put_f32(out, x);
+  } else if (ggml_type == 1) {
+    for (float x : w) st_u16(grow(out, 2), f32_to_f16(x));
+  } else {
+    const uint32_t fmt = ggml_type == 2 ? 3u /* q4 */ : 2u /* q8 */;
+    const size_t rb = (cols + 31) / 32 * (fmt == 3 ? 18 : 34);
+    out.resize(rows * rb);
+    for (size_t r = 0; r < rows; r++) quantize_row(fmt, out.data() + r * rb, w.data() + r * cols, cols);
+  }
+  return out;
+}
+
+std::string sample_piece(uint32_t i, bool gguf) {
+  char buf[32];
+  if (i == 0) return "<unk>";
+  if (i == 1) return gguf ? "<s>" : "\n<s>\n";
+  if (i == 2) return gguf ? "</s>" : "\n</s>\n";
+  if (i < 259) {
+    snprintf(buf, sizeof buf, "<0x%02X>", i - 3);
+    return buf;
+  }
+  snprintf(buf, sizeof buf, "%s%c%u", gguf ? "\xE2\x96\x81" : " ", 'a' + (char)(i % 26), i);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<uint64_t> sample_llama2c_offsets(const SampleDims &d) {
+  std::vector<uint64_t> off;
+  uint64_t at = 28;
+  for (uint64_t c : llama2c_counts(d)) {
+    off.push_back(at);
+    at += c * 4;
+  }
+  off.push_back(at);
+  return off;
+}
+
+std::vector<uint8_t> sample_llama2c_checkpoint(const SampleDims &d) {
+  std::vector<uint8_t> b;
+  const int32_t vocab = d.shared_classifier ? (int32_t)d.vocab : -(int32_t)d.vocab;
+  const int32_t h[7] = {(int32_t)d.dim, (int32_t)d.hidden, (int32_t)d.layers, (int32_t)d.heads, (int32_t)d.kv_heads, vocab,
+                        (int32_t)d.seq_len};
+  for (int32_t v : h) put_u32(b, (uint32_t)v);
+  uint64_t st = d.seed;
+  const std::vector<uint64_t> counts = llama2c_counts(d);
+  for (size_t i = 0; i < counts.size(); i++) {
+    const bool norm = i == 1 || i == 6 || i == 10;
+    for (float x : weights(&st, counts[i], norm ? 0.2f : 0.5f, norm ? 1.0f : 0.0f)) put_f32(b, x);
+  }
+  return b;
+}
+
+std::vector<uint8_t> sample_llama2c_tokenizer(uint32_t vocab) {
+  std::vector<uint8_t> b;
+  put_u32(b, 16);
+  for (uint32_t i = 0; i < vocab; i++) {
+    const std::string p = sample_piece(i, false);
+    put_f32(b, i < 259 ? 0.0f : -(float)i);
+    put_u32(b, (uint32_t)p.size());
+    memcpy(grow(b, p.size()), p.data(), p.size());
+  }
+  return b;
+}
+
+std::vector<uint8_t> gguf_enc_u32(uint32_t v) {
+  std::vector<uint8_t> b;
+  put_u32(b, v);
+  return b;
+}
+
+std::vector<uint8_t> gguf_enc_str(const std::string &s) {
+  std::vector<uint8_t> b;
+  put_str(b, s);
+  return b;
+}
+
+void GgufSpec::set(const std::string &key, uint32_t type, std::vector<uint8_t> value) {
+  for (GgufKvSpec &k : kv)
+    if (k.key == key) {
+      k.type = type;
+      k.value = std::move(value);
+      return;
+    }
+  kv.push_back(GgufKvSpec{key, type, std::move(value)});
+}
+void GgufSpec::set_u32(const std::string &key, uint32_t v) { set(key, 4, gguf_enc_u32(v)); }
+void GgufSpec::set_f32(const std::string &key, float v) {
+  std::vector<uint8_t> b;
+  put_f32(b, v);
+  set(key, 6, b);
+}
+void GgufSpec::set_str(const std::string &key, const std::string &v) { set(key, 8, gguf_enc_str(v)); }
+void GgufSpec::remove(const std::string &key) {
+  for (size_t i = 0; i < kv.size(); i++)
+    if (kv[i].key == key) {
+      kv.erase(kv.begin() + (long)i);
+      return;
+    }
+}
+GgufTensorSpec *GgufSpec::tensor(const std::string &name) {
+  for (GgufTensorSpec &t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+void GgufSpec::remove_tensor(const std::string &name) {
+  for (size_t i = 0; i < tensors.size(); i++)
+    if (tensors[i].name == name) {
+      tensors.erase(tensors.begin() + (long)i);
+      return;
+    }
+}
+
+std::vector<uint8_t> gguf_serialize(const GgufSpec &s, GgufLayout *layout) {
+  GgufLayout l;
+  std::vector<uint8_t> b;
+  memcpy(grow(b, 4), "GGUF", 4);
+  put_u32(b, s.version);
+  l.counts_off = b.size();
+  put_u64(b, s.tensors.size());
+  put_u64(b, s.kv.size());
+  for (const GgufKvSpec &k : s.kv) {
+    l.kv_off.push_back(b.size());
+    put_str(b, k.key);
+    put_u32(b, k.type);
+    if (!k.value.empty()) memcpy(grow(b, k.value.size()), k.value.data(), k.value.size());
+  }
+  const uint64_t a = s.layout_alignment ? s.layout_alignment : 32;
+  std::vector<uint64_t> offs;
+  uint64_t cur = 0;
+  for (const GgufTensorSpec &t : s.tensors) {
+    l.tensor_info_off.push_back(b.size());
+    put_str(b, t.name);
+    put_u32(b, (uint32_t)t.ne.size());
+    for (uint64_t n : t.ne) put_u64(b, n);
+    put_u32(b, t.type);
+    const uint64_t off = t.fixed_offset ? t.offset : (cur + a - 1) / a * a;
+    if (!t.fixed_offset) cur = off + t.data.size();
+    offs.push_back(off);
+    put_u64(b, off);
+  }
+  l.infos_end = b.size();
+  l.data_start = (size_t)((b.size() + a - 1) / a * a);
+  b.resize(l.data_start, 0);
+  for (size_t i = 0; i < s.tensors.size(); i++) {
+    const std::vector<uint8_t> &d = s.tensors[i].data;
+    if (d.empty()) continue;  // offsets may point anywhere (malformed-file tests)
+    const size_t at = l.data_start + (size_t)offs[i];
+    if (at + d.size() > b.size()) b.resize(at + d.size(), 0);
+    memcpy(b.data() + at, d.data(), d.size());
+  }
+  if (layout) *layout = l;
+  return b;
+}
+
+GgufSpec sample_gguf_spec(const SampleDims &d, uint32_t ggml_type) {
+  GgufSpec s;
+  const uint32_t head = d.dim / d.heads, q = d.heads * head, kv = d.kv_heads * head;
+  s.set_str("general.architecture", "llama");
+  s.set_str("general.name", "sample");
+  s.set_u32("llama.context_length", d.seq_len);
+  s.set_u32("llama.embedding_length", d.dim);
+  s.set_u32("llama.feed_forward_length", d.hidden);
+  s.set_u32("llama.block_count", d.layers);
+  s.set_u32("llama.attention.head_count", d.heads);
+  s.set_u32("llama.attention.head_count_kv", d.kv_heads);
+  s.set_u32("llama.rope.dimension_count", head);
+  s.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  s.set_str("tokenizer.ggml.model", "llama");
+  std::vector<uint8_t> toks, scores, types;
+  put_u32(toks, 8);
+  put_u64(toks, d.vocab);
+  put_u32(scores, 6);
+  put_u64(scores, d.vocab);
+  put_u32(types, 5);
+  put_u64(types, d.vocab);
+  for (uint32_t i = 0; i < d.vocab; i++) {
+    put_str(toks, sample_piece(i, true));
+    put_f32(scores, i < 259 ? 0.0f : -(float)i);
+    put_u32(types, i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1);
+  }
+  s.set("tokenizer.ggml.tokens", 9, toks);
+  s.set("tokenizer.ggml.scores", 9, scores);
+  s.set("tokenizer.ggml.token_type", 9, types);
+  s.set_u32("tokenizer.ggml.bos_token_id", 1);
+  s.set_u32("tokenizer.ggml.eos_token_id", 2);
+  s.set_u32("tokenizer.ggml.unknown_token_id", 0);
+
+  uint64_t st = d.seed;
+  auto mat = [&](const std::string &name, uint32_t rows, uint32_t cols) {
+    s.tensors.push_back(GgufTensorSpec{name, {cols, rows}, ggml_type, encode(weights(&st, (size_t)rows * cols, 0.5f, 0.0f), ggml_type, cols)});
+  };
+  auto norm = [&](const std::string &name) {
+    s.tensors.push_back(GgufTensorSpec{name, {d.dim}, 0, encode(weights(&st, d.dim, 0.2f, 1.0f), 0, d.dim)});
+  };
+  mat("token_embd.weight", d.vocab, d.dim);
+  norm("output_norm.weight");
+  if (!d.shared_classifier) mat("output.weight", d.vocab, d.dim);
+  for (uint32_t l = 0; l < d.layers; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    norm(p + "attn_norm.weight");
+    mat(p + "attn_q.weight", q, d.dim);
+    mat(p + "attn_k.weight", kv, d.dim);
+    mat(p + "attn_v.weight", kv, d.dim);
+    mat(p + "attn_output.weight", d.dim, q);
+    norm(p + "ffn_norm.weight");
+    mat(p + "ffn_gate.weight", d.hidden, d.dim);
+    mat(p + "ffn_down.weight", d.dim, d.hidden);
+    mat(p + "ffn_up.weight", d.hidden, d.dim);
+  }
+  return s;
+}
+
+bool write_file_bytes(const std::string &path, const uint8_t *data, size_t size) {
+  FILE *f = fopen(path.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = size == 0 || fwrite(data, 1, size, f) == size;
+  return fclose(f) == 0 && ok;
+}
+
+}  // namespace gb
