@@ -1,0 +1,171 @@
+// cmd_convert.cpp — `gearbx convert`: llama2.c checkpoints, GGUF files and
+// synthetic specs to .gbx, through the converter library (src/convert).
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "convert.h"
+#include "format.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: gearbx convert IN.bin --tokenizer TOK.bin -o OUT.gbx | IN.gguf -o OUT.gbx | --synthetic SPEC -o OUT.gbx\n"
+    "       [--tiers low,mid,high,f32] [--embd f32|f16] [--page-align N] [--quiet]\n";
+
+int err(const char *fmt, const char *arg) {
+  char msg[512];
+  snprintf(msg, sizeof msg, fmt, arg);
+  return cli_error("convert", "%s", msg);
+}
+
+// "low,mid,high" -> tier bits.
+bool parse_tiers(const char *s, uint32_t *out) {
+  static const char *const names[GB_GEAR_COUNT] = {"low", "mid", "high", "f32"};
+  uint32_t bits = 0;
+  const char *p = s;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    const size_t n = e ? (size_t)(e - p) : strlen(p);
+    int g = -1;
+    for (int i = 0; i < GB_GEAR_COUNT; i++)
+      if (strlen(names[i]) == n && strncmp(p, names[i], n) == 0) g = i;
+    if (g < 0) return false;
+    bits |= 1u << g;
+    p += n;
+    if (*p == ',') p++;
+  }
+  *out = bits;
+  return bits != 0;
+}
+
+bool is_gguf(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char m[4] = {0};
+  const bool yes = fread(m, 1, 4, f) == 4 && memcmp(m, "GGUF", 4) == 0;
+  fclose(f);
+  return yes;
+}
+
+uint64_t file_size(const char *path) {
+  struct stat sb;
+  return path && stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+// The library's first error line becomes part of the one-line error the
+// command prints; warnings and info pass straight through.
+struct LogCapture {
+  char first_error[512];
+};
+
+void capture_log(void *user, gb_log_level level, const char *msg) {
+  LogCapture *c = static_cast<LogCapture *>(user);
+  if (level == GB_LOG_ERROR) {
+    if (!c->first_error[0]) snprintf(c->first_error, sizeof c->first_error, "%s", msg);
+    return;
+  }
+  fprintf(stderr, "gearbx convert: %s: %s\n", level == GB_LOG_WARN ? "warning" : "info", msg);
+}
+
+double now_s() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+}  // namespace
+
+int gb_cli_convert(int argc, char **argv) {
+  const char *in = nullptr, *tok = nullptr, *out = nullptr, *synth = nullptr;
+  bool quiet = false, tiers_given = false;
+  gb::ConvertOptions opt;
+  LogCapture cap;
+  cap.first_error[0] = 0;
+  opt.log.fn = capture_log;
+  opt.log.user = &cap;
+  opt.log.level = GB_LOG_WARN;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const bool has_val = i + 1 < argc;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--tokenizer") || !strcmp(a, "-t")) {
+      if (!has_val) return err("%s needs a path", a);
+      tok = argv[++i];
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (!has_val) return err("%s needs a path", a);
+      out = argv[++i];
+    } else if (!strcmp(a, "--synthetic")) {
+      if (!has_val) return err("%s needs a spec (e.g. tinyllama-1.1b)", a);
+      synth = argv[++i];
+    } else if (!strcmp(a, "--tiers")) {
+      if (!has_val || !parse_tiers(argv[i + 1], &opt.tiers))
+        return err("--tiers: '%s' is not a list of low, mid, high, f32", has_val ? argv[i + 1] : "");
+      tiers_given = true;
+      i++;
+    } else if (!strcmp(a, "--embd")) {
+      const char *v = has_val ? argv[++i] : "";
+      if (!strcmp(v, "f32")) opt.embd_format = gb::kFmtF32;
+      else if (!strcmp(v, "f16")) opt.embd_format = gb::kFmtF16;
+      else return err("--embd: '%s' is not f32 or f16", v);
+    } else if (!strcmp(a, "--page-align")) {
+      if (!has_val || !cli_parse_u32("convert", a, argv[i + 1], &opt.page_align)) return has_val ? 1 : err("%s needs a number", a);
+      i++;
+      if (opt.page_align < 64 || (opt.page_align & (opt.page_align - 1)) || opt.page_align > (1u << 24))
+        return err("--page-align: %s is not a power of two in [64, 16777216]", argv[i]);
+    } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+      quiet = true;
+    } else if (a[0] == '-' && a[1] != 0) {
+      return err("unknown option '%s' (see gearbx convert --help)", a);
+    } else if (!in) {
+      in = a;
+    } else {
+      return err("unexpected argument '%s' (one input file)", a);
+    }
+  }
+  if (!out) return cli_error("convert", "no output: give -o OUT.gbx (see gearbx convert --help)");
+  if (synth && in) return err("give either an input file or --synthetic, not both ('%s')", in);
+  if (!synth && !in) return cli_error("convert", "no input: give IN.bin --tokenizer TOK.bin, IN.gguf or --synthetic SPEC");
+  if (synth && !tiers_given) opt.tiers = 0x7;  // random weights gain nothing from an f32 tier
+  opt.progress = !quiet && (isatty(2) || file_size(in) > (64ull << 20));
+
+  const double t0 = now_s();
+  gb_status st;
+  const char *kind;
+  if (synth) {
+    kind = "synthetic";
+    st = gb::convert_synthetic(synth, out, opt);
+  } else if (is_gguf(in)) {
+    kind = "GGUF";
+    if (tok) return err("--tokenizer is for llama2.c checkpoints; '%s' is GGUF (its vocabulary is inside)", in);
+    st = gb::convert_gguf(in, out, opt);
+  } else {
+    kind = "llama2.c";
+    if (!tok) return err("'%s' is not GGUF, so it is read as a llama2.c checkpoint: give --tokenizer TOK.bin", in);
+    st = gb::convert_llama2c(in, tok, out, opt);
+  }
+  if (st != GB_OK) {
+    if (opt.progress) fputc('\n', stderr);  // end a progress line cut short
+    char msg[1100];
+    snprintf(msg, sizeof msg, "%s conversion of '%s' failed: %s%s%s", kind, synth ? synth : in, gb_status_str(st),
+             cap.first_error[0] ? ": " : "", cap.first_error);
+    return cli_error("convert", "%s", msg);
+  }
+  if (!quiet) {
+    char tiers[32] = "";
+    static const char *const names[GB_GEAR_COUNT] = {"low", "mid", "high", "f32"};
+    for (int g = 0; g < GB_GEAR_COUNT; g++)
+      if (opt.tiers >> g & 1) {
+        if (tiers[0]) strcat(tiers, ",");
+        strcat(tiers, names[g]);
+      }
+    fprintf(stderr, "gearbx convert: wrote %s (%llu bytes, tiers %s) in %.1f s\n", out, (unsigned long long)file_size(out), tiers,
+            now_s() - t0);
+  }
+  return 0;
+}

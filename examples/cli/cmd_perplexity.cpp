@@ -1,0 +1,128 @@
+// cmd_perplexity.cpp — `gearbx perplexity`: score a text under a gear
+// policy. The text is tokenized with BOS first and cut into windows of --ctx
+// tokens (each later window starts again from BOS); every token after a
+// window's first is predicted and scored. Reports perplexity, mean NLL in
+// nats/token, the token count, the average bits per weight actually read per
+// token, the fraction of tokens per gear and the shifts per 100 tokens.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+namespace {
+int ppl_usage() {
+  fprintf(stderr,
+          "usage: gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N]\n"
+          "                         [--max-tokens N] [--threads N] [--json FILE]\n");
+  return 1;
+}
+
+double nll_of(const float *logits, uint32_t n, int32_t target) {
+  float mx = logits[0];
+  for (uint32_t i = 1; i < n; i++) mx = logits[i] > mx ? logits[i] : mx;
+  double s = 0.0;
+  for (uint32_t i = 0; i < n; i++) s += exp((double)logits[i] - mx);
+  return (double)mx + log(s) - (double)logits[target];
+}
+}  // namespace
+
+int gb_cli_perplexity(int argc, char **argv) {
+  const char *C = "perplexity";
+  const char *model = nullptr, *text_path = nullptr, *json = nullptr;
+  uint32_t ctx = 0, threads = 1;
+  uint64_t max_tokens = 0;
+  gb_session_options so;
+  gb_session_options_init(&so);
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
+    bool ok = true;
+    if (!strcmp(o, "--help")) return ppl_usage(), 0;
+    if (!v) return cli_error(C, "option %s needs a value", o);
+    if (!strcmp(o, "-m")) model = v;
+    else if (!strcmp(o, "-f")) text_path = v;
+    else if (!strcmp(o, "--policy")) ok = cli_parse_gear(C, v, &so.gear);
+    else if (!strcmp(o, "--ctx")) ok = cli_parse_u32(C, o, v, &ctx);
+    else if (!strcmp(o, "--max-tokens")) ok = cli_parse_u64(C, o, v, &max_tokens);
+    else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &threads);
+    else if (!strcmp(o, "--json")) json = v;
+    else return cli_error(C, "unknown option '%s'", o);
+    if (!ok) return 1;
+    i++;
+  }
+  if (!model || !text_path) return cli_error(C, "-m MODEL.gbx and -f TEXT are required");
+  size_t text_len = 0;
+  char *text = cli_read_file(text_path, &text_len);
+  if (!text) return cli_error(C, "cannot read '%s'", text_path);
+  gb_model *m = cli_open_model(C, model);
+  if (!m) { free(text); return 1; }
+  gb_model_info mi;
+  mi.struct_size = sizeof mi;
+  gb_model_get_info(m, &mi);
+  if (ctx == 0) ctx = mi.seq_len;
+  if (ctx < 2) { free(text); gb_model_close(m); return cli_error(C, "--ctx must be at least 2"); }
+  so.n_ctx = ctx;
+  so.n_threads = threads;
+  so.sampler.temperature = 0.0f;
+
+  const size_t cap = GB_TOKENIZE_CAPACITY(text_len);
+  int32_t *toks = static_cast<int32_t *>(malloc(cap * sizeof(int32_t)));
+  size_t n_tok = 0;
+  gb_session *s = nullptr;
+  gb_status st = toks ? gb_tokenize(m, text, text_len, GB_TOKENIZE_ADD_BOS, toks, cap, &n_tok) : GB_ERR_OUT_OF_MEMORY;
+  if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
+  int rc = 0;
+  double nll = 0.0;
+  uint64_t scored = 0, bytes = 0, weights = 0, per_gear[GB_GEAR_COUNT] = {0}, shifts = 0;
+  if (st != GB_OK) rc = cli_error(C, "%s", cli_detail(st));
+  // Windows: [BOS, t_a, ..., t_b], each scoring its own continuation.
+  size_t next = 1;  // first text token not yet scored
+  while (rc == 0 && next < n_tok && (max_tokens == 0 || scored < max_tokens)) {
+    gb_session_reset(s);
+    int32_t prev = toks[0];  // BOS
+    const size_t end = next + (ctx - 1) < n_tok ? next + (ctx - 1) : n_tok;
+    for (size_t i = next; i < end && (max_tokens == 0 || scored < max_tokens); i++) {
+      gb_step_info info;
+      info.struct_size = sizeof info;
+      st = gb_feed(s, prev, &info);
+      if (st != GB_OK) { rc = cli_error(C, "%s", cli_detail(st)); break; }
+      nll += nll_of(info.logits, info.n_vocab, toks[i]);
+      scored++;
+      bytes += info.weight_bytes_read;
+      weights += info.weights_read;
+      per_gear[info.gear]++;
+      shifts += info.shifted;
+      prev = toks[i];
+    }
+    next = end;
+  }
+  if (rc == 0 && scored > 0) {
+    const double mean = nll / scored, ppl = exp(mean), bpw = weights ? 8.0 * bytes / weights : 0.0;
+    printf("policy %s: ppl %.4f  nll %.5f nats/token  tokens %llu  bits_per_weight %.3f\n", cli_gear_name(so.gear), ppl, mean,
+           (unsigned long long)scored, bpw);
+    printf("gear fraction: low %.3f mid %.3f high %.3f f32 %.3f   shifts/100 tokens %.2f\n", (double)per_gear[0] / scored,
+           (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
+    if (json) {
+      FILE *f = fopen(json, "w");
+      if (!f) {
+        rc = cli_error(C, "cannot write '%s'", json);
+      } else {
+        fprintf(f,
+                "{\"model\": \"%s\", \"policy\": \"%s\", \"ctx\": %u, \"ppl\": %.6f, \"nll\": %.6f, \"tokens\": %llu, "
+                "\"bits_per_weight\": %.4f, \"gear_fraction\": {\"low\": %.4f, \"mid\": %.4f, \"high\": %.4f, \"f32\": %.4f}, "
+                "\"shifts_per_100\": %.3f}\n",
+                mi.name, cli_gear_name(so.gear), ctx, ppl, mean, (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
+                (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
+        fclose(f);
+      }
+    }
+  } else if (rc == 0) {
+    rc = cli_error(C, "the text has no token to score");
+  }
+  gb_session_destroy(s);
+  gb_model_close(m);
+  free(toks);
+  free(text);
+  return rc;
+}

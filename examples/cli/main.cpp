@@ -1,0 +1,41 @@
+// main.cpp — the gearbx command-line tool: convert, info, run, perplexity.
+#include <string.h>
+
+#include "cli.h"
+
+static int usage(FILE *f) {
+  fprintf(f,
+          "gearbx %s — entropy-routed LLM decoding\n"
+          "usage:\n"
+          "  gearbx convert IN.bin --tokenizer TOK.bin -o OUT.gbx   llama2.c checkpoint\n"
+          "  gearbx convert IN.gguf -o OUT.gbx                      GGUF (llama)\n"
+          "  gearbx convert --synthetic SPEC -o OUT.gbx             random weights\n"
+          "  gearbx info MODEL.gbx\n"
+          "  gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto]\n"
+          "             [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--trace FILE.csv]\n"
+          "  gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N] [--json FILE]\n"
+          "run 'gearbx COMMAND --help' for a command's options.\n",
+          gb_version_string());
+  return f == stdout ? 0 : 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage(stderr);
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) return usage(stdout);
+  if (!strcmp(cmd, "--version")) {
+    printf("gearbx %s\n", gb_version_string());
+    return 0;
+  }
+  if (gb_version() != GB_VERSION_NUMBER) {
+    fprintf(stderr, "gearbx: error: header %d and library %u versions differ\n", GB_VERSION_NUMBER, gb_version());
+    return 1;
+  }
+  if (!strcmp(cmd, "convert")) return gb_cli_convert(argc - 1, argv + 1);
+  if (!strcmp(cmd, "info")) return gb_cli_info(argc - 1, argv + 1);
+  if (!strcmp(cmd, "run")) return gb_cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "perplexity")) return gb_cli_perplexity(argc - 1, argv + 1);
+  fprintf(stderr, "gearbx: error: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 1;
+}

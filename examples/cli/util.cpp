@@ -1,0 +1,119 @@
+// util.cpp — argument parsing and small helpers of the gearbx tool.
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "gearbx %s: error: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return 1;
+}
+
+bool cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-') return cli_error(cmd, "%s needs a non-negative integer", opt), false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return cli_error(cmd, "%s: '%s' is not a non-negative integer", opt, s), false;
+  *out = v;
+  return true;
+}
+
+bool cli_parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out) {
+  uint64_t v;
+  if (!cli_parse_u64(cmd, opt, s, &v)) return false;
+  if (v > 0xFFFFFFFFull) return cli_error(cmd, "%s: %s is too large", opt, s), false;
+  *out = (uint32_t)v;
+  return true;
+}
+
+bool cli_parse_f32(const char *cmd, const char *opt, const char *s, float *out) {
+  if (!s || !*s) return cli_error(cmd, "%s needs a number", opt), false;
+  char *end;
+  errno = 0;
+  float v = strtof(s, &end);
+  if (errno || *end || !isfinite(v)) return cli_error(cmd, "%s: '%s' is not a number", opt, s), false;
+  *out = v;
+  return true;
+}
+
+const char *cli_gear_name(int g) {
+  switch (g) {
+    case GB_GEAR_LOW: return "low";
+    case GB_GEAR_MID: return "mid";
+    case GB_GEAR_HIGH: return "high";
+    case GB_GEAR_F32: return "f32";
+    case GB_GEAR_AUTO: return "auto";
+    default: return "?";
+  }
+}
+
+bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out) {
+  static const gb_gear all[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO};
+  for (gb_gear g : all)
+    if (s && strcmp(s, cli_gear_name(g)) == 0) {
+      *out = g;
+      return true;
+    }
+  cli_error(cmd, "unknown gear '%s' (low, mid, high, f32, auto)", s ? s : "");
+  return false;
+}
+
+namespace {
+char g_last_error[512];  // the library's last error line (tool-only state)
+}
+
+void cli_log(void *, gb_log_level level, const char *msg) {
+  if (level == GB_LOG_ERROR) {
+    snprintf(g_last_error, sizeof g_last_error, "%s", msg);
+  } else {
+    fprintf(stderr, "gearbx: %s: %s\n", level == GB_LOG_WARN ? "warning" : "info", msg);
+  }
+}
+
+const char *cli_detail(gb_status st) {
+  static char buf[640];
+  if (g_last_error[0]) {
+    snprintf(buf, sizeof buf, "%s (%s)", gb_status_str(st), g_last_error);
+  } else {
+    snprintf(buf, sizeof buf, "%s", gb_status_str(st));
+  }
+  g_last_error[0] = 0;
+  return buf;
+}
+
+gb_model *cli_open_model(const char *cmd, const char *path) {
+  gb_model *m = nullptr;
+  gb_model_options o;
+  gb_model_options_init(&o);
+  o.log = cli_log;
+  gb_status st = gb_model_open_file(path, &o, &m);
+  if (st != GB_OK) {
+    cli_error(cmd, "cannot open model '%s': %s", path, cli_detail(st));
+    return nullptr;
+  }
+  return m;
+}
+
+char *cli_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return nullptr;
+  if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return nullptr; }
+  long n = ftell(f);
+  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return nullptr; }
+  char *buf = static_cast<char *>(malloc((size_t)n + 1));
+  if (!buf) { fclose(f); return nullptr; }
+  if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); fclose(f); return nullptr; }
+  fclose(f);
+  buf[n] = 0;
+  *len = (size_t)n;
+  return buf;
+}
