@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# tests/deps.sh — install the Debian packages named in the arguments that are
+# not installed yet (apt; sudo when not root). Sourced-or-run by tests/run.sh
+# and examples/demo.sh so a fresh machine needs nothing by hand.
+set -euo pipefail
+missing=""
+for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  echo "== installing:$missing"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi

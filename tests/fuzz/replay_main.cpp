@@ -1,0 +1,137 @@
+// replay_main.cpp — a deterministic stand-in for libFuzzer, linked with one
+// fuzz_*.cpp: it runs that target's seeds (gb_fuzz_seeds) unchanged, then N
+// mutations of them (bit flips, bytes set to 0 / 0xFF / random, truncation,
+// chunk duplication and deletion, u32 / u64 fields set to extreme values),
+// mostly inside each seed's focus region. A crash or sanitizer report ends
+// the process, so reaching the end means every input passed.
+//   usage: fuzz_X_replay [N] [SEED]
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <vector>
+
+#include "sample_files.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds);
+
+namespace {
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  size_t below(size_t n) { return n ? (size_t)(next() % n) : 0; }
+};
+
+// A position: nine times in ten inside the focus region.
+size_t pick(Rng &r, size_t size, size_t focus) {
+  if (size == 0) return 0;
+  const size_t lim = focus && focus < size && r.below(10) != 0 ? focus : size;
+  return r.below(lim);
+}
+
+void put_le(std::vector<uint8_t> &b, size_t at, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes && at + i < b.size(); i++) b[at + i] = (uint8_t)(v >> (8 * i));
+}
+
+void mutate(Rng &r, std::vector<uint8_t> &b, size_t focus) {
+  static const uint64_t k32[] = {0, 1, 2, 3, 31, 32, 64, 255, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu, 0xFFFFFFFEu, 1u << 16, 1u << 24};
+  static const uint64_t k64[] = {0, 1, 1ull << 32, 1ull << 62, 1ull << 63, ~0ull, ~0ull - 31, 0x7FFFFFFFFFFFFFFFull};
+  const size_t at = pick(r, b.size(), focus);
+  switch (r.below(10)) {
+    case 0:  // bit flip
+      if (!b.empty()) b[at] ^= (uint8_t)(1u << r.below(8));
+      break;
+    case 1:  // byte to 0 / 0xFF / random
+      if (!b.empty()) {
+        const size_t k = r.below(3);
+        b[at] = k == 0 ? 0 : k == 1 ? 0xFF : (uint8_t)r.next();
+      }
+      break;
+    case 2:  // truncation
+      b.resize(at);
+      break;
+    case 3: {  // duplicate a chunk somewhere else
+      if (b.empty()) break;
+      const size_t len = 1 + r.below(64);
+      const size_t end = at + len < b.size() ? at + len : b.size();
+      const std::vector<uint8_t> chunk(b.begin() + (long)at, b.begin() + (long)end);
+      const size_t to = pick(r, b.size(), focus);
+      b.insert(b.begin() + (long)to, chunk.begin(), chunk.end());
+      break;
+    }
+    case 4: {  // delete a chunk
+      const size_t len = 1 + r.below(32);
+      const size_t end = at + len < b.size() ? at + len : b.size();
+      b.erase(b.begin() + (long)at, b.begin() + (long)end);
+      break;
+    }
+    case 5: case 6:  // a u32 field to an extreme or small value (aligned or not)
+      put_le(b, r.below(2) ? at & ~(size_t)3 : at, r.below(4) ? k32[r.below(sizeof k32 / sizeof k32[0])] : r.below(1024), 4);
+      break;
+    case 7:  // a u64 field to an extreme value
+      put_le(b, r.below(2) ? at & ~(size_t)7 : at, r.below(5) ? k64[r.below(sizeof k64 / sizeof k64[0])] : b.size() + r.below(64), 8);
+      break;
+    case 8:  // a few random bytes inserted
+      for (size_t n = 1 + r.below(8); n > 0; n--) b.insert(b.begin() + (long)pick(r, b.size() + 1, focus), (uint8_t)r.next());
+      break;
+    default:  // negate a 32-bit word (turns counts and dims negative)
+      if (b.size() >= 4 && at + 4 <= b.size()) {
+        uint32_t v = 0;
+        for (int i = 0; i < 4; i++) v |= (uint32_t)b[at + i] << (8 * i);
+        put_le(b, at, (uint32_t)(0u - v), 4);
+      }
+      break;
+  }
+}
+
+uint64_t weight_of(const gb::FuzzSeed &s) { return s.weight ? s.weight : 1; }
+
+double now_s() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const long n = argc > 1 ? strtol(argv[1], nullptr, 10) : 1000;
+  Rng rng{argc > 2 ? strtoull(argv[2], nullptr, 10) : 20240601ull};
+  if (n < 0) {
+    fprintf(stderr, "usage: %s [iterations] [seed]\n", argv[0]);
+    return 2;
+  }
+  std::vector<gb::FuzzSeed> seeds;
+  gb_fuzz_seeds(&seeds);
+  if (seeds.empty()) {
+    fprintf(stderr, "no seeds\n");
+    return 1;
+  }
+  const double t0 = now_s();
+  uint64_t total_weight = 0;
+  for (const gb::FuzzSeed &s : seeds) {
+    LLVMFuzzerTestOneInput(s.data.data(), s.data.size());
+    total_weight += weight_of(s);
+  }
+  long passed = 0;
+  for (long i = 0; i < n; i++) {
+    uint64_t w = rng.next() % total_weight;
+    size_t k = 0;
+    while (w >= weight_of(seeds[k])) w -= weight_of(seeds[k++]);
+    std::vector<uint8_t> b = seeds[k].data;
+    for (size_t m = 1 + rng.below(3); m > 0; m--) mutate(rng, b, seeds[k].focus);
+    LLVMFuzzerTestOneInput(b.data(), b.size());
+    passed++;
+  }
+  printf("%zu seeds, %ld passed, 0 failed (%.1f s)\n", seeds.size(), passed, now_s() - t0);
+  return 0;
+}

@@ -1,0 +1,282 @@
+// test_kernels.cpp — kernels against references. The generic kernels are
+// checked against a double-precision dequantize-then-dot reference; every
+// other kernel in arch/kernels.inc is checked against the generic kernel of
+// its slot on random data (seed printed), with odd sizes, tails and canaries.
+// A kernel whose ISA the CPU has must run; one it lacks must not be chosen.
+#include <math.h>
+#include <string.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "f16.h"
+#include "format.h"
+#include "gearbx_port.h"
+#include "kernels.h"
+#include "quant.h"
+
+namespace {
+
+const size_t kCols[] = {1, 3, 7, 15, 17, 31, 32, 33, 63, 64, 127, 129, 172, 256, 768};
+const size_t kRows[] = {1, 2, 3, 5, 8, 17, 64};
+constexpr uint8_t kCanary = 0xCD;
+
+struct Matrix {
+  uint32_t fmt;
+  size_t rows, cols;
+  std::vector<uint8_t> bytes;  // + 64 canary bytes
+};
+
+Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng) {
+  std::normal_distribution<float> nd(0.0f, 0.5f);
+  Matrix m{fmt, rows, cols, {}};
+  const size_t rb = gb::row_bytes(fmt, cols);
+  m.bytes.assign(rows * rb + 64, kCanary);
+  std::vector<float> row(cols);
+  for (size_t r = 0; r < rows; r++) {
+    for (auto &v : row) v = nd(rng);
+    if (r % 5 == 4) std::fill(row.begin(), row.end(), 0.0f);  // zero blocks: scale 0
+    gb::quantize_row(fmt, m.bytes.data() + r * rb, row.data(), cols);
+  }
+  return m;
+}
+
+std::vector<float> make_vector(size_t n, std::mt19937 &rng) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto &v : x) v = nd(rng);
+  return x;
+}
+
+uint32_t seed_for(const char *name) {
+  uint32_t h = 2166136261u;
+  for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  return h;
+}
+
+double tol(double ref_abs_sum) { return 1e-5 * ref_abs_sum + 1e-6; }
+
+// Generic q8x quantizer: exact per its definition.
+TEST(Kernels, GenericQuantizeActMatchesDefinition) {
+  std::mt19937 rng(seed_for("quant_act"));
+  for (size_t n : kCols) {
+    std::vector<float> x = make_vector(n, rng);
+    std::vector<gb_q8x_block> q((n + 31) / 32 + 1);
+    memset(q.data(), kCanary, q.size() * sizeof(gb_q8x_block));
+    gb_q8x_quantize__generic(q.data(), x.data(), n);
+    for (size_t b = 0; b < (n + 31) / 32; b++) {
+      float amax = 0;
+      for (size_t j = 0; j < 32 && b * 32 + j < n; j++) amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+      EXPECT_FLOAT_EQ(q[b].d, amax / 127.0f);
+      for (size_t j = 0; j < 32; j++) {
+        const float v = b * 32 + j < n ? x[b * 32 + j] : 0.0f;
+        const float want = amax > 0 ? roundf(v * (127.0f / amax)) : 0.0f;
+        EXPECT_NEAR((float)q[b].qs[j], want, 1.0f);  // 1/d vs 127/amax may round apart at .5
+      }
+    }
+    const uint8_t *tail = reinterpret_cast<const uint8_t *>(&q[(n + 31) / 32]);
+    for (size_t i = 0; i < sizeof(gb_q8x_block); i++) ASSERT_EQ(tail[i], kCanary);
+  }
+}
+
+// Generic GEMV of each format against a double dequantize-then-dot.
+TEST(Kernels, GenericGemvMatchesDoubleReference) {
+  const gb_gemv_fn gemv[4] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic, gb_q4_gemv__generic};
+  for (uint32_t fmt = 0; fmt < 4; fmt++) {
+    std::mt19937 rng(seed_for("gemv") + fmt);
+    for (size_t cols : kCols)
+      for (size_t rows : kRows) {
+        Matrix W = make_matrix(fmt, rows, cols, rng);
+        std::vector<float> x = make_vector(cols, rng);
+        std::vector<gb_q8x_block> xq((cols + 31) / 32);
+        gb_q8x_quantize__generic(xq.data(), x.data(), cols);
+        // Block formats multiply the quantized activations: reference uses them too.
+        std::vector<float> xr(cols);
+        for (size_t c = 0; c < cols; c++) xr[c] = fmt >= gb::kFmtQ8 ? xq[c / 32].d * xq[c / 32].qs[c % 32] : x[c];
+        std::vector<float> y(rows + 16, -7.0f);
+        gemv[fmt](y.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+        std::vector<float> wr(cols);
+        const size_t rb = gb::row_bytes(fmt, cols);
+        for (size_t r = 0; r < rows; r++) {
+          gb::dequantize_row(fmt, wr.data(), W.bytes.data() + r * rb, cols);
+          double ref = 0, mag = 0;
+          for (size_t c = 0; c < cols; c++) {
+            ref += (double)wr[c] * xr[c];
+            mag += fabs((double)wr[c] * xr[c]);
+          }
+          ASSERT_NEAR(y[r], ref, tol(mag)) << "fmt " << fmt << " rows " << rows << " cols " << cols << " r " << r;
+        }
+        for (size_t r = rows; r < rows + 16; r++) ASSERT_EQ(y[r], -7.0f) << "wrote past the rows";
+        for (size_t i = rows * rb; i < W.bytes.size(); i++) ASSERT_EQ(W.bytes[i], kCanary);
+      }
+  }
+}
+
+// Row ranges: computing [a, b) touches only those rows.
+TEST(Kernels, RowRangesAreIndependent) {
+  std::mt19937 rng(seed_for("ranges"));
+  const size_t rows = 37, cols = 100;
+  for (uint32_t fmt = 0; fmt < 4; fmt++) {
+    gb_kernels k;
+    gb_kernels_select(&k, GB_ISA_GENERIC);
+    Matrix W = make_matrix(fmt, rows, cols, rng);
+    std::vector<float> x = make_vector(cols, rng);
+    std::vector<gb_q8x_block> xq((cols + 31) / 32);
+    k.quantize_act(xq.data(), x.data(), cols);
+    std::vector<float> full(rows), parts(rows, 99.0f);
+    k.gemv[fmt](full.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 0, 10, cols);
+    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 10, 11, cols);
+    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 11, rows, cols);
+    EXPECT_EQ(0, memcmp(full.data(), parts.data(), rows * sizeof(float))) << "fmt " << fmt;
+  }
+}
+
+// Every kernel of kernels.inc against the generic one of its slot.
+struct Entry {
+  std::string name;
+  uint32_t req;
+  int op;  // 0 gemv, 1 row, 2 quant_act
+  uint32_t fmt;
+  gb_gemv_fn gemv;
+  gb_row_to_f32_fn row;
+  gb_quantize_act_fn qa;
+};
+
+uint32_t fmt_of(const char *f) { return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : 3); }
+
+std::vector<Entry> all_kernels() {
+  std::vector<Entry> v;
+#define GB_GEMV(fmt, isa, req) v.push_back({#fmt "_gemv__" #isa, req, 0, fmt_of(#fmt), gb_##fmt##_gemv__##isa, nullptr, nullptr});
+#define GB_ROW(fmt, isa, req) v.push_back({#fmt "_row_to_f32__" #isa, req, 1, fmt_of(#fmt), nullptr, gb_##fmt##_row_to_f32__##isa, nullptr});
+#define GB_QUANT_ACT(isa, req) v.push_back({"q8x_quantize__" #isa, req, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
+#include "kernels.inc"
+#undef GB_GEMV
+#undef GB_ROW
+#undef GB_QUANT_ACT
+  return v;
+}
+
+TEST(Kernels, EverySimdVariantMatchesGeneric) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  const std::vector<Entry> ks = all_kernels();
+  const gb_gemv_fn ggemv[4] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic, gb_q4_gemv__generic};
+  const gb_row_to_f32_fn grow[4] = {gb_f32_row_to_f32__generic, gb_f16_row_to_f32__generic, gb_q8_row_to_f32__generic,
+                                    gb_q4_row_to_f32__generic};
+  int tested = 0;
+  for (const Entry &e : ks) {
+    if (e.req == GB_ISA_GENERIC) continue;
+    if ((e.req & cpu) != e.req) {
+      printf("skipping %s: this CPU lacks its ISA (features 0x%x)\n", e.name.c_str(), cpu);
+      continue;
+    }
+    const uint32_t seed = seed_for(e.name.c_str());
+    printf("testing %s (seed %u)\n", e.name.c_str(), seed);
+    std::mt19937 rng(seed);
+    tested++;
+    for (size_t cols : kCols) {
+      std::vector<float> x = make_vector(cols, rng);
+      if (e.op == 2) {
+        std::vector<gb_q8x_block> a((cols + 31) / 32 + 1), b((cols + 31) / 32 + 1);
+        memset(a.data(), kCanary, a.size() * sizeof a[0]);
+        memset(b.data(), kCanary, b.size() * sizeof b[0]);
+        gb_q8x_quantize__generic(a.data(), x.data(), cols);
+        e.qa(b.data(), x.data(), cols);
+        ASSERT_EQ(0, memcmp(a.data(), b.data(), a.size() * sizeof a[0])) << e.name << " cols " << cols;
+        continue;
+      }
+      for (size_t rows : kRows) {
+        Matrix W = make_matrix(e.fmt, rows, cols, rng);
+        if (e.op == 1) {
+          const size_t rb = gb::row_bytes(e.fmt, cols);
+          std::vector<float> a(cols + 8, 5.0f), b(cols + 8, 5.0f);
+          grow[e.fmt](a.data(), W.bytes.data() + (rows - 1) * rb, cols);
+          e.row(b.data(), W.bytes.data() + (rows - 1) * rb, cols);
+          ASSERT_EQ(0, memcmp(a.data(), b.data(), a.size() * sizeof(float))) << e.name;
+          continue;
+        }
+        std::vector<gb_q8x_block> xq((cols + 31) / 32);
+        gb_q8x_quantize__generic(xq.data(), x.data(), cols);
+        std::vector<float> a(rows + 8, -3.0f), b(rows + 8, -3.0f);
+        ggemv[e.fmt](a.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+        e.gemv(b.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+        const size_t rb = gb::row_bytes(e.fmt, cols);
+        std::vector<float> wr(cols);
+        for (size_t r = 0; r < rows; r++) {
+          gb::dequantize_row(e.fmt, wr.data(), W.bytes.data() + r * rb, cols);
+          double mag = 0;
+          for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[c]);
+          ASSERT_NEAR(a[r], b[r], tol(mag)) << e.name << " rows " << rows << " cols " << cols << " r " << r;
+        }
+        for (size_t r = rows; r < rows + 8; r++) ASSERT_EQ(b[r], -3.0f) << e.name << " wrote past its rows";
+      }
+    }
+  }
+  printf("%d non-generic kernels tested on this CPU\n", tested);
+}
+
+// The dispatcher never picks a kernel whose ISA is missing, and picks the
+// most specialised one that is available.
+TEST(Kernels, DispatchRespectsCpuFeatures) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  gb_kernels k;
+  gb_kernels_select(&k, cpu);
+  EXPECT_EQ(k.isa_mask & ~cpu, 0u);
+  for (int f = 0; f < 4; f++) {
+    ASSERT_NE(k.gemv[f], nullptr);
+    ASSERT_NE(k.row_to_f32[f], nullptr);
+  }
+  ASSERT_NE(k.quantize_act, nullptr);
+  gb_kernels g;
+  gb_kernels_select(&g, GB_ISA_GENERIC);
+  EXPECT_EQ(g.isa_mask, (uint32_t)GB_ISA_GENERIC);
+  EXPECT_EQ(g.gemv[GB_FMT_Q4], gb_q4_gemv__generic);
+  // The last available entry of each slot in kernels.inc is the one chosen.
+  gb_gemv_fn want[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (const Entry &e : all_kernels())
+    if (e.op == 0 && (e.req & cpu) == e.req) want[e.fmt] = e.gemv;
+  for (int f = 0; f < 4; f++) EXPECT_EQ(k.gemv[f], want[f]) << "format " << f;
+}
+
+// f16 conversion round trip and special values.
+TEST(Kernels, F16Conversions) {
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float f = gb::f16_to_f32((uint16_t)h);
+    if (isnan(f)) continue;
+    ASSERT_EQ(gb::f32_to_f16(f), h) << h;
+  }
+  EXPECT_EQ(gb::f32_to_f16(65520.0f), 0x7c00);  // rounds to inf
+  EXPECT_EQ(gb::f32_to_f16(1e-8f), 0x0000);
+  EXPECT_EQ(gb::f16_to_f32(0x3c00), 1.0f);
+  EXPECT_TRUE(isnan(gb::f16_to_f32(gb::f32_to_f16(NAN))));
+}
+
+// q4 / q8 quantizers: error bounds and the GGUF Q4_0 convention.
+TEST(Kernels, WeightQuantizersBoundTheError) {
+  std::mt19937 rng(seed_for("quantizers"));
+  std::vector<float> x = make_vector(1000, rng);
+  std::vector<uint8_t> q4(gb::row_bytes(gb::kFmtQ4, 1000)), q8(gb::row_bytes(gb::kFmtQ8, 1000));
+  gb::quantize_row_q4(q4.data(), x.data(), 1000);
+  gb::quantize_row_q8(q8.data(), x.data(), 1000);
+  std::vector<float> d4(1000), d8(1000);
+  gb::dequantize_row(gb::kFmtQ4, d4.data(), q4.data(), 1000);
+  gb::dequantize_row(gb::kFmtQ8, d8.data(), q8.data(), 1000);
+  for (size_t b = 0; b * 32 < 1000; b++) {
+    float amax = 0;
+    for (size_t j = b * 32; j < b * 32 + 32 && j < 1000; j++) amax = fmaxf(amax, fabsf(x[j]));
+    for (size_t j = b * 32; j < b * 32 + 32 && j < 1000; j++) {
+      // Q4_0: d = (signed extreme) / -8, codes -8..7. Values on the extreme's
+      // side round to within d/2; on the other side the top code is 7d, so a
+      // value up to 8d clips by at most d.
+      const float d = amax / 8.0f;
+      const bool clipped = fabsf(x[j]) > 7.0f * d;
+      EXPECT_LE(fabsf(d4[j] - x[j]), (clipped ? d : d * 0.5f) * 1.01f + 1e-6f);
+      EXPECT_LE(fabsf(d8[j] - x[j]), amax / 127.0f * 0.5f * 1.01f + 1e-6f);
+    }
+  }
+}
+
+}  // namespace

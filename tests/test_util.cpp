@@ -1,0 +1,105 @@
+// test_util.cpp — see test_util.h.
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "bytes.h"
+#include "convert.h"
+#include "crc32.h"
+#include "format.h"
+
+namespace gbt {
+
+std::string shared_path(const char *rel) { return std::string(GB_SHARED_DIR) + "/" + rel; }
+
+std::string temp_dir() {
+  static std::string dir;
+  if (dir.empty()) {
+    std::string tmpl = ::testing::TempDir() + "gearbx-test-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back(0);
+    if (!mkdtemp(buf.data())) abort();
+    dir = buf.data();
+  }
+  return dir;
+}
+
+std::vector<uint8_t> read_file(const std::string &path) {
+  std::vector<uint8_t> out;
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f) return out;
+  uint8_t buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + n);
+  fclose(f);
+  return out;
+}
+
+bool write_file(const std::string &path, const std::vector<uint8_t> &data) {
+  FILE *f = fopen(path.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = fwrite(data.data(), 1, data.size(), f) == data.size();
+  return fclose(f) == 0 && ok;
+}
+
+void quiet_log(void *, gb_log_level, const char *) {}
+
+gb_model_options quiet_model_options() {
+  gb_model_options o;
+  gb_model_options_init(&o);
+  o.log = quiet_log;
+  o.verify = GB_VERIFY_ALL;
+  return o;
+}
+
+namespace {
+std::string convert_once(const char *name, int kind) {
+  const std::string out = temp_dir() + "/" + name;
+  gb::ConvertOptions opt;
+  opt.page_align = 4096;  // small test files
+  gb_status st = GB_ERR_INTERNAL;
+  if (kind == 0) st = gb::convert_llama2c(shared_path("models/stories260K.bin").c_str(), shared_path("models/tok512.bin").c_str(), out.c_str(), opt);
+  if (kind == 1) st = gb::convert_gguf(shared_path("models/stories260K.gguf").c_str(), out.c_str(), opt);
+  if (kind == 2) st = gb::convert_llama2c(shared_path("models/stories5M_distilled.bin").c_str(), shared_path("models/tok512.bin").c_str(), out.c_str(), opt);
+  if (st != GB_OK) {
+    fprintf(stderr, "test setup: converting %s failed: %s\n", name, gb_status_str(st));
+    abort();
+  }
+  return out;
+}
+}  // namespace
+
+const std::string &stories260k_gbx() {
+  static const std::string p = convert_once("stories260K.gbx", 0);
+  return p;
+}
+const std::string &stories260k_gguf_gbx() {
+  static const std::string p = convert_once("stories260K_gguf.gbx", 1);
+  return p;
+}
+const std::string &stories5m_gbx() {
+  static const std::string p = convert_once("stories5M.gbx", 2);
+  return p;
+}
+
+void gbx_fix_crcs(std::vector<uint8_t> &img) {
+  using namespace gb;
+  if (img.size() < kHeaderFixedBytes) return;
+  const uint32_t n = ld_u32(&img[16]);
+  const uint32_t hb = kHeaderFixedBytes + n * kSectionEntryBytes;
+  if (n > kMaxSections || hb > img.size()) return;
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t *e = &img[kHeaderFixedBytes + i * kSectionEntryBytes];
+    const uint64_t off = ld_u64(e + 8), size = ld_u64(e + 16);
+    if (in_range(off, size, img.size())) st_u32(e + 24, crc32_update(0, img.data() + off, size));
+  }
+  st_u32(&img[36], 0);
+  st_u32(&img[36], crc32_update(0, img.data(), hb));
+}
+
+}  // namespace gbt

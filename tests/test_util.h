@@ -1,0 +1,40 @@
+// test_util.h — shared helpers for the test suite: paths of the shared
+// models and data, converted test models (made once per test binary run),
+// and the allocation counter of alloc_hook.cpp.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "gearbx.h"
+
+namespace gbt {
+
+std::string shared_path(const char *rel);  // GB_SHARED_DIR "/" rel
+std::string temp_dir();                    // one per process, created on demand
+std::vector<uint8_t> read_file(const std::string &path);
+bool write_file(const std::string &path, const std::vector<uint8_t> &data);
+
+// Converted models (paths inside temp_dir(), converted on first use).
+const std::string &stories260k_gbx();       // from stories260K.bin + tok512.bin
+const std::string &stories260k_gguf_gbx();  // from stories260K.gguf
+const std::string &stories5m_gbx();         // from stories5M_distilled.bin + tok512.bin
+
+// A log callback that swallows everything (malformed-input tests).
+void quiet_log(void *, gb_log_level, const char *);
+gb_model_options quiet_model_options();
+
+// Recompute the header CRC and every section CRC of a .gbx image in place
+// (so a test can plant an inconsistency behind valid checksums).
+void gbx_fix_crcs(std::vector<uint8_t> &img);
+
+// Allocation counter (tests/alloc_hook.cpp): counts malloc/calloc/realloc/
+// posix_memalign/aligned_alloc calls made from code linked into the test
+// binary, including the library's, while counting is on.
+void alloc_count_start();
+uint64_t alloc_count_stop();
+
+}  // namespace gbt
