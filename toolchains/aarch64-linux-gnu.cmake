@@ -1,0 +1,24 @@
+# toolchains/aarch64-linux-gnu.cmake — cross build for 64-bit ARM Linux with
+# Debian's g++-aarch64-linux-gnu and the arm64 multiarch libraries
+# (libopenblas-dev:arm64, zlib1g-dev:arm64, libgtest-dev:arm64).
+#   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake
+# Tests run under qemu-aarch64 through CMAKE_CROSSCOMPILING_EMULATOR; set
+# GEARBX_QEMU_CPU (e.g. cortex-a53, cortex-a76, max,sve256=on) to pick the CPU.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
+set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# The baseline is ARMv8-A (Cortex-A53): per-ISA kernels get their own -march
+# flags in arch/ and are chosen at run time.
+set(CMAKE_C_FLAGS_INIT "-march=armv8-a")
+set(CMAKE_CXX_FLAGS_INIT "-march=armv8-a")
+if(NOT DEFINED GEARBX_QEMU_CPU)
+  set(GEARBX_QEMU_CPU "max" CACHE STRING "qemu-aarch64 -cpu value for running tests")
+endif()
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu;-cpu;${GEARBX_QEMU_CPU})
