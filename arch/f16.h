@@ -7,7 +7,7 @@
 
 namespace gb {
 
-inline float f16_to_f32(uint16_t h) {
+static inline float f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
   uint32_t mant = h & 0x3ff;
@@ -31,7 +31,7 @@ inline float f16_to_f32(uint16_t h) {
   return f;
 }
 
-inline uint16_t f32_to_f16(float f) {
+static inline uint16_t f32_to_f16(float f) {
   uint32_t x;
   memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000;

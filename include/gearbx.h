@@ -288,6 +288,10 @@ typedef struct gb_session_options {
   gb_monitor_options monitor;
   gb_log_fn log;          /* NULL: the model's log callback                 */
   void *log_user;
+  uint32_t deterministic; /* 1: the portable generic kernels only, so logits
+                             do not depend on the CPU model (they never depend
+                             on n_threads: each output row is computed by one
+                             thread); default 0 = fastest kernels present    */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);

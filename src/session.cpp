@@ -41,6 +41,7 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
                raw_enum(o->managed));
   GB_RETURN_IF((uint32_t)raw_enum(o->base_gear) >= GB_GEAR_COUNT, *log, GB_ERR_INVALID_ARGUMENT, "session options: base_gear %d invalid",
                raw_enum(o->base_gear));
+  GB_RETURN_IF(o->deterministic > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: deterministic must be 0 or 1");
   GB_RETURN_IF(o->n_threads > 256, *log, GB_ERR_INVALID_ARGUMENT, "session options: n_threads %u > 256", o->n_threads);
   GB_TRY(sampler_validate(o->sampler, *log));
   GB_TRY(monitor_validate(o->monitor, *log));
@@ -219,7 +220,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->mem_bytes = mem_bytes;
   s->owns_mem = owns;
   s->n_ctx = o.n_ctx;
-  gb_kernels_select(&s->k, gb_port_cpu_features());
+  gb_kernels_select(&s->k, o.deterministic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
   const Meta &c = m->meta;
   for (uint32_t i = 0; i < c.rope_dim / 2; i++)
     s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
