@@ -150,6 +150,11 @@ typedef struct gb_model_options {
   gb_log_fn log;              /* default: stderr via the port, WARN and up */
   void *log_user;
   gb_log_level log_level;     /* messages above this level are dropped    */
+  void *mem;                  /* optional: 64-byte aligned memory for the
+                                 model's own tables (gb_model_mem_size()
+                                 bytes), so opening allocates nothing; NULL:
+                                 the port's allocator, once               */
+  size_t mem_bytes;
 } gb_model_options;
 
 void gb_model_options_init(gb_model_options *opts);
@@ -197,6 +202,12 @@ gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_
  * GB_ERR_ALIGNMENT. */
 gb_status gb_model_open_memory(const void *data, size_t size, const gb_model_options *opts,
                                gb_model **out);
+
+/* Bytes of memory a model opened from this image needs for its own tables
+ * (the weights stay in place): what gb_model_options.mem must hold. Reads
+ * the header and metadata only. Errors: as gb_model_open_memory for the
+ * header and metadata. */
+gb_status gb_model_mem_size(const void *data, size_t size, const gb_model_options *opts, size_t *out_bytes);
 
 /* Fill *info (info->struct_size must be set; fields past it are untouched). */
 gb_status gb_model_get_info(const gb_model *model, gb_model_info *info);

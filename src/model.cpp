@@ -277,7 +277,7 @@ gb_status verify_section(const gb_model &m, const SectionRef &s) {
 }
 
 gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &opt, const gb_port_mapping *mapping,
-                     gb_model **out) {
+                     gb_model **out, size_t *mem_bytes_out) {
   Logger log;
   log.fn = opt.log;
   log.user = opt.log_user;
@@ -293,7 +293,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   GB_RETURN_IF(!smeta || !svocab || !stensors || !scommon, log, GB_ERR_CORRUPT, "gbx: a required section (META, VOCAB, TENSORS, COMMON) is missing");
 
   // Metadata sections are always verified: they are small and steer every access.
-  const bool verify_data = opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit);
+  const bool verify_data = !mem_bytes_out && (opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit));
   for (uint32_t i = 0; i < n_sections; i++) {
     if (is_data_section(secs[i].kind) && !verify_data) continue;
     const uint32_t crc = crc32_update(0, p + secs[i].offset, secs[i].size);
@@ -307,11 +307,23 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   Arena counter;
   void *tok_mem = nullptr;
   carve(counter, meta, &tok_mem);
-  void *mem = gb_port_aligned_alloc(counter.used(), Arena::kAlign);
-  GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gbx: cannot obtain %zu bytes for model metadata", counter.used());
+  if (mem_bytes_out) {  // gb_model_mem_size(): count only
+    *mem_bytes_out = counter.used();
+    return GB_OK;
+  }
+  void *mem = opt.mem;
+  if (mem) {
+    GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "model options: mem must be %zu-byte aligned",
+                 (size_t)Arena::kAlign);
+    GB_RETURN_IF(opt.mem_bytes < counter.used(), log, GB_ERR_ARENA_TOO_SMALL, "model options: mem_bytes %zu < the %zu bytes needed",
+                 opt.mem_bytes, counter.used());
+  } else {
+    mem = gb_port_aligned_alloc(counter.used(), Arena::kAlign);
+    GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gbx: cannot obtain %zu bytes for model metadata", counter.used());
+  }
   Arena arena(mem, counter.used());
   gb_model *m = carve(arena, meta, &tok_mem);
-  m->mem = mem;
+  m->mem = opt.mem ? nullptr : mem;
   m->log = log;
   m->base = p;
   m->size = size;
@@ -331,7 +343,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   if (st == GB_OK) st = parse_tensors(p + stensors->offset, stensors->size, m, log);
   if (st == GB_OK) st = tokenizer_init(&m->tok, m->vocab, tok_mem, log);
   if (st != GB_OK) {
-    gb_port_aligned_free(mem);
+    if (!opt.mem) gb_port_aligned_free(mem);
     return st;
   }
   uint64_t params = (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
@@ -403,6 +415,18 @@ extern "C" gb_status gb_model_open_memory(const void *data, size_t size, const g
   GB_RETURN_IF(!data || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_memory: data and out are required");
   GB_RETURN_IF((uintptr_t)data % 16 != 0, log, GB_ERR_ALIGNMENT, "gb_model_open_memory: data must be 16-byte aligned");
   return gb::model_open(static_cast<const uint8_t *>(data), size, o, nullptr, out);
+}
+
+extern "C" gb_status gb_model_mem_size(const void *data, size_t size, const gb_model_options *opts, size_t *out_bytes) {
+  gb_model_options o;
+  const gb_status os = read_model_options(opts, &o);
+  gb::Logger log{o.log, o.log_user, o.log_level};
+  if (os != GB_OK) return gb::fail(log, os, "gb_model_mem_size: bad options");
+  GB_RETURN_IF(!data || !out_bytes, log, GB_ERR_NULL_POINTER, "gb_model_mem_size: data and out_bytes are required");
+  size_t n = 0;
+  GB_TRY(gb::model_open(static_cast<const uint8_t *>(data), size, o, nullptr, nullptr, &n));
+  *out_bytes = n;
+  return GB_OK;
 }
 
 extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {

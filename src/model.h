@@ -68,8 +68,10 @@ struct gb_model {
 
 namespace gb {
 // Parse and validate `size` bytes at `base` (a mapping or caller memory).
+// With mem_bytes_out, only count the bytes the model's tables need (header
+// and metadata checked, nothing placed, *out untouched).
 gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options &opt,
-                     const gb_port_mapping *mapping, gb_model **out);
+                     const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out = nullptr);
 // Check the CRC of one section; logs the section on mismatch.
 gb_status verify_section(const gb_model &m, const SectionRef &s);
 }  // namespace gb

@@ -1,44 +1,124 @@
 #!/usr/bin/env bash
-# tests/run.sh — the whole test suite on a fresh Debian/Ubuntu machine:
-# installs what the build needs, then builds and runs every configuration
-# under ctest (GoogleTest): x86-64 Release (warnings as errors) and
-# ASan+UBSan. Ends with one summary line over all configurations.
-#   usage: tests/run.sh            (from anywhere; builds under build/)
+# tests/run.sh — the whole test suite on a fresh Debian/Ubuntu machine.
+# Installs what it needs, then builds and runs, each under ctest:
+#   1. x86-64 Release (warnings as errors; includes the hygiene check)
+#   2. x86-64 ASan + UBSan
+#   3. aarch64 cross build, the full suite under qemu-aarch64 for each CPU
+#      model: cortex-a53 (NEON), cortex-a76 (+dotprod), max with SVE at
+#      128, 256 and 512 bits (+i8mm)
+#   4. the none port (aarch64, no OS services): a decode test with the model
+#      linked into the program, under qemu (cortex-a53)
+# then reports the aarch64 .text size of libgearbx.a at -Os and -O2 and the
+# greedy story on every CPU model next to x86's. Ends with one summary line
+# over all configurations, in ctest's form.
+#   usage: tests/run.sh [--quick]   (--quick: x86 Release only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 START=$(date +%s)
 JOBS=$(nproc 2>/dev/null || echo 2)
+QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
+SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
 
 # ---- dependencies -------------------------------------------------------------
-bash tests/deps.sh cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3
+PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils"
+[ $QUICK = 1 ] || PKGS="$PKGS g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64"
+bash tests/deps.sh $PKGS
 
 TOTAL_PASS=0
 TOTAL_FAIL=0
-run_config() {  # name, cmake args...
-  local name=$1; shift
-  local dir="$ROOT/build/$name"
-  echo "== [$name] configure + build"
+SUMMARY=()
+count_log() {  # name, log, rc: add a ctest log's counts to the totals
+  local name=$1 log=$2 rc=$3 line pass total fail
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1 || true)
+  if [ -z "$line" ]; then total=0; fail=1; else
+    total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+    fail=$(sed -E 's/.*passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
+  fi
+  pass=$((total - fail))
+  [ "$rc" = 0 ] || [ "$fail" != 0 ] || fail=1
+  TOTAL_PASS=$((TOTAL_PASS + pass)); TOTAL_FAIL=$((TOTAL_FAIL + fail))
+  SUMMARY+=("$(printf '%-28s %4d passed, %d failed' "$name" "$pass" "$fail")")
+  echo "== [$name] $pass passed, $fail failed"
+}
+build() {  # dir, cmake args...
+  local dir=$1; shift
   cmake -S "$ROOT" -B "$dir" -G Ninja "$@" >/dev/null
   cmake --build "$dir" -j "$JOBS"
+}
+run_ctest() {  # name, dir, [env assignments...]
+  local name=$1 dir=$2; shift 2
+  local log="$dir/ctest-$name.log" rc=0
   echo "== [$name] ctest"
-  local log="$dir/ctest.log" rc=0
-  (cd "$dir" && ctest --output-on-failure -j "$JOBS" --timeout 1200) 2>&1 | tee "$log" || rc=$?
-  local line pass total fail
-  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1 || true)
-  total=$(echo "$line" | sed -E 's/.* out of ([0-9]+).*/\1/')
-  fail=$(echo "$line" | sed -E 's/.*passed, ([0-9]+) tests failed.*/\1/')
-  if [ -z "$line" ]; then total=0; fail=1; fi
-  pass=$((total - fail))
-  TOTAL_PASS=$((TOTAL_PASS + pass)); TOTAL_FAIL=$((TOTAL_FAIL + fail))
-  echo "== [$name] $pass passed, $fail failed"
-  [ "$rc" = 0 ] || [ "$fail" != 0 ] || TOTAL_FAIL=$((TOTAL_FAIL + 1))
+  (cd "$dir" && env "$@" ctest --output-on-failure -j "$JOBS" --timeout 1500) >"$log" 2>&1 || rc=$?
+  grep -E "^(CPU features|SVE vector length)|tests passed|^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Not Run|Subprocess)" "$log" || true
+  [ "$rc" = 0 ] || tail -n 60 "$log"
+  count_log "$name" "$log" $rc
 }
 
-run_config x86-release -DCMAKE_BUILD_TYPE=Release -DGEARBX_WERROR=ON
-run_config x86-asan-ubsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBX_SANITIZE=ON -DGEARBX_WERROR=ON
+# 1-2. x86-64 ---------------------------------------------------------------------
+echo "== [x86-release] build"
+build "$ROOT/build/x86-release" -DCMAKE_BUILD_TYPE=Release -DGEARBX_WERROR=ON
+run_ctest x86-release "$ROOT/build/x86-release"
+GB="$ROOT/build/x86-release/gearbx"
+
+if [ $QUICK = 0 ]; then
+echo "== [x86-asan-ubsan] build"
+build "$ROOT/build/x86-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBX_SANITIZE=ON -DGEARBX_WERROR=ON -DGEARBX_BUILD_BENCH=OFF
+run_ctest x86-asan-ubsan "$ROOT/build/x86-asan" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+# 3. aarch64 under qemu ---------------------------------------------------------------
+echo "== [aarch64] cross build"
+A64="$ROOT/build/aarch64"
+build "$A64" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
+  -DGEARBX_WERROR=ON -DGEARBX_BUILD_BENCH=OFF
+QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+MODEL_DIR="$ROOT/build/models"; mkdir -p "$MODEL_DIR"
+"$GB" convert "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s260k.gbx" --quiet
+"$GB" convert "$SHARED/models/stories5M_distilled.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s5m.gbx" --quiet
+story() { $1 run -m "$2" -n 60 --gear high --temp 0 --deterministic --quiet 2>/dev/null | md5sum | cut -c1-12; }
+X86_260=$(story "$GB" "$MODEL_DIR/s260k.gbx"); X86_5M=$(story "$GB" "$MODEL_DIR/s5m.gbx")
+STORIES=("x86-64           stories260K $X86_260  stories5M $X86_5M  (md5 of 60 greedy tokens' text)")
+for spec in "cortex-a53|neon|" "cortex-a76|neon,dotprod|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
+            "max,sve-max-vq=2|neon,dotprod,i8mm,sve|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve|512"; do
+  IFS='|' read -r cpu isa bits <<<"$spec"
+  name="aarch64-${cpu//,sve-max-vq=/-vq}"
+  envs=(QEMU_CPU="$cpu" GB_EXPECT_ISA="$isa")
+  [ -z "$bits" ] || envs+=(GB_EXPECT_SVE_BITS="$bits")
+  run_ctest "$name" "$A64" "${envs[@]}"
+  a=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s260k.gbx"); b=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s5m.gbx")
+  STORIES+=("$(printf '%-16s stories260K %s  stories5M %s  %s' "$cpu" "$a" "$b" \
+    "$([ "$a" = "$X86_260" ] && [ "$b" = "$X86_5M" ] && echo same-as-x86 || echo DIFFERENT)")")
+  if [ "$a" != "$X86_260" ] || [ "$b" != "$X86_5M" ]; then TOTAL_FAIL=$((TOTAL_FAIL + 1)); fi
+done
+echo "== greedy stories (deterministic mode), x86 vs aarch64 CPU models:"
+printf '   %s\n' "${STORIES[@]}"
+echo "   stories260K at high on cortex-a53: $(QEMU_CPU=cortex-a53 $QEMU "$A64/gearbx" run -m "$MODEL_DIR/s260k.gbx" -n 40 --gear high --temp 0 --quiet 2>/dev/null | head -c 200)"
+
+# 4. none port ------------------------------------------------------------------------
+echo "== [none-port] build"
+build "$ROOT/build/none" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-none.cmake" -DCMAKE_BUILD_TYPE=Release \
+  -DGEARBX_WERROR=ON -DGEARBX_NONE_MODEL="$MODEL_DIR/s260k.gbx"
+run_ctest none-port "$ROOT/build/none"
+grep -E "^(PASS|FAIL|none port)" "$ROOT/build/none/ctest-none-port.log" || true
+(cd "$ROOT/build/none" && ctest -V 2>/dev/null | grep -E "^[0-9]+: (PASS|FAIL|gear|none)" | cut -c1-160) || true
+
+# .text size of libgearbx.a for aarch64 -----------------------------------------------------
+echo "== libgearbx.a for aarch64, .text bytes (library only, all kernels included):"
+for opt in Os O2; do
+  d="$ROOT/build/aarch64-size-$opt"
+  cmake -S "$ROOT" -B "$d" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-linux-gnu.cmake" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-$opt -DNDEBUG" -DGEARBX_BUILD_TOOLS=OFF >/dev/null
+  cmake --build "$d" --target gearbx >/dev/null
+  printf '   -%s: %s bytes of .text\n' "$opt" "$(aarch64-linux-gnu-size -t "$d/libgearbx.a" | tail -1 | awk '{print $1}')"
+done
+fi
 
 echo
+echo "== configurations:"
+printf '   %s\n' "${SUMMARY[@]}"
 echo "== total time $(( $(date +%s) - START )) s"
-echo "all configurations: $TOTAL_PASS passed, $TOTAL_FAIL failed"
+TOTAL=$((TOTAL_PASS + TOTAL_FAIL))
+PCT=$(( TOTAL > 0 ? 100 * TOTAL_PASS / TOTAL : 0 ))
+echo "$PCT% tests passed, $TOTAL_FAIL tests failed out of $TOTAL"
 [ "$TOTAL_FAIL" = 0 ]

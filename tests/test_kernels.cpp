@@ -205,13 +205,27 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         e.gemv(b.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
         const size_t rb = gb::row_bytes(e.fmt, cols);
         std::vector<float> wr(cols);
+        std::vector<double> mags(rows);
         for (size_t r = 0; r < rows; r++) {
           gb::dequantize_row(e.fmt, wr.data(), W.bytes.data() + r * rb, cols);
           double mag = 0;
           for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[c]);
+          mags[r] = mag;
           ASSERT_NEAR(a[r], b[r], tol(mag)) << e.name << " rows " << rows << " cols " << cols << " r " << r;
         }
         for (size_t r = rows; r < rows + 8; r++) ASSERT_EQ(b[r], -3.0f) << e.name << " wrote past its rows";
+        // A row range not starting at 0 (how threads split a matrix): the
+        // same rows, nothing outside the range written.
+        const size_t r0 = rows / 3, r1 = rows - rows / 4;
+        std::vector<float> c(rows + 8, -3.0f);
+        e.gemv(c.data(), W.bytes.data(), x.data(), xq.data(), r0, r1, cols);
+        for (size_t r = 0; r < rows + 8; r++) {
+          if (r >= r0 && r < r1) {
+            ASSERT_NEAR(c[r], a[r], tol(mags[r])) << e.name << " range row " << r;
+          } else {
+            ASSERT_EQ(c[r], -3.0f) << e.name << " wrote outside [" << r0 << ", " << r1 << ") at " << r;
+          }
+        }
       }
     }
   }

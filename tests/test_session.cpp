@@ -260,3 +260,52 @@ TEST_F(Session, AutoPolicyShiftsAndReportsTelemetry) {
 }
 
 }  // namespace
+
+// A model can be opened from memory into caller memory: nothing allocates.
+TEST(ModelMemory, OpenFromMemoryIntoCallerMemoryAllocatesNothing) {
+  std::vector<uint8_t> img = gbt::read_file(gbt::stories260k_gbx());
+  void *data = nullptr;
+  ASSERT_EQ(posix_memalign(&data, 64, img.size()), 0);
+  memcpy(data, img.data(), img.size());
+  gb_model_options mo = gbt::quiet_model_options();
+  size_t need = 0;
+  ASSERT_EQ(gb_model_mem_size(data, img.size(), &mo, &need), GB_OK);
+  EXPECT_GT(need, 0u);
+  std::vector<uint8_t> mem(need + 128, 0xAB);
+  uint8_t *aligned = mem.data() + (64 - (uintptr_t)mem.data() % 64) % 64;
+  gb_model *m = nullptr;
+  mo.mem = aligned;
+  mo.mem_bytes = need - 1;
+  EXPECT_EQ(gb_model_open_memory(data, img.size(), &mo, &m), GB_ERR_ARENA_TOO_SMALL);
+  EXPECT_EQ(m, nullptr);
+  mo.mem = aligned + 8;
+  mo.mem_bytes = need;
+  EXPECT_EQ(gb_model_open_memory(data, img.size(), &mo, &m), GB_ERR_ALIGNMENT);
+  mo.mem = aligned;
+  gbt::alloc_count_start();
+  const gb_status st = gb_model_open_memory(data, img.size(), &mo, &m);
+  const uint64_t allocs = gbt::alloc_count_stop();
+  ASSERT_EQ(st, GB_OK);
+  EXPECT_EQ(allocs, 0u);
+  EXPECT_EQ(aligned[need], 0xAB) << "wrote past mem_bytes";
+  // It decodes like any model.
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = GB_GEAR_HIGH;
+  so.sampler.temperature = 0.0f;
+  size_t sbytes = 0;
+  ASSERT_EQ(gb_session_mem_size(m, &so, &sbytes), GB_OK);
+  void *smem = nullptr;
+  ASSERT_EQ(posix_memalign(&smem, 64, sbytes), 0);
+  gb_session *s = nullptr;
+  ASSERT_EQ(gb_session_create(m, &so, smem, sbytes, &s), GB_OK);
+  const int32_t bos = 1;
+  ASSERT_EQ(gb_prefill(s, &bos, 1), GB_OK);
+  int32_t tok = -1;
+  ASSERT_EQ(gb_decode_step(s, &tok, nullptr), GB_OK);
+  EXPECT_GE(tok, 0);
+  gb_session_destroy(s);
+  gb_model_close(m);
+  free(smem);
+  free(data);
+}

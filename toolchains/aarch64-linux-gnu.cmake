@@ -2,8 +2,9 @@
 # Debian's g++-aarch64-linux-gnu and the arm64 multiarch libraries
 # (libopenblas-dev:arm64, zlib1g-dev:arm64, libgtest-dev:arm64).
 #   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake
-# Tests run under qemu-aarch64 through CMAKE_CROSSCOMPILING_EMULATOR; set
-# GEARBX_QEMU_CPU (e.g. cortex-a53, cortex-a76, max,sve256=on) to pick the CPU.
+# Tests run under qemu-aarch64 through CMAKE_CROSSCOMPILING_EMULATOR; the
+# environment variable QEMU_CPU picks the CPU model at test time (e.g.
+# QEMU_CPU=cortex-a53, cortex-a76, "max,sve-max-vq=2"; qemu's default is max).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
@@ -18,7 +19,4 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # flags in arch/ and are chosen at run time.
 set(CMAKE_C_FLAGS_INIT "-march=armv8-a")
 set(CMAKE_CXX_FLAGS_INIT "-march=armv8-a")
-if(NOT DEFINED GEARBX_QEMU_CPU)
-  set(GEARBX_QEMU_CPU "max" CACHE STRING "qemu-aarch64 -cpu value for running tests")
-endif()
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu;-cpu;${GEARBX_QEMU_CPU})
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)

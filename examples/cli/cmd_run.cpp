@@ -17,7 +17,8 @@ int run_usage() {
   fprintf(stderr,
           "usage: gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto]\n"
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
-          "                  [--ctx N] [--threads N] [--trace FILE.csv] [--quiet]\n");
+          "                  [--ctx N] [--threads N] [--trace FILE.csv] [--quiet] [--deterministic]\n"
+          "  --deterministic  portable generic kernels only: the same tokens on every CPU\n");
   return 1;
 }
 }  // namespace
@@ -34,6 +35,7 @@ int gb_cli_run(int argc, char **argv) {
     if (!strcmp(o, "--help")) return run_usage(), 0;
     if (!strcmp(o, "--quiet")) { a.quiet = true; continue; }
     if (!strcmp(o, "--gumbel")) { so.sampler.method = GB_SAMPLE_GUMBEL; continue; }
+    if (!strcmp(o, "--deterministic")) { so.deterministic = 1; continue; }
     if (!v) return cli_error(C, "option %s needs a value", o);
     if (!strcmp(o, "-m")) a.model = v;
     else if (!strcmp(o, "-p")) a.prompt = v;

@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -155,8 +158,18 @@ void gb_port_parallel_for(uint32_t n_threads, uint32_t n_tasks, gb_port_task_fn 
 uint32_t gb_port_cpu_features(void) {
   uint32_t f = GB_ISA_GENERIC;
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) f |= GB_ISA_AVX2;
+  // AVX2 kernels need AVX2, FMA and F16C, and the OS saving YMM state.
+  unsigned a, b, c, d;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+    bool ymm = false;
+    if (osxsave) {
+      unsigned lo, hi;
+      __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      ymm = (lo & 6u) == 6u;
+    }
+    if (fma && avx && f16c && ymm && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 5))) f |= GB_ISA_AVX2;
+  }
 #elif defined(__aarch64__) && defined(__linux__)
   const unsigned long hw = getauxval(AT_HWCAP);
   const unsigned long hw2 = getauxval(AT_HWCAP2);

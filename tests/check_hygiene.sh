@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/check_hygiene.sh BUILD_DIR NM OBJDUMP — static-library hygiene of
+# libgearbx.a's objects (the core in CMakeFiles/gearbx.dir, the kernels in
+# CMakeFiles/gearbx_isa_*.dir), and of the sources:
+#   - no exceptions (__cxa_throw, __cxa_begin_catch, personality, _Unwind_Resume)
+#   - no RTTI (typeinfo _ZTI / _ZTS, __dynamic_cast)
+#   - no operator new / delete
+#   - malloc & co. only in port/ (the documented allocation point:
+#     gb_port_aligned_alloc, called once per model and per session)
+#   - no static constructors (.init_array / .ctors sections, _GLOBAL__sub_I_)
+#   - kernel objects define no weak (COMDAT) symbols: the linker could pick
+#     such a copy, compiled for a newer ISA, for a baseline caller
+#   - src/ includes no OS header; arch/ never includes or calls port/
+set -uo pipefail
+B=$1; NM=${2:-nm}; OBJDUMP=${3:-objdump}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+fail=0
+bad() { echo "HYGIENE FAIL: $*"; fail=1; }
+
+mapfile -t core < <(find "$B/CMakeFiles/gearbx.dir" -name '*.o' | sort)
+mapfile -t isa < <(find "$B/CMakeFiles" -path '*gearbx_isa_*.dir*' -name '*.o' | sort)
+[ ${#core[@]} -gt 0 ] || { echo "HYGIENE FAIL: no objects under $B/CMakeFiles/gearbx.dir"; exit 1; }
+echo "checking ${#core[@]} core and ${#isa[@]} kernel objects"
+
+for o in "${core[@]}" "${isa[@]}"; do
+  rel=${o#"$B"/CMakeFiles/}
+  und=$($NM -u "$o" 2>/dev/null | awk '{print $NF}')
+  def=$($NM --defined-only "$o" 2>/dev/null)
+  for s in __cxa_throw __cxa_begin_catch __cxa_allocate_exception __gxx_personality_v0 _Unwind_Resume __dynamic_cast \
+           _Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm _ZnwmRKSt9nothrow_t _ZnwmSt11align_val_t; do
+    grep -qx "$s" <<<"$und" && bad "$rel references $s"
+  done
+  grep -Eq ' _ZT[IS]' <<<"$def" && bad "$rel defines RTTI: $(grep -E ' _ZT[IS]' <<<"$def" | head -1)"
+  grep -Eq '^_ZT[IS]' <<<"$und" && bad "$rel references RTTI"
+  if [[ $rel != *port_* ]]; then
+    for s in malloc calloc realloc free aligned_alloc posix_memalign memalign mmap; do
+      grep -qx "$s" <<<"$und" && bad "$rel calls $s (only port/ may allocate)"
+    done
+  fi
+  grep -q '_GLOBAL__sub_I_' <<<"$def" && bad "$rel has a static constructor"
+  $OBJDUMP -h "$o" 2>/dev/null | grep -Eq ' \.(init_array|ctors)' && bad "$rel has an .init_array/.ctors section"
+done
+for o in "${isa[@]}"; do
+  w=$($NM --defined-only "$o" | awk '$2 ~ /^[WVu]$/ {print $3}')
+  [ -z "$w" ] || bad "${o#"$B"/CMakeFiles/} defines weak symbols: $(echo $w | head -c 200)"
+done
+
+# Sources: src/ (not src/convert, which is tooling) includes no OS header.
+allowed='^(stddef|stdint|stdarg|stdbool|string|math|float|limits|stdio|assert|zlib)\.h$|^(new|type_traits|utility|algorithm|limits)$'
+while IFS= read -r line; do
+  f=${line%%:*}; h=$(sed -E 's/.*#include <([^>]+)>.*/\1/' <<<"$line")
+  [[ $h =~ $allowed ]] || bad "$f includes <$h>"
+done < <(grep -H '#include <' "$SRC"/src/*.h "$SRC"/src/*.cpp)
+grep -rnE 'gearbx_port\.h|gb_port_' "$SRC/arch" && bad "arch/ reaches port/"
+
+[ $fail = 0 ] && echo "hygiene: ok"
+exit $fail
