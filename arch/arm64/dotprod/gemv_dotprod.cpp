@@ -1,0 +1,102 @@
+// ARMv8.2-A SDOT kernels: q8 and q4 GEMV against q8x activations.
+//
+// Per 32-block and row, two SDOTs give the exact int32 sum in four lanes;
+// four rows are reduced together (ADDP) so lane k holds row k's sum, and
+// the float work is generic's acc += (d * xd) * (float)isum, block after
+// block with separate multiplies and adds: the results equal the generic
+// kernels' bit for bit.
+//
+// Weight blocks are unaligned (18 / 34 bytes): byte loads and memcpy only;
+// nothing is read past the last row's bytes or past xq[ceil(cols/32)).
+#include <arm_neon.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+namespace {
+
+inline float f16_scale(const uint8_t *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+inline float32x4_t f16_scales4(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3) {
+  uint16_t h[4];
+  memcpy(&h[0], p0, 2);
+  memcpy(&h[1], p1, 2);
+  memcpy(&h[2], p2, 2);
+  memcpy(&h[3], p3, 2);
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+inline int32x4_t hsum4_s32(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
+  return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
+}
+
+inline int32x4_t dot_q8(const uint8_t *qs, int8x16_t x0, int8x16_t x1) {
+  const int8x16_t w0 = vreinterpretq_s8_u8(vld1q_u8(qs));
+  const int8x16_t w1 = vreinterpretq_s8_u8(vld1q_u8(qs + 16));
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+}
+
+// Low nibbles: weights 0..15, high nibbles: 16..31, both minus 8.
+inline int32x4_t dot_q4(const uint8_t *qs, int8x16_t x0, int8x16_t x1) {
+  const uint8x16_t q = vld1q_u8(qs);
+  const int8x16_t eight = vdupq_n_s8(8);
+  const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
+  const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, x0), hi, x1);
+}
+
+template <size_t kBlockBytes, int32x4_t (*Dot)(const uint8_t *, int8x16_t, int8x16_t)>
+inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin, size_t row_end,
+                        size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  const size_t rb = nb * kBlockBytes;
+  size_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    const uint8_t *b0 = W + r * rb;
+    const uint8_t *b1 = b0 + rb;
+    const uint8_t *b2 = b1 + rb;
+    const uint8_t *b3 = b2 + rb;
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < nb; b++) {
+      const int8x16_t x0 = vld1q_s8(xq[b].qs);
+      const int8x16_t x1 = vld1q_s8(xq[b].qs + 16);
+      const int32x4_t isum = hsum4_s32(Dot(b0 + 2, x0, x1), Dot(b1 + 2, x0, x1), Dot(b2 + 2, x0, x1),
+                                       Dot(b3 + 2, x0, x1));
+      const float32x4_t dd = vmulq_n_f32(f16_scales4(b0, b1, b2, b3), xq[b].d);
+      acc = vaddq_f32(acc, vmulq_f32(dd, vcvtq_f32_s32(isum)));
+      b0 += kBlockBytes;
+      b1 += kBlockBytes;
+      b2 += kBlockBytes;
+      b3 += kBlockBytes;
+    }
+    vst1q_f32(y + r, acc);
+  }
+  for (; r < row_end; r++) {
+    const uint8_t *blk = W + r * rb;
+    float acc = 0.0f;
+    for (size_t b = 0; b < nb; b++, blk += kBlockBytes) {
+      const int8x16_t x0 = vld1q_s8(xq[b].qs);
+      const int8x16_t x1 = vld1q_s8(xq[b].qs + 16);
+      const int32_t isum = vaddvq_s32(Dot(blk + 2, x0, x1));
+      acc += f16_scale(blk) * xq[b].d * (float)isum;
+    }
+    y[r] = acc;
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_q8_gemv__dotprod(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                    size_t row_begin, size_t row_end, size_t cols) {
+  gemv_blocks<34, dot_q8>(y, W, xq, row_begin, row_end, cols);
+}
+
+extern "C" void gb_q4_gemv__dotprod(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                    size_t row_begin, size_t row_end, size_t cols) {
+  gemv_blocks<18, dot_q4>(y, W, xq, row_begin, row_end, cols);
+}

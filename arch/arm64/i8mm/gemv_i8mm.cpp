@@ -1,0 +1,150 @@
+// ARMv8.6-A I8MM kernels: q8 and q4 GEMV with SMMLA (vmmlaq_s32).
+//
+// SMMLA multiplies a 2x8 int8 matrix A by the transpose of a 2x8 matrix B
+// into a 2x2 int32 tile [a0.b0, a0.b1, a1.b0, a1.b1]. Here A holds 8 weights
+// of two rows ([row0 bytes k..k+7 | row1 bytes k..k+7], built with ZIP1/ZIP2
+// on 64-bit lanes) and B the matching 8 activations in both halves, so a
+// 32-block of two rows takes four SMMLAs and leaves [s0, s0, s1, s1]. Two
+// such pairs are merged with UZP1 into [s0, s1, s2, s3] (four rows a step);
+// a last odd row is paired with itself.
+//
+// Only NEON + I8MM instructions are used (the kernel's requirement is
+// GB_ISA_NEON | GB_ISA_I8MM; no SDOT even though the folder's flags allow it).
+// The per-block int32 sums are exact and the float work is generic's
+// acc += (d * xd) * (float)isum, block after block, unfused: the results
+// equal the generic kernels' bit for bit.
+//
+// Weight blocks are unaligned (18 / 34 bytes): byte loads and memcpy only;
+// nothing is read past the last row's bytes or past xq[ceil(cols/32)).
+#include <arm_neon.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+namespace {
+
+inline float32x4_t f16_scales4(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3) {
+  uint16_t h[4];
+  memcpy(&h[0], p0, 2);
+  memcpy(&h[1], p1, 2);
+  memcpy(&h[2], p2, 2);
+  memcpy(&h[3], p3, 2);
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+inline int8x16_t zip1_64(int8x16_t a, int8x16_t b) {
+  return vreinterpretq_s8_s64(vzip1q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
+}
+inline int8x16_t zip2_64(int8x16_t a, int8x16_t b) {
+  return vreinterpretq_s8_s64(vzip2q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
+}
+
+// The activations of one block as four B operands: xx[i] = [x chunk i | x chunk i].
+struct XDup {
+  int8x16_t c[4];
+};
+
+inline XDup xdup(const gb_q8x_block &xb) {
+  const int8x16_t x0 = vld1q_s8(xb.qs);
+  const int8x16_t x1 = vld1q_s8(xb.qs + 16);
+  XDup r;
+  r.c[0] = zip1_64(x0, x0);
+  r.c[1] = zip2_64(x0, x0);
+  r.c[2] = zip1_64(x1, x1);
+  r.c[3] = zip2_64(x1, x1);
+  return r;
+}
+
+// Two rows' weights (32 int8 each, as two 16-byte halves) against one block.
+inline int32x4_t mm_pair(int8x16_t r0a, int8x16_t r0b, int8x16_t r1a, int8x16_t r1b, const XDup &x) {
+  int32x4_t acc = vmmlaq_s32(vdupq_n_s32(0), zip1_64(r0a, r1a), x.c[0]);
+  acc = vmmlaq_s32(acc, zip2_64(r0a, r1a), x.c[1]);
+  acc = vmmlaq_s32(acc, zip1_64(r0b, r1b), x.c[2]);
+  acc = vmmlaq_s32(acc, zip2_64(r0b, r1b), x.c[3]);
+  return acc;  // [s0, s0, s1, s1]
+}
+
+// Weights 0..15 and 16..31 of a block as signed bytes.
+struct Q8 {
+  static constexpr size_t kBlockBytes = 34;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    a = vreinterpretq_s8_u8(vld1q_u8(blk + 2));
+    b = vreinterpretq_s8_u8(vld1q_u8(blk + 18));
+  }
+};
+struct Q4 {
+  static constexpr size_t kBlockBytes = 18;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    const uint8x16_t q = vld1q_u8(blk + 2);
+    const int8x16_t eight = vdupq_n_s8(8);
+    a = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
+    b = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+  }
+};
+
+template <class F>
+inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin, size_t row_end,
+                        size_t cols) {
+  const size_t kB = F::kBlockBytes;
+  const size_t nb = (cols + 31) / 32;
+  const size_t rb = nb * kB;
+  size_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    const uint8_t *b0 = W + r * rb;
+    const uint8_t *b1 = b0 + rb;
+    const uint8_t *b2 = b1 + rb;
+    const uint8_t *b3 = b2 + rb;
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < nb; b++) {
+      const XDup x = xdup(xq[b]);
+      int8x16_t w0a, w0b, w1a, w1b, w2a, w2b, w3a, w3b;
+      F::load(b0, w0a, w0b);
+      F::load(b1, w1a, w1b);
+      F::load(b2, w2a, w2b);
+      F::load(b3, w3a, w3b);
+      const int32x4_t s01 = mm_pair(w0a, w0b, w1a, w1b, x);
+      const int32x4_t s23 = mm_pair(w2a, w2b, w3a, w3b, x);
+      const int32x4_t isum = vuzp1q_s32(s01, s23);  // [s0, s1, s2, s3]
+      const float32x4_t dd = vmulq_n_f32(f16_scales4(b0, b1, b2, b3), xq[b].d);
+      acc = vaddq_f32(acc, vmulq_f32(dd, vcvtq_f32_s32(isum)));
+      b0 += kB;
+      b1 += kB;
+      b2 += kB;
+      b3 += kB;
+    }
+    vst1q_f32(y + r, acc);
+  }
+  // 1..3 rows left: pairs, the last odd row paired with itself.
+  for (; r < row_end; r += 2) {
+    const bool two = r + 1 < row_end;
+    const uint8_t *b0 = W + r * rb;
+    const uint8_t *b1 = two ? b0 + rb : b0;
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < nb; b++) {
+      const XDup x = xdup(xq[b]);
+      int8x16_t w0a, w0b, w1a, w1b;
+      F::load(b0, w0a, w0b);
+      F::load(b1, w1a, w1b);
+      const int32x4_t s = mm_pair(w0a, w0b, w1a, w1b, x);  // [s0, s0, s1, s1]
+      const float32x4_t dd = vmulq_n_f32(f16_scales4(b0, b0, b1, b1), xq[b].d);
+      acc = vaddq_f32(acc, vmulq_f32(dd, vcvtq_f32_s32(s)));
+      b0 += kB;
+      b1 += kB;
+    }
+    y[r] = vgetq_lane_f32(acc, 0);
+    if (two) y[r + 1] = vgetq_lane_f32(acc, 2);
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_q8_gemv__i8mm(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                 size_t row_begin, size_t row_end, size_t cols) {
+  gemv_blocks<Q8>(y, W, xq, row_begin, row_end, cols);
+}
+
+extern "C" void gb_q4_gemv__i8mm(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                 size_t row_begin, size_t row_end, size_t cols) {
+  gemv_blocks<Q4>(y, W, xq, row_begin, row_end, cols);
+}
