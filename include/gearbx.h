@@ -285,6 +285,24 @@ typedef struct gb_monitor_options {
   uint32_t min_gear_duration; /* tokens a gear is held; default 4           */
   uint32_t vocab_ref;         /* default 32768                              */
   gb_gear initial_gear;       /* gear before any entropy is seen; default HIGH */
+  /* §3.5 prediction and safety */
+  uint32_t lookahead;         /* L of the slope forecast H + L*dH; default 2, 0 = off */
+  uint32_t prewarm;           /* 1: hint the predicted gear's tier in (WILLNEED); default 1 */
+  float catastrophic_frac;    /* fall back to high when the last catastrophic_run
+                                 entropies exceed this fraction of log2 V;
+                                 default 0.9, 0 = off */
+  uint32_t catastrophic_run;  /* default 2                                   */
+  /* §4 percentile calibration from the prefill's logits (gb_prefill) */
+  uint32_t calibrate;         /* 1: calibrate at the first prefill; default 1 */
+  uint32_t calib_min_samples; /* fewer prefill entropies: keep the defaults; 5 */
+  float calib_p_low;          /* percentile of theta_low; default 0.30      */
+  float calib_p_high;         /* percentile of theta_high; default 0.60     */
+  float calib_cap_low;        /* theta_low <= this * log2 V; default 0.06   */
+  float calib_cap_high;       /* theta_high <= this * log2 V; default 0.12  */
+  float calib_min_band;       /* narrower bands widen around their centre; 0.2 bits */
+  /* §11 cold-start prompt classifier (gb_classify_prompt) */
+  float classify_high;        /* score >= this starts in high; default 4.0 */
+  float classify_mid;         /* score >= this starts in mid; default 1.5  */
 } gb_monitor_options;
 
 typedef struct gb_session_options {
@@ -348,6 +366,13 @@ typedef struct gb_step_info {
   uint64_t weight_bytes_read; /* bytes of weight matrices streamed this pass */
   uint64_t weights_read;      /* weights in those matrices                  */
   uint64_t step_ns;           /* wall time of the call                       */
+  gb_gear predicted_gear;     /* slope forecast of the gear (§3.5)           */
+  uint32_t catastrophic;      /* 1 if the catastrophic-entropy rule fired     */
+  uint64_t resident_weight_bytes; /* weight tier bytes resident in this process,
+                                 measured from the OS at each shift and at
+                                 creation (cached in between); 0 = unknown  */
+  float theta_low, theta_high;    /* thresholds in force (bits, after scaling
+                                     or calibration)                        */
 } gb_step_info;
 
 /* Feed prompt tokens. All but the last are run through the model into the KV
@@ -369,6 +394,17 @@ gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
  * and report the logits predicting the position after it. Any pending token
  * is discarded first without being run. Used for scoring text. */
 gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info);
+
+/* Cold-start prompt classifier (seed 000 §11): score = 2*math symbols +
+ * 1.5*code/reasoning keywords + 0.3*min(words/50, 3) + 1.5*[mean word
+ * length > 6.5]. Returns the gear to start in (opts: the session's monitor
+ * thresholds classify_high / classify_mid; NULL = defaults) and the score. */
+gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_options *opts, float *score);
+
+/* Set the gear of the next forward pass of an `auto` session (e.g. from
+ * gb_classify_prompt); the monitor takes over from there. Errors:
+ * GB_ERR_BAD_STATE for a fixed-gear session, GB_ERR_INVALID_ARGUMENT. */
+gb_status gb_session_set_gear(gb_session *s, gb_gear gear);
 
 /* Current position (tokens in the KV cache) and context capacity. */
 gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx);

@@ -45,7 +45,8 @@ enum {
 /* A hint about [addr, addr + len) of a mapping; rounded inward to whole
  * pages. Returns GB_PORT_ENOSYS where hints do not exist (harmless). */
 int gb_port_advise(const void *addr, size_t len, int advice);
-/* Bytes of [addr, addr + len) resident in memory now, or -1 if unknown. */
+/* Bytes of [addr, addr + len) resident in this process now (mapped in its
+ * page tables, not merely cached by the OS), or -1 if unknown. */
 int64_t gb_port_resident_bytes(const void *addr, size_t len);
 /* The system page size (4096 when unknown). */
 size_t gb_port_page_size(void);

@@ -92,6 +92,40 @@ void set_gear(gb_session *s, gb_gear g) {
   s->classifier = &m->classifier[s->opt.managed == GB_MANAGED_ALL ? g : s->opt.base_gear];
 }
 
+uint64_t measure_resident(const gb_session *s) {
+  const gb_model *m = s->model;
+  uint64_t total = 0;
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
+    if (!(m->gears >> g & 1)) continue;
+    const int64_t r = gb_port_resident_bytes(m->base + m->gear_section[g].offset, m->gear_section[g].size);
+    if (r < 0) return 0;
+    total += (uint64_t)r;
+  }
+  return total;
+}
+
+void shift_gear(gb_session *s, gb_gear g) {
+  const gb_model *m = s->model;
+  const gb_gear old = s->gear;
+  set_gear(s, g);
+  s->shifts++;
+  // Hints only for a file mapping: on a caller's (anonymous) buffer
+  // DONTNEED would discard the contents.
+  if (!m->mapping.data) return;
+  // Tiers in use: the new gear's, the base gear's (unmanaged matrices when
+  // only attention is managed) and a pre-warmed forecast. The others'
+  // pages leave this process (a mapped file re-reads them on demand).
+  for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
+    if (!(m->gears >> t & 1)) continue;
+    const bool used = t == (uint32_t)g || (s->opt.managed == GB_MANAGED_ATTENTION && t == (uint32_t)s->opt.base_gear) ||
+                      (t == (uint32_t)s->prewarmed && s->prewarmed != old);
+    const SectionRef &sec = m->gear_section[t];
+    gb_port_advise(m->base + sec.offset, sec.size, used ? GB_PORT_ADVISE_WILLNEED : GB_PORT_ADVISE_DONTNEED);
+  }
+  s->prewarmed = GB_GEAR_COUNT;
+  s->resident_bytes = measure_resident(s);
+}
+
 void forward(gb_session *s, int32_t token, bool want_logits) {
   const gb_model *m = s->model;
   const Meta &c = m->meta;

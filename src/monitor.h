@@ -1,7 +1,9 @@
-// monitor.h — the entropy monitor of seed 000 §3: Shannon entropy of the
-// logits in bits, a rolling window, gear classification with thresholds
-// scaled by vocabulary size, hysteresis at the extreme gears and a minimum
-// gear duration.
+// monitor.h — the entropy monitor of seed 000 §3-4 and §11: Shannon
+// entropy of the logits in bits, a rolling window, gear classification with
+// thresholds scaled by vocabulary size, hysteresis at the extreme gears, a
+// minimum gear duration, the slope forecast (pre-warming), the
+// catastrophic-entropy fallback, percentile calibration and the cold-start
+// prompt classifier.
 #pragma once
 
 #include <stddef.h>
@@ -23,6 +25,11 @@ struct Monitor {
   gb_gear gear = GB_GEAR_HIGH;    // gear of the next forward pass
   uint32_t tokens_in_gear = 0;    // passes run in `gear` since it was entered
   bool locked = false;            // fixed-gear policy: smooth and report, never shift
+  float log2v = 0;                // log2 of the vocabulary size
+  bool calibrated = false;        // thresholds came from calibration
+  gb_gear predicted = GB_GEAR_HIGH;  // slope forecast after the last update
+  bool catastrophic = false;      // the fallback fired at the last update
+  uint32_t hot_run = 0;           // consecutive entropies above the catastrophic line
 };
 
 gb_status monitor_validate(const gb_monitor_options &o, const Logger &log);
@@ -38,5 +45,14 @@ gb_gear monitor_classify(const Monitor &m, float smoothed);
 // pushes H, computes the rolling mean (*smoothed), and returns the gear of the
 // next pass (shifting only once min_gear_duration passes ran in the gear).
 gb_gear monitor_update(Monitor *m, float H, float *smoothed);
+
+// §4.1 percentile calibration from n entropies (e.g. of the prefill), with
+// the §4.2 caps and the minimum band. Sorts `samples` in place. Returns false
+// (thresholds unchanged) when fewer than calib_min_samples are positive.
+bool monitor_calibrate(Monitor *m, float *samples, size_t n);
+
+// §11 prompt score and the gear it selects.
+float prompt_score(const char *text, size_t len);
+gb_gear prompt_gear(float score, const gb_monitor_options &o);
 
 }  // namespace gb

@@ -75,6 +75,8 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
   t->rope_freq = a.array<float>(c.rope_dim / 2 + 1);
   t->xq = a.array<gb_q8x_block>((wide + 31) / 32);
   kv_carve(&t->kv, a, c.n_layers, o.n_ctx, kvd);
+  const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
+  t->calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
   if (!s) return nullptr;
@@ -135,6 +137,11 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.n_vocab = s->model->meta.vocab_size;
   r.weight_bytes_read = s->bytes_read;
   r.weights_read = s->weights_read;
+  r.predicted_gear = s->monitor.predicted;
+  r.catastrophic = s->monitor.catastrophic ? 1u : 0u;
+  r.resident_weight_bytes = s->resident_bytes;
+  r.theta_low = s->monitor.th_low;
+  r.theta_high = s->monitor.th_high;
   r.step_ns = gb_port_now_ns() - t0;
   memcpy(info, &r, size);
 }
@@ -149,7 +156,14 @@ StepResult step(gb_session *s, int32_t token) {
   nan_guard(s->logits, V);
   r.H = entropy_bits(s->logits, V);
   const gb_gear next = monitor_update(&s->monitor, r.H, &r.Hs);
-  if (next != s->gear) set_gear(s, next);  // a pointer swap; fixed policies never shift
+  if (next != s->gear) shift_gear(s, next);  // a pointer swap; fixed policies never shift
+  // Pre-warming: hint the forecast tier in once, when the forecast changes.
+  const gb_gear pred = s->monitor.predicted;
+  if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gear && pred != s->prewarmed && s->model->mapping.data) {
+    const SectionRef &t = s->model->gear_section[pred];
+    gb_port_advise(s->model->base + t.offset, t.size, GB_PORT_ADVISE_WILLNEED);
+    s->prewarmed = pred;
+  }
   return r;
 }
 
@@ -177,6 +191,19 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->monitor.min_gear_duration = 4;
   o->monitor.vocab_ref = 32768;
   o->monitor.initial_gear = GB_GEAR_HIGH;
+  o->monitor.lookahead = 2;
+  o->monitor.prewarm = 1;
+  o->monitor.catastrophic_frac = 0.9f;
+  o->monitor.catastrophic_run = 2;
+  o->monitor.calibrate = 1;
+  o->monitor.calib_min_samples = 5;
+  o->monitor.calib_p_low = 0.30f;
+  o->monitor.calib_p_high = 0.60f;
+  o->monitor.calib_cap_low = 0.06f;
+  o->monitor.calib_cap_high = 0.12f;
+  o->monitor.calib_min_band = 0.2f;
+  o->monitor.classify_high = 4.0f;
+  o->monitor.classify_mid = 1.5f;
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
@@ -242,7 +269,8 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
     s->monitor.gear = s->opt.gear;
     s->monitor.locked = true;
   }
-  set_gear(s, s->monitor.gear);
+  s->prewarmed = GB_GEAR_COUNT;
+  shift_gear(s, s->monitor.gear);
   return GB_OK;
 }
 
@@ -262,9 +290,42 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   const uint64_t needed = (uint64_t)s->pos + (s->pending >= 0 ? 1 : 0) + (n - 1);
   GB_RETURN_IF(needed >= s->n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->pos,
                s->n_ctx);
-  if (s->pending >= 0) forward(s, s->pending, false);
-  for (size_t i = 0; i + 1 < n; i++) forward(s, tokens[i], false);
+  // §4: the first prefill of an auto session calibrates the thresholds from
+  // the entropies of its positions (computing their logits).
+  const bool calib = s->calib && !s->monitor.calibrated;
+  size_t nc = 0;
+  auto run = [&](int32_t t) {
+    forward(s, t, calib);
+    if (calib) {
+      nan_guard(s->logits, V);
+      s->calib[nc++] = entropy_bits(s->logits, V);
+    }
+  };
+  if (s->pending >= 0) run(s->pending);
+  for (size_t i = 0; i + 1 < n; i++) run(tokens[i]);
   s->pending = tokens[n - 1];
+  if (calib && monitor_calibrate(&s->monitor, s->calib, nc))
+    s->log.log(GB_LOG_INFO, "monitor calibrated from %zu prefill entropies: theta_low %.3f, theta_high %.3f bits", nc,
+               (double)s->monitor.th_low, (double)s->monitor.th_high);
+  return GB_OK;
+}
+
+extern "C" gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_options *opts, float *score) {
+  gb_session_options d;
+  gb_session_options_init(&d);
+  const float sc = text ? prompt_score(text, len) : 0.0f;
+  if (score) *score = sc;
+  return prompt_gear(sc, opts ? *opts : d.monitor);
+}
+
+extern "C" gb_status gb_session_set_gear(gb_session *s, gb_gear gear) {
+  if (!s) return GB_ERR_NULL_POINTER;
+  GB_RETURN_IF(s->monitor.locked, s->log, GB_ERR_BAD_STATE, "gb_session_set_gear: the session runs a fixed gear");
+  GB_RETURN_IF((uint32_t)raw_enum(gear) > GB_GEAR_HIGH, s->log, GB_ERR_INVALID_ARGUMENT, "gb_session_set_gear: gear %d invalid",
+               raw_enum(gear));
+  s->monitor.gear = gear;
+  s->monitor.tokens_in_gear = 0;
+  if (gear != s->gear) shift_gear(s, gear);
   return GB_OK;
 }
 

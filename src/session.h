@@ -48,6 +48,12 @@ struct gb_session {
   const gb::TensorRef *base_mats;  // the base gear's (unmanaged matrices)
   const gb::TensorRef *classifier;
   uint64_t bytes_read, weights_read;  // of the last forward pass
+
+  // Precision manager state.
+  float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)
+  gb_gear prewarmed;            // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
+  uint64_t resident_bytes;      // weight tiers resident, measured at creation / shifts
+  uint64_t shifts;              // gear shifts since creation
 };
 
 namespace gb {
@@ -56,4 +62,9 @@ namespace gb {
 void forward(gb_session *s, int32_t token, bool want_logits);
 // Point the session's matrices at gear g (no copy).
 void set_gear(gb_session *s, gb_gear g);
+// The precision manager's shift: set_gear, then hint the new tier in and
+// release the pages of tiers no longer in use; re-measures residency.
+void shift_gear(gb_session *s, gb_gear g);
+// Weight-tier bytes resident in this process (0 when the port cannot tell).
+uint64_t measure_resident(const gb_session *s);
 }  // namespace gb
