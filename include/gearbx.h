@@ -321,6 +321,11 @@ typedef struct gb_session_options {
                              do not depend on the CPU model (they never depend
                              on n_threads: each output row is computed by one
                              thread); default 0 = fastest kernels present    */
+  uint32_t lazy_tiers;    /* 1: a low or mid tier missing from the file is
+                             quantized from its f32 or high tier into the
+                             session's arena on first entry and cached
+                             (seed 000 §6.2, §6.4); 0: such a tier is
+                             GB_ERR_UNAVAILABLE. Default 1                   */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "quant.h"
 #include "gearbx_port.h"
 #include "session.h"
 
@@ -88,8 +89,78 @@ void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, ui
 void set_gear(gb_session *s, gb_gear g) {
   const gb_model *m = s->model;
   s->gear = g;
+  if (s->lazy_mats[g]) {
+    if (!s->lazy_ready[g]) lazy_quantize(s, g);
+    s->mats = s->lazy_mats[g];
+    s->classifier = s->opt.managed == GB_MANAGED_ALL ? &s->lazy_cls[g] : &m->classifier[s->opt.base_gear];
+    return;
+  }
   s->mats = m->mats[g];
   s->classifier = &m->classifier[s->opt.managed == GB_MANAGED_ALL ? g : s->opt.base_gear];
+}
+
+namespace {
+// §6.4 double-quantization check on a few source rows: blocks of 32 with at
+// most 16 distinct values look 4-bit quantized; blocks whose values all sit
+// on the grid amax/127 (within f16 rounding) look 8-bit quantized.
+void check_double_quantization(gb_session *s, const TensorRef *src, uint32_t n_layers) {
+  uint32_t blocks = 0, q4_like = 0, q8_like = 0;
+  float *row = s->lazy_row;
+  for (uint32_t l = 0; l < n_layers; l++) {
+    const TensorRef &W = src[(size_t)l * kMatsPerLayer + kMatQ];
+    const uint64_t rb = row_bytes(W.format, W.cols);
+    for (uint32_t r = 0; r < W.rows && r < 4; r++) {
+      dequantize_row(W.format, row, W.data + r * rb, W.cols);
+      for (uint32_t b = 0; b + kBlock <= W.cols; b += kBlock) {
+        const float *x = row + b;
+        float amax = 0;
+        for (uint32_t j = 0; j < kBlock; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        if (amax == 0.0f) continue;
+        blocks++;
+        uint32_t distinct = 0;
+        for (uint32_t j = 0; j < kBlock; j++) {
+          bool seen = false;
+          for (uint32_t k = 0; k < j && !seen; k++) seen = x[k] == x[j];
+          distinct += !seen;
+        }
+        q4_like += distinct <= 16;
+        const float d = amax / 127.0f;
+        bool grid = true;
+        for (uint32_t j = 0; j < kBlock && grid; j++) grid = fabsf(x[j] / d - rintf(x[j] / d)) < 0.07f;
+        q8_like += grid;
+      }
+    }
+  }
+  if (blocks && 2 * q4_like > blocks)
+    s->log.log(GB_LOG_WARN, "lazy tier: %u of %u sampled source blocks have <= 16 distinct values: the source weights look already "
+               "4-bit quantized, re-quantizing compounds the error", q4_like, blocks);
+  else if (blocks && 2 * q8_like > blocks)
+    s->log.log(GB_LOG_WARN, "lazy tier: %u of %u sampled source blocks lie on an 8-bit grid: the source weights look already "
+               "8-bit quantized, re-quantizing compounds the error", q8_like, blocks);
+}
+}  // namespace
+
+void lazy_quantize(gb_session *s, gb_gear g) {
+  const gb_model *m = s->model;
+  const int srcg = (m->gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : GB_GEAR_HIGH;
+  const TensorRef *src = m->mats[srcg];
+  const uint64_t t0 = gb_port_now_ns();
+  check_double_quantization(s, src, m->meta.n_layers);
+  auto convert = [&](const TensorRef &from, const TensorRef &to) {
+    if (!to.data) return;
+    const uint64_t rs = row_bytes(from.format, from.cols), rd = row_bytes(to.format, to.cols);
+    uint8_t *out = const_cast<uint8_t *>(to.data);  // arena memory this session owns
+    for (uint32_t r = 0; r < from.rows; r++) {
+      dequantize_row(from.format, s->lazy_row, from.data + r * rs, from.cols);
+      quantize_row(to.format, out + r * rd, s->lazy_row, to.cols);
+    }
+  };
+  const size_t nm = (size_t)m->meta.n_layers * kMatsPerLayer;
+  for (size_t i = 0; i < nm; i++) convert(src[i], s->lazy_mats[g][i]);
+  convert(m->classifier[srcg], s->lazy_cls[g]);
+  s->lazy_ready[g] = true;
+  s->log.log(GB_LOG_INFO, "lazy tier %s quantized from the %s tier in %.1f ms", g == GB_GEAR_LOW ? "low" : "mid",
+             srcg == GB_GEAR_F32 ? "f32" : "high", (double)(gb_port_now_ns() - t0) * 1e-6);
 }
 
 uint64_t measure_resident(const gb_session *s) {

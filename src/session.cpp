@@ -19,6 +19,16 @@ const char *gear_name(uint32_t g) {
   return g < GB_GEAR_COUNT ? names[g] : (g == GB_GEAR_AUTO ? "auto" : "?");
 }
 
+// Tier a lazy tier is quantized from: f32 when the file has it, else high.
+int lazy_source(const gb_model *m) {
+  return (m->gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : (m->gears >> GB_GEAR_HIGH & 1) ? GB_GEAR_HIGH : -1;
+}
+// Whether tier g is built lazily in this session: a low or mid tier the file
+// lacks, with lazy_tiers on and a source tier present.
+bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g) {
+  return o.lazy_tiers && g <= GB_GEAR_MID && !(m->gears >> g & 1) && lazy_source(m) >= 0;
+}
+
 gb_status read_options(const gb_model *m, const gb_session_options *in, gb_session_options *o, Logger *log) {
   gb_session_options_init(o);
   *log = m->log;
@@ -48,9 +58,11 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   // Every tier the session may enter must be in the file.
   uint32_t need = 1u << o->base_gear;
   need |= fixed ? 1u << o->gear : (1u << GB_GEAR_LOW) | (1u << GB_GEAR_MID) | (1u << GB_GEAR_HIGH);
+  GB_RETURN_IF(o->lazy_tiers > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: lazy_tiers must be 0 or 1");
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
-    GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1), *log, GB_ERR_UNAVAILABLE,
-                 "session options: the %s tier is not in the model file", gear_name(g));
+    GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1) && !lazy_tier(m, *o, g), *log, GB_ERR_UNAVAILABLE,
+                 "session options: the %s tier is not in the model file%s", gear_name(g),
+                 g <= GB_GEAR_MID && !o->lazy_tiers ? " (lazy_tiers is off)" : "");
   return GB_OK;
 }
 
@@ -77,6 +89,40 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
   kv_carve(&t->kv, a, c.n_layers, o.n_ctx, kvd);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
   t->calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
+  // Lazy tiers the session may enter: every managed matrix (and the
+  // classifier when it follows the gear) in the tier's format.
+  const bool fixed_gear = (uint32_t)o.gear < GB_GEAR_COUNT;
+  bool any_lazy = false;
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
+    t->lazy_mats[g] = nullptr;
+    t->lazy_ready[g] = false;
+    const bool enters = fixed_gear ? (uint32_t)o.gear == g : g <= GB_GEAR_HIGH;
+    if (!enters || !lazy_tier(m, o, g)) continue;
+    any_lazy = true;
+    const uint32_t fmt = g == GB_GEAR_LOW ? kFmtQ4 : kFmtQ8;
+    const size_t nm = (size_t)c.n_layers * kMatsPerLayer;
+    TensorRef *refs = a.array<TensorRef>(nm);
+    if (refs)
+      for (size_t i = 0; i < nm; i++) new (&refs[i]) TensorRef();
+    const TensorRef *src = m->mats[lazy_source(m)];
+    for (size_t i = 0; i < nm; i++) {
+      const bool follows = o.managed == GB_MANAGED_ALL || i % kMatsPerLayer <= kMatO;
+      if (!follows) continue;
+      const uint64_t nb = (uint64_t)src[i].rows * row_bytes(fmt, src[i].cols);
+      uint8_t *d = static_cast<uint8_t *>(a.alloc(nb, 64));
+      if (refs) refs[i] = TensorRef{d, fmt, src[i].rows, src[i].cols, nb};
+    }
+    t->lazy_mats[g] = refs;
+    t->lazy_cls[g] = TensorRef();
+    if (o.managed == GB_MANAGED_ALL) {
+      const TensorRef &cs = m->classifier[lazy_source(m)];
+      const uint64_t nb = (uint64_t)cs.rows * row_bytes(fmt, cs.cols);
+      uint8_t *d = static_cast<uint8_t *>(a.alloc(nb, 64));
+      t->lazy_cls[g] = TensorRef{d, fmt, cs.rows, cs.cols, nb};
+    }
+  }
+  const uint32_t max_cols = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
+  t->lazy_row = any_lazy ? a.array<float>(max_cols) : nullptr;
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
   if (!s) return nullptr;
@@ -204,6 +250,7 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->monitor.calib_min_band = 0.2f;
   o->monitor.classify_high = 4.0f;
   o->monitor.classify_mid = 1.5f;
+  o->lazy_tiers = 1;
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {

@@ -49,6 +49,13 @@ struct gb_session {
   const gb::TensorRef *classifier;
   uint64_t bytes_read, weights_read;  // of the last forward pass
 
+  // Lazy tiers: tiers the file lacks, quantized from its f32 / high tier into
+  // the arena on first entry and cached (seed 000 §6.2, §6.4).
+  gb::TensorRef *lazy_mats[GB_GEAR_COUNT];  // (n_layers * kMatsPerLayer), nullptr = not lazy
+  gb::TensorRef lazy_cls[GB_GEAR_COUNT];
+  bool lazy_ready[GB_GEAR_COUNT];
+  float *lazy_row;                          // (max cols) dequantized source row
+
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)
   gb_gear prewarmed;            // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
@@ -65,6 +72,9 @@ void set_gear(gb_session *s, gb_gear g);
 // The precision manager's shift: set_gear, then hint the new tier in and
 // release the pages of tiers no longer in use; re-measures residency.
 void shift_gear(gb_session *s, gb_gear g);
+// Quantize a lazy tier from its source tier (first entry; logs a warning
+// when the source looks already quantized).
+void lazy_quantize(gb_session *s, gb_gear g);
 // Weight-tier bytes resident in this process (0 when the port cannot tell).
 uint64_t measure_resident(const gb_session *s);
 }  // namespace gb
