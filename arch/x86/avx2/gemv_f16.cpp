@@ -1,0 +1,140 @@
+// AVX2 + FMA + F16C f16 GEMV: binary16 weights widened with vcvtph2ps, f32
+// accumulation; four rows at a time sharing each load of x, two fused
+// accumulators per row, 32 columns (one cache line per row) per step,
+// software prefetch. A different summation order than generic (within the
+// tests' tolerance), but a row is computed the same way whichever group it
+// falls in, so results do not depend on the row range. The column tail (< 8)
+// is copied into a zeroed buffer so no byte past the row is read.
+// Also the f16 row expansion (bit-identical to generic: groups holding
+// inf/NaN take the scalar path).
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "f16.h"
+#include "kernels.h"
+
+namespace {
+
+// Software prefetch. The rows of a group are adjacent in memory, so the
+// hardware prefetchers' streams run into each other. Each row i prefetches
+// kPrefetch bytes ahead in its own stream: row i, then row i + 4 of the next
+// group, and so on. Offsets from the current position: `near` before byte
+// `split` of the row, `far` after; 0 (the current line) past the rows in range.
+constexpr size_t kPrefetch = 2048;
+
+struct Prefetch {
+  size_t split, near, far;
+};
+
+inline Prefetch prefetch_plan(size_t rb, size_t groups_after) {
+  const size_t k = kPrefetch / rb;
+  Prefetch p;
+  p.split = rb - kPrefetch % rb;
+  p.near = k <= groups_after ? kPrefetch + 3 * rb * k : 0;
+  p.far = k + 1 <= groups_after ? kPrefetch + 3 * rb * (k + 1) : 0;
+  return p;
+}
+
+inline __m256i tail_mask(size_t rem) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+inline __m256 load8h(const uint8_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+
+// Columns [c, c + 32) (one cache line) of rows w[0..R).
+template <int R>
+__attribute__((always_inline)) inline void f16_step(__m256 *a0, __m256 *a1, const uint8_t *const *w, const float *x,
+                                                    size_t c, size_t pf) {
+  const __m256 x0 = _mm256_loadu_ps(x + c);
+  const __m256 x1 = _mm256_loadu_ps(x + c + 8);
+  const __m256 x2 = _mm256_loadu_ps(x + c + 16);
+  const __m256 x3 = _mm256_loadu_ps(x + c + 24);
+  for (int i = 0; i < R; i++) {
+    const uint8_t *p = w[i] + 2 * c;
+    _mm_prefetch(reinterpret_cast<const char *>(p + pf), _MM_HINT_T0);
+    a0[i] = _mm256_fmadd_ps(load8h(p), x0, a0[i]);
+    a1[i] = _mm256_fmadd_ps(load8h(p + 16), x1, a1[i]);
+    a0[i] = _mm256_fmadd_ps(load8h(p + 32), x2, a0[i]);
+    a1[i] = _mm256_fmadd_ps(load8h(p + 48), x3, a1[i]);
+  }
+}
+
+template <int R>
+inline void f16_rows(float *y, const uint8_t *W, const float *x, size_t r, size_t cols, const Prefetch &pf) {
+  const size_t rb = cols * 2;
+  const uint8_t *w[R];
+  __m256 a0[R], a1[R];
+  for (int i = 0; i < R; i++) {
+    w[i] = W + (r + i) * rb;
+    a0[i] = _mm256_setzero_ps();
+    a1[i] = _mm256_setzero_ps();
+  }
+  const size_t split = pf.split / 2;
+  size_t c = 0;
+  for (; c + 32 <= split; c += 32) f16_step<R>(a0, a1, w, x, c, pf.near);
+  for (; c + 32 <= cols; c += 32) f16_step<R>(a0, a1, w, x, c, pf.far);
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 x0 = _mm256_loadu_ps(x + c);
+    for (int i = 0; i < R; i++) a0[i] = _mm256_fmadd_ps(load8h(w[i] + 2 * c), x0, a0[i]);
+  }
+  if (c < cols) {
+    const size_t rem = cols - c;
+    const __m256 x1 = _mm256_maskload_ps(x + c, tail_mask(rem));
+    for (int i = 0; i < R; i++) {
+      uint8_t buf[16] = {0};
+      memcpy(buf, w[i] + 2 * c, rem * 2);
+      a1[i] = _mm256_fmadd_ps(load8h(buf), x1, a1[i]);
+    }
+  }
+  __m256 s[4];
+  for (int i = 0; i < 4; i++) s[i] = i < R ? _mm256_add_ps(a0[i], a1[i]) : _mm256_setzero_ps();
+  const __m128 sum = hsum4(s[0], s[1], s[2], s[3]);
+  if (R == 4) {
+    _mm_storeu_ps(y + r, sum);
+  } else {
+    float t[4];
+    _mm_storeu_ps(t, sum);
+    for (int i = 0; i < R; i++) y[r + i] = t[i];
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_f16_gemv__avx2(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
+                                  size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = cols * 2;
+  const Prefetch none = {0, 0, 0};
+  size_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) f16_rows<4>(y, W, x, r, cols, prefetch_plan(rb, (row_end - r) / 4 - 1));
+  switch (row_end - r) {
+    case 3: f16_rows<3>(y, W, x, r, cols, none); break;
+    case 2: f16_rows<2>(y, W, x, r, cols, none); break;
+    case 1: f16_rows<1>(y, W, x, r, cols, none); break;
+    default: break;
+  }
+}
+
+extern "C" void gb_f16_row_to_f32__avx2(float *out, const uint8_t *row, size_t cols) {
+  const __m128i expmask = _mm_set1_epi16(0x7c00);
+  size_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * c));
+    // vcvtph2ps quiets signalling NaNs; the generic conversion keeps the
+    // payload as is. Groups holding inf/NaN go the scalar way (bit-identical).
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, expmask), expmask)) == 0) {
+      _mm256_storeu_ps(out + c, _mm256_cvtph_ps(h));
+    } else {
+      for (size_t j = c; j < c + 8; j++) out[j] = gb::f16_to_f32((uint16_t)(row[2 * j] | (row[2 * j + 1] << 8)));
+    }
+  }
+  for (; c < cols; c++) out[c] = gb::f16_to_f32((uint16_t)(row[2 * c] | (row[2 * c + 1] << 8)));
+}
