@@ -51,7 +51,7 @@ TEST(Cli, RunWithPromptAndTrace) {
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u);
   std::vector<uint8_t> csv = gbt::read_file(trace);
   std::string s(csv.begin(), csv.end());
-  EXPECT_EQ(s.rfind("step,pos,token,gear,next_gear,shifted,tokens_in_gear,entropy,entropy_smoothed", 0), 0u);
+  EXPECT_EQ(s.rfind("step,pos,token,gear,next_gear,predicted_gear,shifted,tokens_in_gear,entropy,entropy_smoothed", 0), 0u);
   size_t lines = 0;
   for (char c : s) lines += c == '\n';
   EXPECT_GE(lines, 2u);

@@ -32,3 +32,16 @@ gb_model *cli_open_model(const char *cmd, const char *path);
 
 // Read a whole file into a malloc'd buffer (NUL-terminated); NULL on error.
 char *cli_read_file(const char *path, size_t *len);
+
+// --plot (plot.cpp): one decode step of the SVG plot.
+struct CliPlotStep {
+  int gear, next_gear;  // gb_gear of the step and of the next one
+  bool shifted, catastrophic;
+  float entropy, entropy_smoothed;  // bits
+  float theta_low, theta_high;      // thresholds in force (bits)
+};
+// Write an SVG of steps[0..n) to path (through path.tmp, renamed at the end;
+// nothing is left behind on failure). title is plain UTF-8 text (escaped
+// here). Deterministic: the same input gives the same bytes. False with errno
+// set on failure.
+bool cli_write_plot_svg(const char *path, const char *title, const CliPlotStep *steps, size_t n);

@@ -1,14 +1,22 @@
 // cmd_run.cpp — `gearbx run`: generate text, streaming it to stdout. Gear
-// routing goes to stderr: a strip of one letter per token (L/M/H/F) and a
-// summary; --trace writes every step's telemetry as CSV.
+// routing goes to stderr: the cold-start gear of an auto session with a
+// prompt, a strip of one letter per token (L/M/H/F) and a summary; --trace
+// writes every step's telemetry as CSV and --plot an SVG of the entropy and
+// gears (plot.cpp). Both files are written to FILE.tmp and renamed at the
+// end, so a failed run leaves an existing file as it was; an unwritable path
+// is reported before the model is loaded.
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <string>
+#include <vector>
 
 #include "cli.h"
 
 namespace {
 struct RunArgs {
-  const char *model = nullptr, *prompt = "", *trace = nullptr;
+  const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
   uint32_t n = 256, ctx = 0, threads = 1;
   bool quiet = false;
 };
@@ -17,9 +25,55 @@ int run_usage() {
   fprintf(stderr,
           "usage: gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto]\n"
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
-          "                  [--ctx N] [--threads N] [--trace FILE.csv] [--quiet] [--deterministic]\n"
-          "  --deterministic  portable generic kernels only: the same tokens on every CPU\n");
+          "                  [--ctx N] [--threads N] [--trace FILE.csv] [--plot FILE.svg] [--quiet]\n"
+          "                  [--deterministic]\n"
+          "  --trace FILE.csv  one row of telemetry per decode step\n"
+          "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"
+          "  --deterministic   portable generic kernels only: the same tokens on every CPU\n");
   return 1;
+}
+
+const char kTraceHeader[] =
+    "step,pos,token,gear,next_gear,predicted_gear,shifted,tokens_in_gear,entropy,entropy_smoothed,theta_low,theta_high,"
+    "catastrophic,weight_bytes_read,resident_weight_bytes,step_us\n";
+
+// An output file written as PATH.tmp and renamed over PATH by commit().
+// Created when the run starts (so an unwritable path fails early); removed
+// if the run does not commit.
+struct TmpFile {
+  std::string path, tmp;
+  FILE *f = nullptr;
+  bool committed = false;
+
+  bool open(const char *p) {
+    path = p;
+    tmp = path + ".tmp";
+    f = fopen(tmp.c_str(), "w");
+    return f != nullptr;
+  }
+  // Close and rename; false (errno set, the temporary removed) on failure.
+  bool commit() {
+    const bool wrote = !ferror(f);
+    const bool closed = fclose(f) == 0;
+    f = nullptr;
+    if (!wrote || !closed || rename(tmp.c_str(), path.c_str()) != 0) {
+      const int e = errno ? errno : EIO;
+      remove(tmp.c_str());
+      errno = e;
+      return false;
+    }
+    committed = true;
+    return true;
+  }
+  ~TmpFile() {
+    if (f) fclose(f);
+    if (!tmp.empty() && !committed) remove(tmp.c_str());
+  }
+};
+
+const char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
 }
 }  // namespace
 
@@ -49,6 +103,7 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--ctx")) ok = cli_parse_u32(C, o, v, &a.ctx);
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &a.threads);
     else if (!strcmp(o, "--trace")) a.trace = v;
+    else if (!strcmp(o, "--plot")) a.plot = v;
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
@@ -57,6 +112,16 @@ int gb_cli_run(int argc, char **argv) {
   so.n_ctx = a.ctx;
   so.n_threads = a.threads;
 
+  // Output files first: an unwritable path fails before any work. The plot's
+  // temporary is only a probe here; cli_write_plot_svg() rewrites it.
+  TmpFile trace, plot;
+  if (a.trace && !trace.open(a.trace)) return cli_error(C, "cannot write trace file '%s': %s", a.trace, strerror(errno));
+  if (a.plot && !plot.open(a.plot)) return cli_error(C, "cannot write plot file '%s': %s", a.plot, strerror(errno));
+  if (plot.f) {
+    fclose(plot.f);
+    plot.f = nullptr;
+  }
+
   gb_model *m = cli_open_model(C, a.model);
   if (!m) return 1;
   gb_model_info mi;
@@ -64,22 +129,26 @@ int gb_cli_run(int argc, char **argv) {
   gb_model_get_info(m, &mi);
   int rc = 0;
   gb_session *s = nullptr;
-  FILE *trace = nullptr;
   const size_t plen = strlen(a.prompt);
   size_t cap = GB_TOKENIZE_CAPACITY(plen), n_prompt = 0;
   int32_t *prompt = static_cast<int32_t *>(malloc(cap * sizeof(int32_t)));
   char *strip = static_cast<char *>(malloc((size_t)a.n + 1));
+  std::vector<CliPlotStep> steps;
   gb_status st = prompt && strip ? GB_OK : GB_ERR_OUT_OF_MEMORY;
   if (st == GB_OK) st = gb_tokenize(m, a.prompt, plen, GB_TOKENIZE_ADD_BOS, prompt, cap, &n_prompt);
   if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
-  if (st == GB_OK) st = gb_prefill(s, prompt, n_prompt);
-  if (st != GB_OK) {
-    rc = cli_error(C, "%s", cli_detail(st));
-  } else if (a.trace && !(trace = fopen(a.trace, "w"))) {
-    rc = cli_error(C, "cannot write trace file '%s'", a.trace);
+  // Cold start (§11): an auto session with a prompt starts in the gear the
+  // prompt classifier picks, before the prefill runs.
+  if (st == GB_OK && so.gear == GB_GEAR_AUTO && plen > 0) {
+    float score = 0;
+    const gb_gear g = gb_classify_prompt(a.prompt, plen, &so.monitor, &score);
+    st = gb_session_set_gear(s, g);
+    if (st == GB_OK && !a.quiet) fprintf(stderr, "gearbx run: prompt score %.2f -> start in %s\n", (double)score, cli_gear_name(g));
   }
+  if (st == GB_OK) st = gb_prefill(s, prompt, n_prompt);
+  if (st != GB_OK) rc = cli_error(C, "%s", cli_detail(st));
   if (rc == 0) {
-    if (trace) fprintf(trace, "step,pos,token,gear,next_gear,shifted,tokens_in_gear,entropy,entropy_smoothed,weight_bytes,step_us\n");
+    if (trace.f) fputs(kTraceHeader, trace.f);
     // Echo the prompt (after BOS), then stream the generation.
     int32_t prev = prompt[0];
     for (size_t i = 1; i < n_prompt; i++) {
@@ -100,14 +169,29 @@ int gb_cli_run(int argc, char **argv) {
         break;
       }
       if (st != GB_OK) { rc = cli_error(C, "%s", cli_detail(st)); break; }
-      per_gear[info.gear]++;
+      const unsigned g = (unsigned)info.gear < GB_GEAR_COUNT ? (unsigned)info.gear : (unsigned)GB_GEAR_HIGH;
+      per_gear[g]++;
       shifts += info.shifted;
       total_ns += info.step_ns;
-      strip[made++] = "LMHF"[info.gear];
-      if (trace)
-        fprintf(trace, "%u,%u,%d,%s,%s,%u,%u,%.5f,%.5f,%llu,%.1f\n", step, info.pos, tok, cli_gear_name(info.gear),
-                cli_gear_name(info.next_gear), info.shifted, info.tokens_in_gear, (double)info.entropy, (double)info.entropy_smoothed,
-                (unsigned long long)info.weight_bytes_read, info.step_ns / 1e3);
+      strip[made++] = "LMHF"[g];
+      if (trace.f)
+        fprintf(trace.f, "%u,%u,%d,%s,%s,%s,%u,%u,%.5f,%.5f,%.5f,%.5f,%u,%llu,%llu,%.1f\n", step, info.pos, tok,
+                cli_gear_name(info.gear), cli_gear_name(info.next_gear), cli_gear_name(info.predicted_gear), info.shifted,
+                info.tokens_in_gear, (double)info.entropy, (double)info.entropy_smoothed, (double)info.theta_low,
+                (double)info.theta_high, info.catastrophic, (unsigned long long)info.weight_bytes_read,
+                (unsigned long long)info.resident_weight_bytes, (double)info.step_ns / 1e3);
+      if (a.plot) {
+        CliPlotStep p;
+        p.gear = info.gear;
+        p.next_gear = info.next_gear;
+        p.shifted = info.shifted != 0;
+        p.catastrophic = info.catastrophic != 0;
+        p.entropy = info.entropy;
+        p.entropy_smoothed = info.entropy_smoothed;
+        p.theta_low = info.theta_low;
+        p.theta_high = info.theta_high;
+        steps.push_back(p);
+      }
       if (tok == mi.eos_id || tok == mi.bos_id) break;
       const char *t;
       size_t l;
@@ -123,8 +207,21 @@ int gb_cli_run(int argc, char **argv) {
               cli_gear_name(so.gear), made, 100.0 * per_gear[0] / made, 100.0 * per_gear[1] / made, 100.0 * per_gear[2] / made,
               100.0 * per_gear[3] / made, shifts, total_ns ? made / (total_ns / 1e9) : 0.0);
     }
+    if (rc == 0 && trace.f && !trace.commit()) rc = cli_error(C, "cannot write trace file '%s': %s", a.trace, strerror(errno));
+    if (rc == 0 && a.plot) {
+      char title[256];
+      char sampling[64];
+      if (so.sampler.temperature > 0)
+        snprintf(sampling, sizeof sampling, "temp %g, seed %llu", (double)so.sampler.temperature,
+                 (unsigned long long)so.sampler.seed);
+      else
+        snprintf(sampling, sizeof sampling, "greedy");
+      snprintf(title, sizeof title, "%s \xc2\xb7 policy %s \xc2\xb7 %u tokens (%s)", mi.name[0] ? mi.name : base_name(a.model),
+               cli_gear_name(so.gear), made, sampling);
+      if (cli_write_plot_svg(a.plot, title, steps.data(), steps.size())) plot.committed = true;
+      else rc = cli_error(C, "cannot write plot file '%s': %s", a.plot, strerror(errno));
+    }
   }
-  if (trace) fclose(trace);
   gb_session_destroy(s);
   gb_model_close(m);
   free(prompt);

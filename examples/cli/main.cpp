@@ -13,7 +13,9 @@ static int usage(FILE *f) {
           "  gearbx info MODEL.gbx\n"
           "  gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto]\n"
           "             [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--trace FILE.csv]\n"
+          "             [--plot FILE.svg] [--deterministic]\n"
           "  gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N] [--json FILE]\n"
+          "             [--managed all|attn] [--no-kl] [--max-tokens N]\n"
           "run 'gearbx COMMAND --help' for a command's options.\n",
           gb_version_string());
   return f == stdout ? 0 : 2;
