@@ -3,7 +3,10 @@
 // tokens (each later window starts again from BOS); every token after a
 // window's first is predicted and scored. Reports perplexity, mean NLL in
 // nats/token, the token count, the average bits per weight actually read per
-// token, the fraction of tokens per gear and the shifts per 100 tokens.
+// token, the fraction of tokens per gear and the shifts per 100 tokens, and
+// the KL divergence of the policy's next-token distribution from the f32
+// tier's (a second session run in lockstep on the same tokens; the high tier
+// when the file has no f32 tier).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +17,27 @@ namespace {
 int ppl_usage() {
   fprintf(stderr,
           "usage: gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N]\n"
-          "                         [--max-tokens N] [--threads N] [--json FILE]\n");
+          "                         [--max-tokens N] [--threads N] [--managed all|attn] [--no-kl] [--json FILE]\n");
   return 1;
+}
+
+double logsumexp(const float *z, uint32_t n) {
+  float mx = z[0];
+  for (uint32_t i = 1; i < n; i++) mx = z[i] > mx ? z[i] : mx;
+  double s = 0.0;
+  for (uint32_t i = 0; i < n; i++) s += exp((double)z[i] - mx);
+  return (double)mx + log(s);
+}
+
+// KL(p || q) in nats for logits zp (reference) and zq.
+double kl_of(const float *zp, const float *zq, uint32_t n) {
+  const double lp = logsumexp(zp, n), lq = logsumexp(zq, n);
+  double kl = 0.0;
+  for (uint32_t i = 0; i < n; i++) {
+    const double a = (double)zp[i] - lp, b = (double)zq[i] - lq;
+    kl += exp(a) * (a - b);
+  }
+  return kl > 0.0 ? kl : 0.0;
 }
 
 double nll_of(const float *logits, uint32_t n, int32_t target) {
@@ -32,6 +54,7 @@ int gb_cli_perplexity(int argc, char **argv) {
   const char *model = nullptr, *text_path = nullptr, *json = nullptr;
   uint32_t ctx = 0, threads = 1;
   uint64_t max_tokens = 0;
+  bool want_kl = true;
   gb_session_options so;
   gb_session_options_init(&so);
   for (int i = 1; i < argc; i++) {
@@ -39,6 +62,7 @@ int gb_cli_perplexity(int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
     bool ok = true;
     if (!strcmp(o, "--help")) return ppl_usage(), 0;
+    if (!strcmp(o, "--no-kl")) { want_kl = false; continue; }
     if (!v) return cli_error(C, "option %s needs a value", o);
     if (!strcmp(o, "-m")) model = v;
     else if (!strcmp(o, "-f")) text_path = v;
@@ -47,6 +71,11 @@ int gb_cli_perplexity(int argc, char **argv) {
     else if (!strcmp(o, "--max-tokens")) ok = cli_parse_u64(C, o, v, &max_tokens);
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &threads);
     else if (!strcmp(o, "--json")) json = v;
+    else if (!strcmp(o, "--managed")) {
+      if (!strcmp(v, "all")) so.managed = GB_MANAGED_ALL;
+      else if (!strcmp(v, "attn") || !strcmp(v, "attention")) so.managed = GB_MANAGED_ATTENTION;
+      else return cli_error(C, "--managed must be all or attn, not '%s'", v);
+    }
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
@@ -69,17 +98,26 @@ int gb_cli_perplexity(int argc, char **argv) {
   const size_t cap = GB_TOKENIZE_CAPACITY(text_len);
   int32_t *toks = static_cast<int32_t *>(malloc(cap * sizeof(int32_t)));
   size_t n_tok = 0;
-  gb_session *s = nullptr;
+  gb_session *s = nullptr, *ref = nullptr;
   gb_status st = toks ? gb_tokenize(m, text, text_len, GB_TOKENIZE_ADD_BOS, toks, cap, &n_tok) : GB_ERR_OUT_OF_MEMORY;
   if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
+  // The reference of the KL: the f32 tier (else high), same tokens, lockstep.
+  const gb_gear ref_gear = (mi.gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : GB_GEAR_HIGH;
+  want_kl = want_kl && so.gear != ref_gear;
+  if (st == GB_OK && want_kl) {
+    gb_session_options ro = so;
+    ro.gear = ref_gear;
+    st = gb_session_create(m, &ro, nullptr, 0, &ref);
+  }
   int rc = 0;
-  double nll = 0.0;
+  double nll = 0.0, kl = 0.0;
   uint64_t scored = 0, bytes = 0, weights = 0, per_gear[GB_GEAR_COUNT] = {0}, shifts = 0;
   if (st != GB_OK) rc = cli_error(C, "%s", cli_detail(st));
   // Windows: [BOS, t_a, ..., t_b], each scoring its own continuation.
   size_t next = 1;  // first text token not yet scored
   while (rc == 0 && next < n_tok && (max_tokens == 0 || scored < max_tokens)) {
     gb_session_reset(s);
+    if (ref) gb_session_reset(ref);
     int32_t prev = toks[0];  // BOS
     const size_t end = next + (ctx - 1) < n_tok ? next + (ctx - 1) : n_tok;
     for (size_t i = next; i < end && (max_tokens == 0 || scored < max_tokens); i++) {
@@ -88,6 +126,13 @@ int gb_cli_perplexity(int argc, char **argv) {
       st = gb_feed(s, prev, &info);
       if (st != GB_OK) { rc = cli_error(C, "%s", cli_detail(st)); break; }
       nll += nll_of(info.logits, info.n_vocab, toks[i]);
+      if (ref) {
+        gb_step_info ri;
+        ri.struct_size = sizeof ri;
+        st = gb_feed(ref, prev, &ri);
+        if (st != GB_OK) { rc = cli_error(C, "%s", cli_detail(st)); break; }
+        kl += kl_of(ri.logits, info.logits, info.n_vocab);
+      }
       scored++;
       bytes += info.weight_bytes_read;
       weights += info.weights_read;
@@ -99,8 +144,9 @@ int gb_cli_perplexity(int argc, char **argv) {
   }
   if (rc == 0 && scored > 0) {
     const double mean = nll / scored, ppl = exp(mean), bpw = weights ? 8.0 * bytes / weights : 0.0;
-    printf("policy %s: ppl %.4f  nll %.5f nats/token  tokens %llu  bits_per_weight %.3f\n", cli_gear_name(so.gear), ppl, mean,
-           (unsigned long long)scored, bpw);
+    const double mkl = kl / scored;
+    printf("policy %s: ppl %.4f  nll %.5f nats/token  kl %.6f nats/token (vs %s)  tokens %llu  bits_per_weight %.3f\n",
+           cli_gear_name(so.gear), ppl, mean, mkl, cli_gear_name(ref_gear), (unsigned long long)scored, bpw);
     printf("gear fraction: low %.3f mid %.3f high %.3f f32 %.3f   shifts/100 tokens %.2f\n", (double)per_gear[0] / scored,
            (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
     if (json) {
@@ -109,10 +155,12 @@ int gb_cli_perplexity(int argc, char **argv) {
         rc = cli_error(C, "cannot write '%s'", json);
       } else {
         fprintf(f,
-                "{\"model\": \"%s\", \"policy\": \"%s\", \"ctx\": %u, \"ppl\": %.6f, \"nll\": %.6f, \"tokens\": %llu, "
+                "{\"model\": \"%s\", \"policy\": \"%s\", \"managed\": \"%s\", \"ctx\": %u, \"ppl\": %.6f, \"nll\": %.6f, "
+                "\"kl\": %.8f, \"kl_ref\": \"%s\", \"tokens\": %llu, "
                 "\"bits_per_weight\": %.4f, \"gear_fraction\": {\"low\": %.4f, \"mid\": %.4f, \"high\": %.4f, \"f32\": %.4f}, "
                 "\"shifts_per_100\": %.3f}\n",
-                mi.name, cli_gear_name(so.gear), ctx, ppl, mean, (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
+                mi.name, cli_gear_name(so.gear), so.managed == GB_MANAGED_ALL ? "all" : "attn", ctx, ppl, mean, mkl,
+                cli_gear_name(ref_gear), (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
                 (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
         fclose(f);
       }
@@ -121,6 +169,7 @@ int gb_cli_perplexity(int argc, char **argv) {
     rc = cli_error(C, "the text has no token to score");
   }
   gb_session_destroy(s);
+  gb_session_destroy(ref);
   gb_model_close(m);
   free(toks);
   free(text);
