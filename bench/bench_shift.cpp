@@ -3,9 +3,10 @@
 //
 // A shift is gb_session_set_gear() on an auto session: the pointer swap,
 // the madvise hints (WILLNEED for the new tier, DONTNEED for the tiers
-// left) and the residency measurement. Reported: median µs per shift for
-// each pair of gears, and the median decode step at each gear, after a
-// warm-up; then the ratio shift / decode step.
+// left are queued and released a slice per step). Reported per pair of
+// gears: median µs per shift, the first decode step after it (page faults
+// of the new tier, first release slice), the steady step at the target
+// gear, and shift / steady step.
 //   usage: bench_shift [-m MODEL.gbx | --synthetic SPEC] [--reps R] [--json FILE]
 #include <stdint.h>
 #include <stdio.h>
@@ -59,46 +60,58 @@ int main(int argc, char **argv) {
   gb_session_options_init(&so);
   so.gear = GB_GEAR_AUTO;
   so.monitor.min_gear_duration = 1000000;  // the monitor never shifts by itself here
-  so.n_ctx = (uint32_t)(3 * reps + 8) < mi.seq_len ? (uint32_t)(3 * reps + 8) : mi.seq_len;
+  so.monitor.catastrophic_frac = 0.0f;
+  so.monitor.prewarm = 0;                  // each shift finds its tier cold in this process
   gb_session *s = nullptr;
   if (gb_session_create(m, &so, nullptr, 0, &s) != GB_OK) return fprintf(stderr, "session failed\n"), 1;
-
-  // Decode step per gear (the context stays short: weights dominate).
-  double step_us[3];
-  for (int g = 0; g < 3; g++) {
-    std::vector<double> t;
-    gb_session_reset(s);
-    gb_session_set_gear(s, (gb_gear)g);
-    gb_prefill(s, &mi.bos_id, 1);
-    const int n = (int)so.n_ctx / 3 - 1;
-    for (int i = 0; i < n; i++) {
-      gb_step_info info;
-      info.struct_size = sizeof info;
-      if (gb_decode_step(s, nullptr, &info) != GB_OK) break;
-      if (i > 0) t.push_back((double)info.step_ns * 1e-3);
+  const uint32_t settle = (so.release_steps ? so.release_steps : 1) + 2;  // steps until the old tier is released
+  uint32_t pos = 0, n_ctx = 0;
+  auto decode = [&](double *us) {
+    gb_session_position(s, &pos, &n_ctx);
+    if (pos + 2 >= n_ctx) {  // keep the context short: weights dominate the step
+      gb_session_reset(s);
+      gb_prefill(s, &mi.bos_id, 1);
     }
-    step_us[g] = median(t);
-  }
-  // Shifts between every ordered pair, each tier touched before (cached in the page cache).
-  printf("model %s (%llu bytes), %d reps, medians\n\n| shift | µs per shift | decode step at target (µs) | shift / step |\n|---|---:|---:|---:|\n",
-         mi.name, (unsigned long long)mi.file_bytes, reps);
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    const uint64_t t0 = gb_port_now_ns();
+    gb_decode_step(s, nullptr, &info);
+    if (us) *us = (double)(gb_port_now_ns() - t0) * 1e-3;
+  };
+  gb_prefill(s, &mi.bos_id, 1);
+
+  // For every ordered pair a -> b: settle in a (its tier read, the others
+  // released), then time the shift (gb_session_set_gear: pointer swap and a
+  // WILLNEED hint), the first step in b (which faults b's pages back in and
+  // releases the first slice of a's) and the steady step in b.
+  printf("model %s (%llu bytes), %d reps, medians; release spread over %u steps\n\n"
+         "| shift | µs per shift | first step after (µs) | steady step at target (µs) | shift / step |\n|---|---:|---:|---:|---:|\n",
+         mi.name, (unsigned long long)mi.file_bytes, reps, so.release_steps);
   std::string js = "[";
   for (int a = 0; a < 3; a++)
     for (int b = 0; b < 3; b++) {
       if (a == b) continue;
-      std::vector<double> t;
+      std::vector<double> t_shift, t_first, t_steady;
       for (int r = 0; r < reps + 1; r++) {
         gb_session_set_gear(s, (gb_gear)a);
+        for (uint32_t i = 0; i < settle; i++) decode(nullptr);
         const uint64_t t0 = gb_port_now_ns();
         gb_session_set_gear(s, (gb_gear)b);
         const uint64_t t1 = gb_port_now_ns();
-        if (r > 0) t.push_back((double)(t1 - t0) * 1e-3);
+        double first = 0, steady = 0;
+        decode(&first);
+        for (uint32_t i = 0; i < settle; i++) decode(&steady);
+        if (r == 0) continue;  // warm-up
+        t_shift.push_back((double)(t1 - t0) * 1e-3);
+        t_first.push_back(first);
+        t_steady.push_back(steady);
       }
-      const double us = median(t);
-      printf("| %s -> %s | %.1f | %.1f | %.4f |\n", name(a), name(b), us, step_us[b], us / step_us[b]);
-      char row[256];
-      snprintf(row, sizeof row, "%s{\"from\": \"%s\", \"to\": \"%s\", \"shift_us\": %.2f, \"step_us\": %.2f}", js.size() > 1 ? ", " : "",
-               name(a), name(b), us, step_us[b]);
+      const double us = median(t_shift), f = median(t_first), st_us = median(t_steady);
+      printf("| %s -> %s | %.1f | %.1f | %.1f | %.4f |\n", name(a), name(b), us, f, st_us, us / st_us);
+      char row[320];
+      snprintf(row, sizeof row,
+               "%s{\"from\": \"%s\", \"to\": \"%s\", \"shift_us\": %.2f, \"first_step_us\": %.2f, \"step_us\": %.2f}",
+               js.size() > 1 ? ", " : "", name(a), name(b), us, f, st_us);
       js += row;
     }
   js += "]\n";

@@ -326,6 +326,17 @@ typedef struct gb_session_options {
                              session's arena on first entry and cached
                              (seed 000 §6.2, §6.4); 0: such a tier is
                              GB_ERR_UNAVAILABLE. Default 1                   */
+  uint32_t release_steps; /* a shift returns the pages of the tiers left
+                             behind to the OS (MADV_DONTNEED on a mapped
+                             file) spread over this many decode steps, so no
+                             single step pays for a whole tier; 0 or 1 = all
+                             at the shift. Default 16                        */
+  uint32_t measure_residency; /* 1: gb_step_info.resident_weight_bytes is
+                             measured from the OS (/proc/self/pagemap) at
+                             creation and whenever a release completes; it
+                             reads 8 bytes per 4 KiB page of the file's
+                             tiers (tens of µs per 10 MB). Default 0: the
+                             field reads 0                                  */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -374,8 +385,10 @@ typedef struct gb_step_info {
   gb_gear predicted_gear;     /* slope forecast of the gear (§3.5)           */
   uint32_t catastrophic;      /* 1 if the catastrophic-entropy rule fired     */
   uint64_t resident_weight_bytes; /* weight tier bytes resident in this process,
-                                 measured from the OS at each shift and at
-                                 creation (cached in between); 0 = unknown  */
+                                 measured from the OS at creation and when a
+                                 shift's release completes (cached in
+                                 between); 0 = unknown or measure_residency
+                                 off                                        */
   float theta_low, theta_high;    /* thresholds in force (bits, after scaling
                                      or calibration)                        */
 } gb_step_info;

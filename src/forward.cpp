@@ -184,17 +184,47 @@ void shift_gear(gb_session *s, gb_gear g) {
   // DONTNEED would discard the contents.
   if (!m->mapping.data) return;
   // Tiers in use: the new gear's, the base gear's (unmanaged matrices when
-  // only attention is managed) and a pre-warmed forecast. The others'
-  // pages leave this process (a mapped file re-reads them on demand).
+  // only attention is managed) and a pre-warmed forecast. The others are
+  // queued for release: their pages leave this process a slice per decode
+  // step (release_work), and a mapped file re-reads them on demand. The
+  // shift itself is the pointer swap plus, unless the forecast already
+  // hinted it, one WILLNEED on the new tier.
   for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
     if (!(m->gears >> t & 1)) continue;
-    const bool used = t == (uint32_t)g || (s->opt.managed == GB_MANAGED_ATTENTION && t == (uint32_t)s->opt.base_gear) ||
-                      (t == (uint32_t)s->prewarmed && s->prewarmed != old);
-    const SectionRef &sec = m->gear_section[t];
-    gb_port_advise(m->base + sec.offset, sec.size, used ? GB_PORT_ADVISE_WILLNEED : GB_PORT_ADVISE_DONTNEED);
+    const bool base = s->opt.managed == GB_MANAGED_ATTENTION && t == (uint32_t)s->opt.base_gear;
+    const bool used = t == (uint32_t)g || base || (t == (uint32_t)s->prewarmed && s->prewarmed != old);
+    if (used) {
+      s->release_pending &= ~(1u << t);  // back in use: what was released re-faults on touch
+      if (t == (uint32_t)g && s->prewarmed != g && !base)
+        gb_port_advise(m->base + m->gear_section[t].offset, m->gear_section[t].size, GB_PORT_ADVISE_WILLNEED);
+    } else if (!(s->release_pending >> t & 1)) {
+      s->release_pending |= 1u << t;
+      s->release_off[t] = 0;
+    }
   }
   s->prewarmed = GB_GEAR_COUNT;
-  s->resident_bytes = measure_resident(s);
+  if (s->opt.release_steps <= 1) release_work(s, true);
+}
+
+void release_work(gb_session *s, bool all) {
+  const gb_model *m = s->model;
+  if (m->mapping.data) {
+    const uint64_t page = gb_port_page_size(), steps = s->opt.release_steps ? s->opt.release_steps : 1;
+    for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
+      if (!(s->release_pending >> t & 1)) continue;
+      const SectionRef &sec = m->gear_section[t];
+      // Slices of whole pages (sections are page-aligned in the file); the
+      // port rounds inward, so a slice never touches a neighbour's page.
+      uint64_t n = all ? sec.size : (sec.size / steps + page - 1) / page * page;
+      if (n > sec.size - s->release_off[t]) n = sec.size - s->release_off[t];
+      gb_port_advise(m->base + sec.offset + s->release_off[t], n, GB_PORT_ADVISE_DONTNEED);
+      s->release_off[t] += n;
+      if (s->release_off[t] >= sec.size) s->release_pending &= ~(1u << t);
+    }
+  } else {
+    s->release_pending = 0;
+  }
+  if (!s->release_pending) s->resident_stale = true;  // measured at the end of the next step
 }
 
 void forward(gb_session *s, int32_t token, bool want_logits) {

@@ -59,6 +59,9 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   uint32_t need = 1u << o->base_gear;
   need |= fixed ? 1u << o->gear : (1u << GB_GEAR_LOW) | (1u << GB_GEAR_MID) | (1u << GB_GEAR_HIGH);
   GB_RETURN_IF(o->lazy_tiers > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: lazy_tiers must be 0 or 1");
+  GB_RETURN_IF(o->measure_residency > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: measure_residency must be 0 or 1");
+  GB_RETURN_IF(o->release_steps > 65536, *log, GB_ERR_INVALID_ARGUMENT, "session options: release_steps %u > 65536",
+               o->release_steps);
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
     GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1) && !lazy_tier(m, *o, g), *log, GB_ERR_UNAVAILABLE,
                  "session options: the %s tier is not in the model file%s", gear_name(g),
@@ -203,11 +206,17 @@ StepResult step(gb_session *s, int32_t token) {
   r.H = entropy_bits(s->logits, V);
   const gb_gear next = monitor_update(&s->monitor, r.H, &r.Hs);
   if (next != s->gear) shift_gear(s, next);  // a pointer swap; fixed policies never shift
+  if (s->release_pending) release_work(s, false);  // this step's slice of the tiers left behind
+  if (s->resident_stale && s->opt.measure_residency) {
+    s->resident_bytes = measure_resident(s);
+    s->resident_stale = false;
+  }
   // Pre-warming: hint the forecast tier in once, when the forecast changes.
   const gb_gear pred = s->monitor.predicted;
   if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gear && pred != s->prewarmed && s->model->mapping.data) {
     const SectionRef &t = s->model->gear_section[pred];
     gb_port_advise(s->model->base + t.offset, t.size, GB_PORT_ADVISE_WILLNEED);
+    s->release_pending &= ~(1u << pred);  // wanted again: stop releasing it
     s->prewarmed = pred;
   }
   return r;
@@ -251,6 +260,8 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->monitor.classify_high = 4.0f;
   o->monitor.classify_mid = 1.5f;
   o->lazy_tiers = 1;
+  o->release_steps = 16;
+  o->measure_residency = 0;
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
@@ -317,7 +328,10 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
     s->monitor.locked = true;
   }
   s->prewarmed = GB_GEAR_COUNT;
+  s->release_pending = 0;
+  s->resident_bytes = 0;
   shift_gear(s, s->monitor.gear);
+  release_work(s, true);  // a fresh context starts with only its tiers mapped
   return GB_OK;
 }
 

@@ -59,7 +59,10 @@ struct gb_session {
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)
   gb_gear prewarmed;            // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
-  uint64_t resident_bytes;      // weight tiers resident, measured at creation / shifts
+  uint64_t resident_bytes;      // weight tiers resident, measured at creation / completed releases
+  uint32_t release_pending;     // bit t: tier t is being returned to the OS, a slice per step
+  bool resident_stale;          // a release completed: re-measure after the next pass
+  uint64_t release_off[GB_GEAR_COUNT];  // bytes of tier t released so far
   uint64_t shifts;              // gear shifts since creation
 };
 
@@ -69,9 +72,14 @@ namespace gb {
 void forward(gb_session *s, int32_t token, bool want_logits);
 // Point the session's matrices at gear g (no copy).
 void set_gear(gb_session *s, gb_gear g);
-// The precision manager's shift: set_gear, then hint the new tier in and
-// release the pages of tiers no longer in use; re-measures residency.
+// The precision manager's shift: set_gear, hint the new tier in (unless it
+// was pre-warmed) and queue the tiers no longer in use for release.
 void shift_gear(gb_session *s, gb_gear g);
+// Return the next slice of each queued tier to the OS (one decode step's
+// share: 1/release_steps of the tier); `all` releases everything queued.
+// When the queue empties, residency is re-measured at the end of the next
+// decode step (measure_residency), once the new tier has been read.
+void release_work(gb_session *s, bool all);
 // Quantize a lazy tier from its source tier (first entry; logs a warning
 // when the source looks already quantized).
 void lazy_quantize(gb_session *s, gb_gear g);

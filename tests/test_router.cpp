@@ -242,27 +242,47 @@ TEST(Residency, LowGearKeepsFarLessResidentThanHigh) {
   EXPECT_LT(mid, high);
   EXPECT_LT(low, mid);
 
-  // Within one auto session: a shift from high to low drops residency.
-  gb_session_options so;
-  gb_session_options_init(&so);
-  so.gear = GB_GEAR_AUTO;
-  so.monitor.initial_gear = GB_GEAR_HIGH;
-  gb_session *s = nullptr;
-  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
-  const int32_t bos = 1;
-  gb_prefill(s, &bos, 1);
-  gb_decode_step(s, nullptr, nullptr);
-  const uint64_t before = gb::measure_resident(s);
-  ASSERT_EQ(gb_session_set_gear(s, GB_GEAR_LOW), GB_OK);
-  gb_step_info info;
-  info.struct_size = sizeof info;
-  ASSERT_EQ(gb_decode_step(s, nullptr, &info), GB_OK);
-  EXPECT_EQ(info.gear, GB_GEAR_LOW);
-  const uint64_t after = gb::measure_resident(s);
-  printf("auto session: resident %llu bytes in high, %llu after shifting to low\n", (unsigned long long)before,
-         (unsigned long long)after);
-  EXPECT_LE((double)after, 0.40 * (double)before);
-  gb_session_destroy(s);
+  // Within one auto session: a shift from high to low drops residency, the
+  // high tier's pages leaving a slice per decode step (release_steps), and
+  // the step info reports the OS's figure once the release completes.
+  for (uint32_t steps : {1u, 4u}) {
+    gb_session_options so;
+    gb_session_options_init(&so);
+    so.gear = GB_GEAR_AUTO;
+    so.monitor.initial_gear = GB_GEAR_HIGH;
+    so.release_steps = steps;
+    so.measure_residency = 1;
+    so.monitor.min_gear_duration = 1000000;  // only set_gear shifts here
+    so.monitor.catastrophic_frac = 0.0f;
+    so.monitor.lookahead = 0;
+    so.monitor.prewarm = 0;  // a forecast of high would keep that tier (pre-warmed)
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
+    const int32_t bos = 1;
+    gb_prefill(s, &bos, 1);
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(gb_decode_step(s, nullptr, &info), GB_OK);
+    const uint64_t before = gb::measure_resident(s);
+    ASSERT_GT(before, 4u << 20);
+    ASSERT_EQ(gb_session_set_gear(s, GB_GEAR_LOW), GB_OK);
+    std::vector<uint64_t> measured;  // by the OS after each step in low
+    for (uint32_t i = 0; i < steps; i++) {
+      ASSERT_EQ(gb_decode_step(s, nullptr, &info), GB_OK);
+      EXPECT_EQ(info.gear, GB_GEAR_LOW);
+      measured.push_back(gb::measure_resident(s));
+      if (i + 1 < steps) {
+        EXPECT_GT(measured.back(), 0.40 * (double)before) << "released too early, step " << i;
+      }
+    }
+    for (size_t i = 1; i < measured.size(); i++) EXPECT_LT(measured[i], measured[i - 1]) << "a slice per step";
+    const uint64_t after = measured.back();
+    printf("auto session, release_steps %u: resident %llu bytes in high, %llu after shifting to low\n", steps,
+           (unsigned long long)before, (unsigned long long)after);
+    EXPECT_LE((double)after, 0.40 * (double)before);
+    EXPECT_EQ(info.resident_weight_bytes, after);  // the step info carries the OS's figure
+    gb_session_destroy(s);
+  }
   gb_model_close(m);
 }
 

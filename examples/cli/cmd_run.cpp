@@ -111,6 +111,7 @@ int gb_cli_run(int argc, char **argv) {
   if (!a.model) return cli_error(C, "-m MODEL.gbx is required");
   so.n_ctx = a.ctx;
   so.n_threads = a.threads;
+  if (a.trace) so.measure_residency = 1;  // the trace's resident_weight_bytes column
 
   // Output files first: an unwritable path fails before any work. The plot's
   // temporary is only a probe here; cli_write_plot_svg() rewrites it.
