@@ -231,7 +231,7 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
-  o->gear = GB_GEAR_AUTO;
+  o->gear = GB_GEAR_MID;  // measured: dominates auto in NLL and bits (docs/RESULTS.md, issue #4)
   o->managed = GB_MANAGED_ALL;
   o->base_gear = GB_GEAR_HIGH;
   o->n_threads = 1;

@@ -297,6 +297,7 @@ TEST(Calibration, PrefillCalibratesAutoSessions) {
   ASSERT_EQ(gb_tokenize(m, p, strlen(p), GB_TOKENIZE_ADD_BOS, toks, 128, &n), GB_OK);
   gb_session_options so;
   gb_session_options_init(&so);
+  so.gear = GB_GEAR_AUTO;
   gb_session *s = nullptr;
   ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
   const float lo0 = s->monitor.th_low, hi0 = s->monitor.th_high;
