@@ -76,9 +76,14 @@ QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 MODEL_DIR="$ROOT/build/models"; mkdir -p "$MODEL_DIR"
 "$GB" convert "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s260k.gbx" --quiet
 "$GB" convert "$SHARED/models/stories5M_distilled.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s5m.gbx" --quiet
-story() { $1 run -m "$2" -n 60 --gear high --temp 0 --deterministic --quiet 2>/dev/null | md5sum | cut -c1-12; }
+story() { $1 run -m "$2" -n 200 --gear high --temp 0 --deterministic --quiet 2>/dev/null | md5sum | cut -c1-12; }
 X86_260=$(story "$GB" "$MODEL_DIR/s260k.gbx"); X86_5M=$(story "$GB" "$MODEL_DIR/s5m.gbx")
-STORIES=("x86-64           stories260K $X86_260  stories5M $X86_5M  (md5 of 60 greedy tokens' text)")
+# The two models' stories agree for ~60 tokens (5M is distilled from 260K) but
+# not over 200; an empty output (md5 d41d8cd98f00) would make every CPU agree.
+if [ "$X86_260" = "$X86_5M" ] || [ "$X86_260" = d41d8cd98f00 ]; then
+  echo "!! greedy story check is vacuous: stories260K $X86_260, stories5M $X86_5M"; TOTAL_FAIL=$((TOTAL_FAIL + 1))
+fi
+STORIES=("x86-64           stories260K $X86_260  stories5M $X86_5M  (md5 of 200 greedy tokens' text)")
 for spec in "cortex-a53|neon|" "cortex-a76|neon,dotprod|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
             "max,sve-max-vq=2|neon,dotprod,i8mm,sve|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve|512"; do
   IFS='|' read -r cpu isa bits <<<"$spec"
