@@ -107,6 +107,7 @@ int gb_cli_perplexity(int argc, char **argv) {
   if (st == GB_OK && want_kl) {
     gb_session_options ro = so;
     ro.gear = ref_gear;
+    ro.managed = GB_MANAGED_ALL;  // every matrix on the reference tier
     st = gb_session_create(m, &ro, nullptr, 0, &ref);
   }
   int rc = 0;
