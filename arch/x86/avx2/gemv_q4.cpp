@@ -17,41 +17,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "avx2_common.h"
 #include "kernels.h"
 
 namespace {
 
-// A u16 (fp16 scale) in a general register. The empty asm keeps the
-// compiler from moving the scale assembly below into vector registers, where
-// it would cost more vector µops than the scalar shifts and ors it replaces.
-inline uint64_t ld16(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  uint64_t v = h;
-  __asm__("" : "+r"(v));
-  return v;
-}
-
-// Software prefetch. The rows of a group are adjacent in memory, so the
-// hardware prefetchers' streams run into each other (from DRAM, without
-// this, about a third of the bandwidth). Each row i prefetches kPrefetch
-// bytes ahead in its own stream: row i, then row i + 4 of the next group,
-// and so on. Offsets from the current position: `near` before byte `split`
-// of the row, `far` after; 0 (the current line) past the rows in range.
-constexpr size_t kPrefetch = 4096;
-
-struct Prefetch {
-  size_t split, near, far;
-};
-
-inline Prefetch prefetch_plan(size_t rb, size_t groups_after) {
-  const size_t k = kPrefetch / rb;
-  Prefetch p;
-  p.split = rb - kPrefetch % rb;
-  p.near = k <= groups_after ? kPrefetch + 3 * rb * k : 0;
-  p.far = k + 1 <= groups_after ? kPrefetch + 3 * rb * (k + 1) : 0;
-  return p;
-}
+using namespace gb_avx2;
+constexpr size_t kPrefetch = 4096;  // bytes ahead per row stream (avx2_common.h)
 
 inline __m128i loadu128(const uint8_t *p) { return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)); }
 
@@ -110,13 +82,7 @@ inline void q4_rows(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t r
   for (; b + 2 <= split; b += 2) acc = q4_step<R, true>(acc, w, xq, b, pf.near);
   for (; b + 2 <= nb; b += 2) acc = q4_step<R, true>(acc, w, xq, b, pf.far);
   if (b < nb) acc = q4_step<R, false>(acc, w, xq, b, pf.far);
-  if (R == 4) {
-    _mm_storeu_ps(y + r, acc);
-  } else {
-    float t4[4];
-    _mm_storeu_ps(t4, acc);
-    for (int i = 0; i < R; i++) y[r + i] = t4[i];
-  }
+  store_lanes<R>(y + r, acc);
 }
 
 }  // namespace
@@ -125,13 +91,7 @@ extern "C" void gb_q4_gemv__avx2(float *y, const uint8_t *W, const float *, cons
                                  size_t row_begin, size_t row_end, size_t cols) {
   const size_t nb = (cols + 31) / 32;
   const size_t rb = nb * 18;
-  const Prefetch none = {0, 0, 0};
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) q4_rows<4>(y, W, xq, r, nb, prefetch_plan(rb, (row_end - r) / 4 - 1));
-  switch (row_end - r) {
-    case 3: q4_rows<3>(y, W, xq, r, nb, none); break;
-    case 2: q4_rows<2>(y, W, xq, r, nb, none); break;
-    case 1: q4_rows<1>(y, W, xq, r, nb, none); break;
-    default: break;
-  }
+  for_row_groups<kPrefetch>(row_begin, row_end, rb, [&](auto R, size_t r, Prefetch pf) {
+    q4_rows<decltype(R)::value>(y, W, xq, r, nb, pf);
+  });
 }

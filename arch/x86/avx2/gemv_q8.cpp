@@ -14,40 +14,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "avx2_common.h"
 #include "kernels.h"
 
 namespace {
 
-// Software prefetch. The rows of a group are adjacent in memory, so the
-// hardware prefetchers' streams run into each other (from DRAM, without
-// this, about a third of the bandwidth). Each row i prefetches kPrefetch
-// bytes ahead in its own stream: row i, then row i + 4 of the next group,
-// and so on. Offsets from the current position: `near` before byte `split`
-// of the row, `far` after; 0 (the current line) past the rows in range.
-constexpr size_t kPrefetch = 4096;
-
-struct Prefetch {
-  size_t split, near, far;
-};
-
-inline Prefetch prefetch_plan(size_t rb, size_t groups_after) {
-  const size_t k = kPrefetch / rb;
-  Prefetch p;
-  p.split = rb - kPrefetch % rb;
-  p.near = k <= groups_after ? kPrefetch + 3 * rb * k : 0;
-  p.far = k + 1 <= groups_after ? kPrefetch + 3 * rb * (k + 1) : 0;
-  return p;
-}
-
-// A u16 (fp16 scale) in a general register; the empty asm keeps the compiler
-// from moving the scale assembly into vector registers (more vector µops).
-inline uint64_t ld16(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  uint64_t v = h;
-  __asm__("" : "+r"(v));
-  return v;
-}
+using namespace gb_avx2;
+constexpr size_t kPrefetch = 4096;  // bytes ahead per row stream (avx2_common.h)
 
 // One block b for rows w[0..R); pf: prefetch offset (bytes) from each row's
 // block. Row i of the group is lane i of acc.
@@ -92,13 +65,7 @@ inline void q8_rows(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t r
   size_t b = 0;
   for (; b < split; b++) acc = q8_step<R>(acc, w, xq, b, pf.near);
   for (; b < nb; b++) acc = q8_step<R>(acc, w, xq, b, pf.far);
-  if (R == 4) {
-    _mm_storeu_ps(y + r, acc);
-  } else {
-    float t4[4];
-    _mm_storeu_ps(t4, acc);
-    for (int i = 0; i < R; i++) y[r + i] = t4[i];
-  }
+  store_lanes<R>(y + r, acc);
 }
 
 }  // namespace
@@ -107,13 +74,7 @@ extern "C" void gb_q8_gemv__avx2(float *y, const uint8_t *W, const float *, cons
                                  size_t row_begin, size_t row_end, size_t cols) {
   const size_t nb = (cols + 31) / 32;
   const size_t rb = nb * 34;
-  const Prefetch none = {0, 0, 0};
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) q8_rows<4>(y, W, xq, r, nb, prefetch_plan(rb, (row_end - r) / 4 - 1));
-  switch (row_end - r) {
-    case 3: q8_rows<3>(y, W, xq, r, nb, none); break;
-    case 2: q8_rows<2>(y, W, xq, r, nb, none); break;
-    case 1: q8_rows<1>(y, W, xq, r, nb, none); break;
-    default: break;
-  }
+  for_row_groups<kPrefetch>(row_begin, row_end, rb, [&](auto R, size_t r, Prefetch pf) {
+    q8_rows<decltype(R)::value>(y, W, xq, r, nb, pf);
+  });
 }
