@@ -386,26 +386,37 @@ inline bool is_protected(const KvPool *kv, uint32_t pos) {
 inline bool in_window(const KvPool *kv, uint32_t pos) { return (uint64_t)pos + kv->opt.window > kv->newest; }
 
 // WINDOW / RECENCY / SEED fallback: the cheapest single step-down of layer y
-// that the pages allow (importance x error increase per byte saved).
+// that the pages allow: importance x error increase per byte saved, over
+// every source level and every lower level (the next link of the chain is
+// by far the cheapest per byte whenever it is possible; a longer drop is
+// taken when the chain's next bucket would need a page the pool lacks).
 bool pick_step_down(KvPool *kv, const KvLayer &y, bool allow_window, uint32_t *slot_out, uint32_t *to_out) {
   const KvPlan &p = kv->plan;
   float best = INFINITY;
   bool found = false;
   for (uint32_t lv = 0; lv < kLevels; lv++) {
-    if (!(p.levels >> lv & 1) || y.bucket[lv].count == 0) continue;
-    const uint32_t to = next_down(p, lv);
-    if (to == kLvNone) continue;
-    if ((int64_t)used_pages(kv, y) + move_delta(kv, y, lv, to) > (int64_t)p.n_pages) continue;
-    const float per_byte = (kErr[to] - kErr[lv]) / (float)(p.rec[lv] - p.rec[to]);
+    if (!(p.levels >> lv & 1) || y.bucket[lv].count == 0 || next_down(p, lv) == kLvNone) continue;
+    // The least important eligible token of this level.
     const KvBucket &b = y.bucket[lv];
+    uint32_t cand = kLvNone;
+    float ci = 0.0f;
     for (uint32_t j = 0; j < b.count; j++) {
       const uint32_t s = b.slots[j], pos = kv->pos[s];
       if (is_protected(kv, pos) || (!allow_window && in_window(kv, pos))) continue;
-      const float sc = kv->imp[s] * per_byte;
-      if (sc < best || !found) {
+      const float ii = kv->imp[s] > kv->opt.eps_importance ? kv->imp[s] : kv->opt.eps_importance;  // §5.1 floor
+      if (cand == kLvNone || ii < ci) {
+        cand = s;
+        ci = ii;
+      }
+    }
+    if (cand == kLvNone) continue;
+    for (uint32_t to = next_down(p, lv); to != kLvNone; to = next_down(p, to)) {
+      if ((int64_t)used_pages(kv, y) + move_delta(kv, y, lv, to) > (int64_t)p.n_pages) continue;
+      const float sc = ci * (kErr[to] - kErr[lv]) / (float)(p.rec[lv] - p.rec[to]);
+      if (!found || sc < best) {
         best = sc;
         found = true;
-        *slot_out = s;
+        *slot_out = cand;
         *to_out = to;
       }
     }
@@ -692,7 +703,8 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
     if (!ok) {  // not expected after the max_tokens check: undo this token's inserts
       for (uint32_t u = 0; u < l; u++) remove(kv, kv->layers[u], slot);
       kv->newest = pos > 0 ? pos - 1 : 0;
-      return fail(log, GB_ERR_CONTEXT_FULL, "KV pool: layer %u has no room for another token", l);
+      return fail(log, GB_ERR_CONTEXT_FULL, "KV pool: layer %u has no room for another token (%u tokens, pages %u/%u, levels 2/3/4/8: %u/%u/%u/%u)", l,
+                  kv->n_tokens, used_pages(kv, y), p.n_pages, y.bucket[0].count, y.bucket[1].count, y.bucket[2].count, y.bucket[3].count);
     }
     insert(kv, y, entry, slot);
     if (y.ema) y.ema[slot] = 0.0f;
