@@ -398,20 +398,28 @@ bool pick_step_down(KvPool *kv, const KvLayer &y, bool allow_window, uint32_t *s
     if (!(p.levels >> lv & 1) || y.bucket[lv].count == 0 || next_down(p, lv) == kLvNone) continue;
     // The least important eligible token of this level.
     const KvBucket &b = y.bucket[lv];
-    uint32_t cand = kLvNone;
+    uint32_t cand = 0, eligible = 0;
+    bool have = false;
     float ci = 0.0f;
     for (uint32_t j = 0; j < b.count; j++) {
       const uint32_t s = b.slots[j], pos = kv->pos[s];
       if (is_protected(kv, pos) || (!allow_window && in_window(kv, pos))) continue;
+      eligible++;
       const float ii = kv->imp[s] > kv->opt.eps_importance ? kv->imp[s] : kv->opt.eps_importance;  // §5.1 floor
-      if (cand == kLvNone || ii < ci) {
+      if (!have || ii < ci) {
         cand = s;
         ci = ii;
+        have = true;
       }
     }
-    if (cand == kLvNone) continue;
+    if (!have) continue;
     for (uint32_t to = next_down(p, lv); to != kLvNone; to = next_down(p, to)) {
-      if ((int64_t)used_pages(kv, y) + move_delta(kv, y, lv, to) > (int64_t)p.n_pages) continue;
+      const int64_t after = (int64_t)used_pages(kv, y) + move_delta(kv, y, lv, to);
+      if (after > (int64_t)p.n_pages) continue;
+      // Taking the last spare page is safe only if this bucket can then
+      // empty its own last page into the destination's new one (every
+      // further move from it frees, or needs no, page): the drain rule.
+      if (after == (int64_t)p.n_pages && after > (int64_t)used_pages(kv, y) && eligible < (b.count - 1) % p.tpp[lv] + 1) continue;
       const float sc = ci * (kErr[to] - kErr[lv]) / (float)(p.rec[lv] - p.rec[to]);
       if (!found || sc < best) {
         best = sc;
