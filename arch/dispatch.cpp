@@ -28,8 +28,22 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
     k->quantize_act = gb_q8x_quantize__##isa; \
     k->isa_mask |= (req);                     \
   }
+#define GB_ATTN(isa, req)                    \
+  if (((req) & avail) == (req)) {            \
+    k->attn_run = gb_attn_run__##isa;        \
+    k->attn_finish = gb_attn_finish__##isa;  \
+    k->attn_name = "attn__" #isa;            \
+    k->isa_mask |= (req);                    \
+  }
+#define GB_KV_DEQUANT(isa, req)          \
+  if (((req) & avail) == (req)) {        \
+    k->kv_dequant = gb_kv_dequant__##isa; \
+    k->isa_mask |= (req);                \
+  }
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_ATTN
+#undef GB_KV_DEQUANT
 }

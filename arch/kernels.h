@@ -45,6 +45,72 @@ typedef void (*gb_quantize_act_fn)(gb_q8x_block *out, const float *x, size_t n);
  * panels). */
 typedef void (*gb_row_to_f32_fn)(float *out, const uint8_t *row, size_t cols);
 
+/* ---- Fused attention over the KV pool (src/kv.h) ------------------------
+ * A run is `count` consecutive records of one precision level. A record is
+ * one token of one layer: K rows of the n_kv_heads heads, then their V
+ * rows (R = n_kv_heads, d = head_dim, d % 8 == 0). A row of d elements is:
+ *   32 bits: d f32;   16 bits: d binary16;
+ *    8 bits: d int8 q, x = s * q;
+ *    4 bits: d/2 bytes, byte j: low nibble u[j], high nibble u[j + d/2];
+ *            x = s * (u - 8)
+ *    3 bits: d/4 bytes of low bit pairs (byte j, bits 2k..2k+1:
+ *            u[j + k*d/4] & 3), then d/8 bytes of high bits (byte j, bit k:
+ *            u[j + k*d/8] >> 2); x = s * (u - 4)
+ *    2 bits: d/4 bytes, byte j, bits 2k..2k+1: u[j + k*d/4]; x = s * (u - 2)
+ * The planes are split by quarters / halves of the row so that SIMD code
+ * unpacks contiguous elements with one shift and mask per plane.
+ * Scales (levels <= 8 bits) are binary16, indexed by the record's slot:
+ * scales[slot * 2R + h] for the K row of kv head h, [slot * 2R + R + h]
+ * for its V row. Query head h uses kv head h / (n_heads / n_kv_heads).
+ *
+ * Scores. For K at <= 8 bits the query is used quantized (q8, per head):
+ *   isum = sum_j q8[h][j] * (q or u - off)[j]        (exact int32)
+ *   score = ((float)isum * (sk * q8_d[h])) * scale   (in this order)
+ * so every variant produces the same scores bit for bit. For f16 / f32 K:
+ *   score = (sum_j q[h][j] * k[j]) * scale (summation order is the
+ *   variant's: compared with a tolerance).
+ * Streaming softmax: per query head, m = running max, l = running sum of
+ * exp(score - m), acc = running sum of exp(score - m) * v; a larger score
+ * rescales l and acc by exp(m_old - m_new). Values at <= 8 bits enter as
+ * (p * sv) * (float)(u - off). The order of chunks is the variant's. */
+typedef struct gb_attn_state {
+  uint32_t n_heads, n_kv_heads, head_dim;
+  float scale;            /* multiplies q.k (1 / sqrt(head_dim))          */
+  const float *q;         /* (n_heads, head_dim)                          */
+  const int8_t *q8;       /* (n_heads, head_dim) q quantized per head     */
+  const float *q8_d;      /* (n_heads) q ~= q8_d[h] * q8[h]              */
+  const uint16_t *scales; /* (slots, 2 * n_kv_heads) binary16             */
+  float *m;               /* (n_heads) running max; -INFINITY at the start */
+  float *l;               /* (n_heads) running sum; 0 at the start        */
+  float *acc;             /* (n_heads, head_dim); 0 at the start          */
+  float *scores;          /* (n_heads, score_stride): record j of a run
+                             writes scores[h * score_stride + base + j]  */
+  uint32_t score_stride;
+} gb_attn_state;
+
+/* Attend to one run: scores of its `count` records (written to st->scores
+ * at base..base+count) folded into the streaming softmax and the value sum.
+ * kbits / vbits: 2, 3, 4, 8 (quantized), 16 or 32 (then kbits == vbits).
+ * slots: (count) slot of each record (its scales). Over-read: none. */
+typedef void (*gb_attn_run_fn)(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count,
+                               uint32_t kbits, uint32_t vbits, uint32_t base);
+
+/* Finish a pass: out[h] = acc[h] / l[h] (n_heads x head_dim) and the
+ * attention mass of every scored position (n of them):
+ *   p[h][i] = exp(scores[h][i] - m[h]) / l[h]
+ *   mass[i]  = (1/H) sum_h p[h][i]
+ *   wmass[i] = (1/H) sum_h head_w[h] * p[h][i]   (head-weighted, seed §4.2)
+ *   head_mean[h] = (1/n) sum_i p[h][i]
+ * The full attention matrix is never stored: the scores of this query are
+ * the only per-token state. */
+typedef void (*gb_attn_finish_fn)(const gb_attn_state *st, uint32_t n, const float *head_w, float *out, float *mass,
+                                  float *wmass, float *head_mean);
+
+/* Dequantize `count` records' rows to f32 (the dequantize-then-attend
+ * baseline and requantization): out is (count, 2, n_kv_heads, head_dim). */
+typedef void (*gb_kv_dequant_fn)(float *out, const uint8_t *records, const uint32_t *slots, const uint16_t *scales,
+                                 uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
+
 /* Instruction sets, one bit each (also the CPU feature bits the dispatcher
  * is given). */
 enum {
@@ -65,6 +131,10 @@ typedef struct gb_kernels {
   gb_gemv_fn gemv[GB_FMT_COUNT];
   gb_row_to_f32_fn row_to_f32[GB_FMT_COUNT];
   gb_quantize_act_fn quantize_act;
+  gb_attn_run_fn attn_run;         /* fused attention over packed records */
+  gb_attn_finish_fn attn_finish;
+  gb_kv_dequant_fn kv_dequant;
+  const char *attn_name;
 } gb_kernels;
 
 /* Declarations of every kernel in kernels.inc. */
@@ -73,10 +143,20 @@ typedef struct gb_kernels {
                               size_t row_begin, size_t row_end, size_t cols);
 #define GB_ROW(fmt, isa, req) void gb_##fmt##_row_to_f32__##isa(float *out, const uint8_t *row, size_t cols);
 #define GB_QUANT_ACT(isa, req) void gb_q8x_quantize__##isa(gb_q8x_block *out, const float *x, size_t n);
+#define GB_ATTN(isa, req)                                                                                  \
+  void gb_attn_run__##isa(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count, \
+                          uint32_t kbits, uint32_t vbits, uint32_t base);                                  \
+  void gb_attn_finish__##isa(const gb_attn_state *st, uint32_t n, const float *head_w, float *out, float *mass, \
+                             float *wmass, float *head_mean);
+#define GB_KV_DEQUANT(isa, req)                                                                             \
+  void gb_kv_dequant__##isa(float *out, const uint8_t *records, const uint32_t *slots, const uint16_t *scales, \
+                            uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_ATTN
+#undef GB_KV_DEQUANT
 
 /* Fill *k with the best kernel of each slot whose ISA requirement is in
  * `isa_available` (GB_ISA_GENERIC is always assumed). max_isa_mask limits

@@ -305,6 +305,69 @@ typedef struct gb_monitor_options {
   float classify_mid;         /* score >= this starts in mid; default 1.5  */
 } gb_monitor_options;
 
+/* KV cache policies (seed 002, issue #6). The cache is a fixed pool of bytes
+ * inside the session arena; every cached token of every layer is stored at
+ * one precision level: 8, 4, 3 or 2 bits per element (per-head symmetric
+ * quantization, one fp16 scale per head for K and one for V), or as fp16 /
+ * f32 rows. Tokens of one level are kept contiguous (per-level buckets) and
+ * attention reads them in place (no dequantized copy). */
+typedef enum gb_kv_policy {
+  GB_KV_DEFAULT = 0,  /* no budget (kv_bytes = kv_beta = 0): GB_KV_F32;
+                         with a budget: GB_KV_WINDOW (the measured best)  */
+  GB_KV_F32 = 1,      /* f32 rows: the reference cache                    */
+  GB_KV_F16 = 2,      /* binary16 rows                                    */
+  GB_KV_UNIFORM8 = 3, /* every token at 8 bits                            */
+  GB_KV_UNIFORM4 = 4,
+  GB_KV_UNIFORM3 = 5,
+  GB_KV_UNIFORM2 = 6,
+  GB_KV_SEED = 7,     /* seed 002 §5: tokens enter at 8 bits; periodic (per-
+                         layer clock, drift trigger) marginal-gain greedy over
+                         2->3->4->8 with the concave utility b^alpha, the
+                         importance floor and rank hysteresis; a token's level
+                         only goes down (its original values are gone)     */
+  GB_KV_WINDOW = 8,   /* the `window` most recent tokens stay at 8 bits;
+                         older tokens step down, when the pool needs room,
+                         in order of importance x quantization error
+                         (4^-bits) per byte saved                          */
+  GB_KV_RECENCY = 9,  /* as WINDOW with importance replaced by recency
+                         exp(-age / T) alone (no attention statistics)     */
+  GB_KV_POLICY_MAX_ENUM = 0x7fffffff
+} gb_kv_policy;
+
+/* KV pool options (inside gb_session_options; defaults from
+ * gb_session_options_init). */
+typedef struct gb_kv_options {
+  gb_kv_policy policy;     /* default GB_KV_DEFAULT                        */
+  uint64_t pool_bytes;     /* the pool (payload + scales, all layers); 0:
+                              from beta                                   */
+  float beta;              /* pool = beta x the fp16 cache of n_ctx tokens
+                              (2 x n_layers x n_ctx x kv_dim x 2 bytes); 0
+                              with pool_bytes 0 = no budget: room for n_ctx
+                              tokens at the policy's entry precision       */
+  uint32_t evict;          /* 1: when the next token cannot fit even with
+                              every unprotected token at the minimum, evict
+                              the least important unprotected token (the
+                              StreamingLLM / H2O way) instead of returning
+                              GB_ERR_CONTEXT_FULL; default 0              */
+  uint32_t asymmetric;     /* 1: keys never below 3 bits: the levels are
+                              K/V = 3/2, 3/3, 4/4, 8/8 bits; default 0    */
+  uint32_t k_critical;     /* prefix tokens kept at 8 bits; default 4     */
+  uint32_t k_tail;         /* most recent tokens kept at 8 bits; default 0 */
+  uint32_t window;         /* WINDOW / RECENCY: recent tokens kept at 8
+                              bits while room allows, also never evicted;
+                              default 16                                  */
+  float gamma;             /* token importance EMA decay; default 0.9     */
+  float gamma_head;        /* head importance EMA decay; default 0.95     */
+  float recency_T;         /* recency temperature in steps; default 512   */
+  float alpha;             /* SEED: utility exponent; default 0.6         */
+  float eps_importance;    /* SEED: importance floor; default 1e-6        */
+  uint32_t f_base;         /* SEED: base reallocation interval; default 16 */
+  float rank_threshold;    /* SEED hysteresis: percentile move r; 0.05    */
+  uint32_t rank_intervals; /* SEED hysteresis: checks m; default 2        */
+  float drift_kl;          /* SEED: KL(I_t || I_last) triggering an early
+                              reallocation; default 0.02                  */
+} gb_kv_options;
+
 typedef struct gb_session_options {
   uint32_t struct_size;   /* = sizeof(gb_session_options)                   */
   uint32_t n_ctx;         /* context length in tokens; 0 = the model's seq_len */
@@ -339,6 +402,7 @@ typedef struct gb_session_options {
                              reads 8 bytes per 4 KiB page of the file's
                              tiers (tens of µs per 10 MB). Default 0: the
                              field reads 0                                  */
+  gb_kv_options kv;       /* the KV pool (issue #6)                        */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -347,7 +411,9 @@ void gb_session_options_init(gb_session_options *opts);
  * memory). The same carving code runs at creation, so the number is exact.
  * Errors: GB_ERR_INVALID_ARGUMENT (with a log line naming the option),
  * GB_ERR_UNAVAILABLE (a requested tier is not in the file),
- * GB_ERR_BUDGET_EXCEEDED (naming the part that does not fit). */
+ * GB_ERR_BUDGET_EXCEEDED (naming the part that does not fit; also when the
+ * KV pool cannot hold the protected tokens at 8 bits plus one token at the
+ * minimum precision: seed 002 §9.2). */
 gb_status gb_session_mem_size(const gb_model *model, const gb_session_options *opts,
                               size_t *out_bytes);
 
@@ -393,20 +459,38 @@ typedef struct gb_step_info {
                                  off                                        */
   float theta_low, theta_high;    /* thresholds in force (bits, after scaling
                                      or calibration)                        */
+  /* KV pool (issue #6), after this pass's token was stored: */
+  uint64_t kv_bytes_used;     /* payload + scales of the cached tokens, all
+                                 layers                                     */
+  uint64_t kv_pool_bytes;     /* the fixed pool (never exceeded)            */
+  uint32_t kv_tokens;         /* tokens in the cache                        */
+  uint32_t kv_tokens_at_bits[6]; /* (token, layer) pairs stored at 2, 3, 4,
+                                 8, 16 and 32 bits per element (keys' bits
+                                 when K/V are asymmetric)                   */
+  float kv_bits_per_element;  /* (payload + scale) bits / cached elements  */
+  uint64_t kv_reallocations;  /* allocator runs since creation / reset      */
+  uint64_t kv_requantized;    /* (token, layer) step-downs since reset      */
+  uint64_t kv_evicted;        /* tokens evicted since creation / reset      */
 } gb_step_info;
 
 /* Feed prompt tokens. All but the last are run through the model into the KV
  * cache; the last becomes the pending input of the next gb_decode_step().
  * May be called repeatedly to extend the context. Errors:
  * GB_ERR_TOKEN_OUT_OF_RANGE (nothing fed), GB_ERR_CONTEXT_FULL (nothing fed
- * if the tokens would not fit), GB_ERR_INVALID_ARGUMENT for n_tokens == 0. */
+ * if the tokens would not fit: past n_ctx, or more tokens than the KV pool
+ * holds with every unprotected token at its minimum precision, unless
+ * kv.evict is set), GB_ERR_INVALID_ARGUMENT for n_tokens == 0. */
 gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n_tokens);
 
 /* One decode step: run the pending token through the model (one forward
  * pass on the current gear), compute the entropy, update the gear monitor,
  * sample the next token, make it pending, and report it in *info (info may
- * be NULL; *token_out may be NULL). Errors: GB_ERR_BAD_STATE (nothing
- * pending: call gb_prefill first), GB_ERR_CONTEXT_FULL. */
+ * be NULL; *token_out may be NULL). Before the pass the KV pool makes room
+ * for the token by lowering the precision of older tokens (per the kv
+ * policy). Errors: GB_ERR_BAD_STATE (nothing pending: call gb_prefill
+ * first), GB_ERR_CONTEXT_FULL (position n_ctx reached, or the token cannot
+ * fit in the KV pool even with every unprotected token at the minimum
+ * precision and kv.evict is 0; nothing changed, the pending token stays). */
 gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
 
 /* Teacher forcing: run `token` (instead of a sampled one) through the model
@@ -425,6 +509,13 @@ gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_option
  * gb_classify_prompt); the monitor takes over from there. Errors:
  * GB_ERR_BAD_STATE for a fixed-gear session, GB_ERR_INVALID_ARGUMENT. */
 gb_status gb_session_set_gear(gb_session *s, gb_gear gear);
+
+/* The KV pool as sized for these options, without creating a session:
+ * *pool_bytes (payload + scales, all layers) and *max_tokens (tokens it
+ * holds with every unprotected token at the minimum precision; at most
+ * n_ctx). Either pointer may be NULL. Errors: as gb_session_mem_size. */
+gb_status gb_kv_pool_size(const gb_model *model, const gb_session_options *opts, uint64_t *pool_bytes,
+                          uint32_t *max_tokens);
 
 /* Current position (tokens in the KV cache) and context capacity. */
 gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx);

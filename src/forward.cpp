@@ -6,9 +6,9 @@
 //     xb = rmsnorm(x) * attn_norm[l]
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier)
 //     rotate q and k by position (RoPE: adjacent pairs or NeoX halves)
-//     cache k, v at pos
+//     cache k, v at pos (in the KV pool, at the token's precision)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
-//       att = softmax(q_h . k_t / sqrt(head_dim)) over t <= pos
+//       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t
 //       xb_h = sum_t att_t v_t
 //     x += Wo xb
 //     xb = rmsnorm(x) * ffn_norm[l]
@@ -227,12 +227,14 @@ void release_work(gb_session *s, bool all) {
   if (!s->release_pending) s->resident_stale = true;  // measured at the end of the next step
 }
 
-void forward(gb_session *s, int32_t token, bool want_logits) {
+gb_status forward(gb_session *s, int32_t token, bool want_logits) {
   const gb_model *m = s->model;
   const Meta &c = m->meta;
-  const uint32_t dim = c.dim, hd = c.head_dim, kv_dim = c.kv_dim(), pos = s->pos;
-  const uint32_t kv_mul = c.n_heads / c.n_kv_heads;
+  const uint32_t dim = c.dim, hd = c.head_dim, pos = s->pos;
   const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
+  // A place in the KV pool for this token (precision of older tokens may
+  // step down, or the least important may be evicted, per the kv policy).
+  GB_TRY(kv_begin(&s->kv, s->k, pos, s->log));
   s->bytes_read = 0;
   s->weights_read = 0;
 
@@ -250,36 +252,11 @@ void forward(gb_session *s, int32_t token, bool want_logits) {
     matmul(s, s->vt, s->xb, W[kMatV]);
     rope(s->q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
     rope(s->kt, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
-    memcpy(s->kv.key(l, pos), s->kt, sizeof(float) * kv_dim);
-    memcpy(s->kv.value(l, pos), s->vt, sizeof(float) * kv_dim);
-
-    const float inv_sqrt = 1.0f / sqrtf((float)hd);
-    for (uint32_t h = 0; h < c.n_heads; h++) {
-      const float *qh = s->q + (size_t)h * hd;
-      float *att = s->att + (size_t)h * s->n_ctx;
-      const uint32_t kvh = h / kv_mul;
-      float mx = -INFINITY;
-      for (uint32_t t = 0; t <= pos; t++) {
-        const float *kk = s->kv.key(l, t) + (size_t)kvh * hd;
-        float dot = 0.0f;
-        for (uint32_t i = 0; i < hd; i++) dot += qh[i] * kk[i];
-        att[t] = dot * inv_sqrt;
-        mx = att[t] > mx ? att[t] : mx;
-      }
-      float sum = 0.0f;
-      for (uint32_t t = 0; t <= pos; t++) {
-        att[t] = expf(att[t] - mx);
-        sum += att[t];
-      }
-      const float inv = 1.0f / sum;
-      float *out = s->xb + (size_t)h * hd;
-      memset(out, 0, sizeof(float) * hd);
-      for (uint32_t t = 0; t <= pos; t++) {
-        const float a = att[t] * inv;
-        const float *vv = s->kv.value(l, t) + (size_t)kvh * hd;
-        for (uint32_t i = 0; i < hd; i++) out[i] += a * vv[i];
-      }
-    }
+    kv_store(&s->kv, l, s->kt, s->vt);
+    // For each head h (kv head h / (n_heads / n_kv_heads)):
+    //   xb_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t
+    // over the cached tokens, read in place from the pool's buckets.
+    kv_attend(&s->kv, s->k, l, s->q, s->xb);
     matmul(s, s->xb2, s->xb, W[kMatO]);
     for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
 
@@ -294,10 +271,12 @@ void forward(gb_session *s, int32_t token, bool want_logits) {
     for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
   }
 
+  kv_end(&s->kv);
   s->pos = pos + 1;
-  if (!want_logits) return;
+  if (!want_logits) return GB_OK;
   rmsnorm(s->x, s->x, m->out_norm, dim, c.norm_eps);
   matmul(s, s->logits, s->x, *s->classifier);
+  return GB_OK;
 }
 
 }  // namespace gb

@@ -1,26 +1,163 @@
-// kv.h — the session's key/value cache. This version stores f32 rows
-// (n_layers, n_ctx, kv_dim) for keys and values; the budgeted, per-token
-// precision pool of seed 002 replaces the storage behind the same calls.
+// kv.h — the KV pool of seed 002 (SmartKV), issue #6.
+//
+// A fixed number of bytes per layer inside the session arena holds every
+// cached token's keys and values at one precision level (2, 3, 4, 8 bits
+// per element with an fp16 scale per head, or fp16 / f32 rows). Per layer:
+//
+//   scales (cap, 2, n_kv_heads) fp16   one entry per token slot
+//   pages  (n_pages, page_bytes)       payload records, one level per page
+//
+// A level's tokens form a bucket: records packed contiguously in the
+// bucket's pages (page_bytes is a multiple of every record size, so a page
+// holds whole records and a bucket's consecutive pages read as one run).
+// Removing a token moves the bucket's last record into its place, so a
+// bucket stays dense; a page empties back to the layer's free list.
+// Byte accounting is exact: a layer holds a state iff
+//   sum over levels of ceil(count / tokens_per_page) <= n_pages.
+// Multi-level policies keep one page free in steady state (the transit
+// page): a step-down first removes a record then inserts the smaller one,
+// and with one spare page any sequence of step-downs along the chain can
+// always proceed (see kv.cpp).
+//
+// Importance (seed §3-4) is gathered by the attention kernel's finish step
+// (mass of each token, head-weighted mass, head means) into per-layer EMAs;
+// the allocator policies read the cross-layer aggregate.
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "arena.h"
+#include "common.h"
+#include "kernels.h"
 
 namespace gb {
 
-struct KvCache {
-  uint32_t n_layers = 0, n_ctx = 0, kv_dim = 0;
-  float *k = nullptr;  // (n_layers, n_ctx, kv_dim)
-  float *v = nullptr;  // (n_layers, n_ctx, kv_dim)
+struct Meta;
 
-  float *key(uint32_t layer, uint32_t pos) { return k + ((size_t)layer * n_ctx + pos) * kv_dim; }
-  float *value(uint32_t layer, uint32_t pos) { return v + ((size_t)layer * n_ctx + pos) * kv_dim; }
-  uint64_t bytes() const { return 2ull * n_layers * n_ctx * kv_dim * sizeof(float); }
+// Levels in chain order (lower index = fewer bits).
+enum KvLevel : uint8_t { kLv2 = 0, kLv3, kLv4, kLv8, kLv16, kLv32, kLevels, kLvNone = 255 };
+
+struct KvBucket {
+  uint32_t count;     // records
+  uint32_t *pages;    // (n_pages) page ids in bucket order
+  uint32_t *slots;    // (cap) slot of each record, in bucket order
 };
 
-// Carve the cache from the arena (counting or placing).
-void kv_carve(KvCache *kv, Arena &a, uint32_t n_layers, uint32_t n_ctx, uint32_t kv_dim);
+struct KvLayer {
+  uint8_t *pages;        // (n_pages, page_bytes)
+  uint16_t *scales;      // (cap, 2 * n_kv_heads)
+  uint32_t *free_pages;  // (n_pages) stack
+  uint32_t n_free;
+  uint8_t *level;        // (cap) level of each slot, kLvNone when empty
+  uint32_t *index;       // (cap) index of the slot's record in its bucket
+  KvBucket bucket[kLevels];
+  float *ema;            // (cap) EMA of the token's attention mass here (§3.2)
+  float *head_ema;       // (n_heads) EMA of each head's mean attention (§4.2)
+  uint64_t next_realloc; // SEED: step of this layer's next scheduled run (§5.2)
+  float *rank_ref;       // SEED: (cap) percentile rank at the last accepted move
+  uint8_t *rank_cnt;     // SEED: (cap) consecutive checks the rank moved >= r
+};
+
+// Sizes derived from the options (pure; used counting and placing).
+struct KvPlan {
+  uint32_t policy;                 // resolved gb_kv_policy (never DEFAULT)
+  uint32_t levels;                 // bit mask of the levels the policy uses
+  uint8_t entry, min;              // level a new token enters at / lowest
+  uint8_t kbits[kLevels], vbits[kLevels];
+  uint32_t unit;                   // bytes per bit of a record: n_kv_heads * head_dim / 8
+  uint32_t rec[kLevels];           // record bytes per level (0 = unused)
+  uint32_t tpp[kLevels];           // records per page
+  uint32_t page_bytes, n_pages, reserve;
+  uint32_t cap;                    // token slots
+  uint32_t max_tokens;             // tokens held with the unprotected at min
+  uint32_t scale_bytes;            // per slot: 2 * n_kv_heads * 2 (0 for f16/f32)
+  uint64_t layer_bytes;            // cap * scale_bytes + n_pages * page_bytes
+  uint64_t pool_bytes;             // layer_bytes * n_layers
+  bool importance;                 // attention statistics are gathered
+};
+
+struct KvPool {
+  KvPlan plan;
+  gb_kv_options opt;
+  uint32_t n_layers, n_heads, n_kv_heads, head_dim, n_ctx;
+  KvLayer *layers;       // (n_layers)
+  // Per slot, shared by the layers.
+  uint32_t *pos;         // (cap) position of the token in the slot
+  uint64_t *birth;       // (cap) step the token entered (recency, §4.1)
+  float *wema;           // (cap) EMA of head-weighted mass, mean over layers (§4.2)
+  float *wsum;           // (cap) this step's head-weighted mass, summed over layers
+  float *imp;            // (cap) aggregated importance (the policies' input)
+  float *snap;           // (cap) SEED drift: importance at the last run
+  uint32_t *free_slots;  // (cap) stack
+  uint32_t n_free_slots, n_tokens;
+  uint32_t newest;       // position of the last token that entered
+  // Attention scratch (one layer at a time).
+  float *scores;         // (n_heads, cap)
+  uint32_t *score_slot;  // (cap) slot of each scored position
+  float *mass, *wmass;   // (cap)
+  float *m, *l, *acc;    // (n_heads), (n_heads), (n_heads, head_dim)
+  int8_t *q8;            // (n_heads, head_dim)
+  float *q8_d;           // (n_heads)
+  float *head_w;         // (n_heads) head weights w_h (§4.2)
+  float *head_mean;      // (n_heads)
+  float *tmp;            // (2 * kv_dim) a token's dequantized K and V
+  // SEED scratch.
+  uint8_t *planned;      // (cap)
+  uint32_t *order;       // (cap)
+  struct HeapItem { float score; uint32_t slot; };
+  HeapItem *heap;        // (cap)
+  uint32_t cur_slot;     // slot of the token being run
+  // Telemetry.
+  uint64_t step, reallocs, requant, evicted;
+  uint64_t alloc_ns;     // time inside allocator decisions (bench)
+};
+
+// Sizes for these options; logs and fails when the pool is unusable
+// (GB_ERR_INVALID_ARGUMENT, GB_ERR_BUDGET_EXCEEDED per seed §9.2).
+gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log, KvPlan *plan);
+// Carve the pool from the arena (counting or placing). kv is always a real
+// object; nothing is written through arena pointers while counting.
+void kv_carve(KvPool *kv, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &plan);
+// Forget every token (after carving, and on session reset).
+void kv_reset(KvPool *kv);
+// Tokens that can still be added without eviction.
+uint32_t kv_room(const KvPool *kv);
+// Make room for the token at position pos in every layer (step-downs per
+// policy, eviction when asked) and give it a slot. GB_ERR_CONTEXT_FULL when
+// it cannot fit (nothing is evicted then; step-downs may have happened).
+gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &log);
+// Store the token's rotated key and value rows (kv_dim each) for a layer.
+void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value);
+// Attention of the query heads q (n_heads, head_dim) over the layer's
+// cache into out (n_heads, head_dim), gathering importance.
+void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out);
+// After all layers of a token ran: fold the step's statistics.
+void kv_end(KvPool *kv);
+
+struct KvStats {
+  uint64_t used_bytes, pool_bytes;
+  uint32_t tokens;
+  uint32_t at_bits[6];
+  double bits_per_element;
+};
+void kv_stats(const KvPool *kv, KvStats *st);
+
+// Bits per element of a level (K's bits when asymmetric).
+inline uint32_t kv_level_bits(uint32_t lv) {
+  static const uint8_t b[kLevels] = {2, 3, 4, 8, 16, 32};
+  return lv < kLevels ? b[lv] : 0;
+}
+
+// --- building blocks exposed for the unit tests ---
+// Quantize one row of d floats at bits (2, 3, 4, 8) into the packed layout
+// of kernels.h; returns the fp16 scale.
+uint16_t kv_quantize_row(uint8_t *out, const float *x, uint32_t d, uint32_t bits);
+// Run the SEED allocator on layer `layer` now (tests, bench).
+void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t extra_entry);
+// Pages the layer's buckets use.
+uint32_t kv_pages_used(const KvPool *kv, uint32_t layer);
+// Recompute the aggregated importance kv->imp (§3.3, §4.1, §4.2).
+void kv_importance(KvPool *kv);
 
 }  // namespace gb

@@ -29,7 +29,7 @@ bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g) {
   return o.lazy_tiers && g <= GB_GEAR_MID && !(m->gears >> g & 1) && lazy_source(m) >= 0;
 }
 
-gb_status read_options(const gb_model *m, const gb_session_options *in, gb_session_options *o, Logger *log) {
+gb_status read_options(const gb_model *m, const gb_session_options *in, gb_session_options *o, Logger *log, KvPlan *kv) {
   gb_session_options_init(o);
   *log = m->log;
   if (in) {
@@ -66,11 +66,11 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
     GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1) && !lazy_tier(m, *o, g), *log, GB_ERR_UNAVAILABLE,
                  "session options: the %s tier is not in the model file%s", gear_name(g),
                  g <= GB_GEAR_MID && !o->lazy_tiers ? " (lazy_tiers is off)" : "");
-  return GB_OK;
+  return kv_plan(c, *o, *log, kv);
 }
 
 // The arena layout of a session (counting when a is counting).
-gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
+gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, const KvPlan &kvp) {
   const Meta &c = m->meta;
   const uint32_t qd = c.q_dim(), kvd = c.kv_dim();
   const uint32_t wide = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
@@ -85,11 +85,10 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
   t->q = a.array<float>(qd);
   t->kt = a.array<float>(kvd);
   t->vt = a.array<float>(kvd);
-  t->att = a.array<float>((size_t)c.n_heads * o.n_ctx);
   t->logits = a.array<float>(c.vocab_size);
   t->rope_freq = a.array<float>(c.rope_dim / 2 + 1);
   t->xq = a.array<gb_q8x_block>((wide + 31) / 32);
-  kv_carve(&t->kv, a, c.n_layers, o.n_ctx, kvd);
+  kv_carve(&t->kv, a, c, o, kvp);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
   t->calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
   // Lazy tiers the session may enter: every managed matrix (and the
@@ -134,7 +133,7 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
   return s;
 }
 
-gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t arena, const Logger &log) {
+gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t arena, uint64_t kv_pool_bytes, const Logger &log) {
   if (o.mem_budget == 0) return GB_OK;
   // Resident weights: the common section plus every tier the session may hold at once.
   uint64_t weights = 0;
@@ -152,9 +151,8 @@ gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t ar
   }
   weights += tiers;
   GB_RETURN_IF(arena > o.mem_budget, log, GB_ERR_BUDGET_EXCEEDED,
-               "session does not fit the budget: the arena alone needs %zu bytes of %llu (n_ctx %u: KV cache %llu bytes)", arena,
-               (unsigned long long)o.mem_budget, o.n_ctx,
-               (unsigned long long)(2ull * m->meta.n_layers * o.n_ctx * m->meta.kv_dim() * sizeof(float)));
+               "session does not fit the budget: the arena alone needs %zu bytes of %llu (n_ctx %u: KV pool %llu bytes)", arena,
+               (unsigned long long)o.mem_budget, o.n_ctx, (unsigned long long)kv_pool_bytes);
   GB_RETURN_IF(arena + weights > o.mem_budget, log, GB_ERR_BUDGET_EXCEEDED,
                "session does not fit the budget: arena %zu + resident weight tiers %llu bytes > %llu", arena,
                (unsigned long long)weights, (unsigned long long)o.mem_budget);
@@ -191,16 +189,26 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.resident_weight_bytes = s->resident_bytes;
   r.theta_low = s->monitor.th_low;
   r.theta_high = s->monitor.th_high;
+  KvStats ks;
+  kv_stats(&s->kv, &ks);
+  r.kv_bytes_used = ks.used_bytes;
+  r.kv_pool_bytes = ks.pool_bytes;
+  r.kv_tokens = ks.tokens;
+  for (int i = 0; i < 6; i++) r.kv_tokens_at_bits[i] = ks.at_bits[i];
+  r.kv_bits_per_element = (float)ks.bits_per_element;
+  r.kv_reallocations = s->kv.reallocs;
+  r.kv_requantized = s->kv.requant;
+  r.kv_evicted = s->kv.evicted;
   r.step_ns = gb_port_now_ns() - t0;
   memcpy(info, &r, size);
 }
 
 // Run `token` with logits, then the NaN guard, the entropy and the monitor.
-StepResult step(gb_session *s, int32_t token) {
-  StepResult r;
+gb_status step(gb_session *s, int32_t token, StepResult *out) {
+  StepResult &r = *out;
   r.gear = s->gear;
   r.tokens_in_gear = s->monitor.tokens_in_gear + 1;
-  forward(s, token, true);
+  GB_TRY(forward(s, token, true));
   const uint32_t V = s->model->meta.vocab_size;
   nan_guard(s->logits, V);
   r.H = entropy_bits(s->logits, V);
@@ -219,7 +227,7 @@ StepResult step(gb_session *s, int32_t token) {
     s->release_pending &= ~(1u << pred);  // wanted again: stop releasing it
     s->prewarmed = pred;
   }
-  return r;
+  return GB_OK;
 }
 
 }  // namespace
@@ -262,17 +270,41 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->lazy_tiers = 1;
   o->release_steps = 16;
   o->measure_residency = 0;
+  o->kv.policy = GB_KV_DEFAULT;
+  o->kv.k_critical = 4;
+  o->kv.window = 16;
+  o->kv.gamma = 0.9f;
+  o->kv.gamma_head = 0.95f;
+  o->kv.recency_T = 512.0f;
+  o->kv.alpha = 0.6f;
+  o->kv.eps_importance = 1e-6f;
+  o->kv.f_base = 16;
+  o->kv.rank_threshold = 0.05f;
+  o->kv.rank_intervals = 2;
+  o->kv.drift_kl = 0.02f;
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
   if (!m || !out) return GB_ERR_NULL_POINTER;
   gb_session_options o;
   Logger log;
-  GB_TRY(read_options(m, opts, &o, &log));
+  KvPlan kvp;
+  GB_TRY(read_options(m, opts, &o, &log, &kvp));
   Arena counter;
-  carve(counter, m, o);
-  GB_TRY(check_budget(m, o, counter.used(), log));
+  carve(counter, m, o, kvp);
+  GB_TRY(check_budget(m, o, counter.used(), kvp.pool_bytes, log));
   *out = counter.used();
+  return GB_OK;
+}
+
+extern "C" gb_status gb_kv_pool_size(const gb_model *m, const gb_session_options *opts, uint64_t *pool_bytes, uint32_t *max_tokens) {
+  if (!m) return GB_ERR_NULL_POINTER;
+  gb_session_options o;
+  Logger log;
+  KvPlan kvp;
+  GB_TRY(read_options(m, opts, &o, &log, &kvp));
+  if (pool_bytes) *pool_bytes = kvp.pool_bytes;
+  if (max_tokens) *max_tokens = kvp.max_tokens;
   return GB_OK;
 }
 
@@ -281,11 +313,12 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   if (!m || !out) return GB_ERR_NULL_POINTER;
   gb_session_options o;
   Logger log;
-  GB_TRY(read_options(m, opts, &o, &log));
+  KvPlan kvp;
+  GB_TRY(read_options(m, opts, &o, &log, &kvp));
   Arena counter;
-  carve(counter, m, o);
+  carve(counter, m, o, kvp);
   const size_t need = counter.used();
-  GB_TRY(check_budget(m, o, need, log));
+  GB_TRY(check_budget(m, o, need, kvp.pool_bytes, log));
   bool owns = false;
   if (mem) {
     GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "gb_session_create: memory must be 64-byte aligned");
@@ -297,7 +330,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
     owns = true;
   }
   Arena arena(mem, mem_bytes);
-  gb_session *s = carve(arena, m, o);
+  gb_session *s = carve(arena, m, o, kvp);
   s->model = m;
   s->log = log;
   s->opt = o;
@@ -321,6 +354,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
   if (!s) return GB_ERR_NULL_POINTER;
   s->pos = 0;
   s->pending = -1;
+  kv_reset(&s->kv);
   sampler_reset(&s->sampler);
   monitor_reset(&s->monitor);
   if ((unsigned)s->opt.gear < GB_GEAR_COUNT) {
@@ -351,19 +385,25 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   const uint64_t needed = (uint64_t)s->pos + (s->pending >= 0 ? 1 : 0) + (n - 1);
   GB_RETURN_IF(needed >= s->n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->pos,
                s->n_ctx);
+  const uint64_t adding = needed - s->pos;
+  GB_RETURN_IF(!s->opt.kv.evict && adding > kv_room(&s->kv), s->log, GB_ERR_CONTEXT_FULL,
+               "gb_prefill: %zu tokens do not fit in the KV pool (room for %u more at minimum precision)", n, kv_room(&s->kv));
   // §4: the first prefill of an auto session calibrates the thresholds from
   // the entropies of its positions (computing their logits).
   const bool calib = s->calib && !s->monitor.calibrated;
   size_t nc = 0;
   auto run = [&](int32_t t) {
-    forward(s, t, calib);
+    const gb_status st = forward(s, t, calib);
+    if (st != GB_OK) return st;
     if (calib) {
       nan_guard(s->logits, V);
       s->calib[nc++] = entropy_bits(s->logits, V);
     }
+    return GB_OK;
   };
-  if (s->pending >= 0) run(s->pending);
-  for (size_t i = 0; i + 1 < n; i++) run(tokens[i]);
+  if (s->pending >= 0) GB_TRY(run(s->pending));
+  s->pending = -1;
+  for (size_t i = 0; i + 1 < n; i++) GB_TRY(run(tokens[i]));
   s->pending = tokens[n - 1];
   if (calib && monitor_calibrate(&s->monitor, s->calib, nc))
     s->log.log(GB_LOG_INFO, "monitor calibrated from %zu prefill entropies: theta_low %.3f, theta_high %.3f bits", nc,
@@ -396,7 +436,8 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
   const uint32_t pos = s->pos;
-  const StepResult sr = step(s, s->pending);
+  StepResult sr;
+  GB_TRY(step(s, s->pending, &sr));
   const int32_t next = sampler_sample(&s->sampler, s->logits);
   s->pending = next;
   if (token_out) *token_out = next;
@@ -412,7 +453,8 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->n_ctx);
   s->pending = -1;
   const uint32_t pos = s->pos;
-  const StepResult sr = step(s, token);
+  StepResult sr;
+  GB_TRY(step(s, token, &sr));
   fill_info(s, info, -1, pos, sr, t0);
   return GB_OK;
 }

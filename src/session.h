@@ -34,11 +34,10 @@ struct gb_session {
   float *q;          // (q_dim)
   float *kt;         // (kv_dim) this token's key before it is stored
   float *vt;         // (kv_dim)
-  float *att;        // (n_heads, n_ctx) attention scores
   float *logits;     // (vocab)
   float *rope_freq;  // (rope_dim / 2) inverse frequencies
   gb_q8x_block *xq;  // (max(dim, q_dim, hidden) / 32) quantized activations
-  gb::KvCache kv;
+  gb::KvPool kv;     // the KV pool (issue #6) and attention scratch
   gb::Sampler sampler;
   gb::Monitor monitor;
 
@@ -69,7 +68,8 @@ struct gb_session {
 namespace gb {
 // Run one token at position s->pos through the model: s->logits gets the
 // next-token logits and s->pos advances. Caller checks pos < n_ctx.
-void forward(gb_session *s, int32_t token, bool want_logits);
+// GB_ERR_CONTEXT_FULL (nothing run) when the KV pool has no room.
+gb_status forward(gb_session *s, int32_t token, bool want_logits);
 // Point the session's matrices at gear g (no copy).
 void set_gear(gb_session *s, gb_gear g);
 // The precision manager's shift: set_gear, hint the new tier in (unless it

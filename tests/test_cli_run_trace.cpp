@@ -66,7 +66,8 @@ std::vector<std::string> split(const std::string &s, char sep) {
 
 const char kHeader[] =
     "step,pos,token,gear,next_gear,predicted_gear,shifted,tokens_in_gear,entropy,entropy_smoothed,theta_low,theta_high,"
-    "catastrophic,weight_bytes_read,resident_weight_bytes,step_us";
+    "catastrophic,weight_bytes_read,resident_weight_bytes,step_us,kv_tokens,kv_bytes_used,kv_pool_bytes,kv_bits_per_element,"
+    "kv_at_2,kv_at_3,kv_at_4,kv_at_8,kv_at_16,kv_at_32,kv_reallocations,kv_requantized,kv_evicted";
 
 // The value of attribute `points` of the element with id="id" (empty if absent).
 std::string points_of(const std::string &svg, const std::string &id) {
@@ -101,12 +102,16 @@ TEST_F(CliRunTrace, CsvHasOneRowPerStepAndConsistentColumns) {
   ASSERT_EQ(lines.size(), 41u);
   EXPECT_EQ(lines[0], kHeader);
   const size_t n_cols = split(kHeader, ',').size();
-  ASSERT_EQ(n_cols, 16u);
+  ASSERT_EQ(n_cols, 29u);
   const std::set<std::string> gears = {"low", "mid", "high"};
   std::string prev_next;
   for (size_t i = 1; i < lines.size(); i++) {
     const std::vector<std::string> c = split(lines[i], ',');
     ASSERT_EQ(c.size(), n_cols) << "row " << i << ": " << lines[i];
+    // The KV pool (f32 cache by default): one more token per step, within the pool.
+    EXPECT_EQ(atoi(c[16].c_str()), (int)i) << lines[i];
+    EXPECT_LE(strtoull(c[17].c_str(), nullptr, 10), strtoull(c[18].c_str(), nullptr, 10)) << lines[i];
+    EXPECT_EQ(atoi(c[26].c_str()), 0) << lines[i];
     EXPECT_EQ(atoi(c[0].c_str()), (int)i - 1) << lines[i];
     const std::string &gear = c[3], &next = c[4], &pred = c[5];
     EXPECT_TRUE(gears.count(gear)) << lines[i];

@@ -153,10 +153,14 @@ std::vector<Entry> all_kernels() {
 #define GB_GEMV(fmt, isa, req) v.push_back({#fmt "_gemv__" #isa, req, 0, fmt_of(#fmt), gb_##fmt##_gemv__##isa, nullptr, nullptr});
 #define GB_ROW(fmt, isa, req) v.push_back({#fmt "_row_to_f32__" #isa, req, 1, fmt_of(#fmt), nullptr, gb_##fmt##_row_to_f32__##isa, nullptr});
 #define GB_QUANT_ACT(isa, req) v.push_back({"q8x_quantize__" #isa, req, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
+#define GB_ATTN(isa, req)        // tests/test_attention.cpp
+#define GB_KV_DEQUANT(isa, req)  // tests/test_attention.cpp
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_ATTN
+#undef GB_KV_DEQUANT
   return v;
 }
 

@@ -21,6 +21,20 @@ bool cli_parse_f32(const char *cmd, const char *opt, const char *s, float *out);
 // "low" | "mid" | "high" | "f32" | "auto"
 bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out);
 const char *cli_gear_name(int g);
+// KV pool options shared by run and perplexity: --kv-budget BETA,
+// --kv-bytes N, --kv-policy NAME, --kv-window N, --kv-critical N,
+// --kv-tail N, --kv-evict, --kv-asym. Returns 2 for a flag, 1 for an
+// option that took the value v, 0 when o is not a kv option, -1 on error
+// (printed).
+int cli_parse_kv_option(const char *cmd, const char *o, const char *v, gb_kv_options *kv);
+const char *cli_kv_policy_name(int p);
+#define CLI_KV_USAGE                                                                                  \
+  "  --kv-policy NAME  KV cache: default, f32, f16, uniform8, uniform4, uniform3, uniform2, seed,\n"  \
+  "                    window, recency (default: f32 without a budget, window with one)\n"          \
+  "  --kv-budget BETA  KV pool = BETA x the fp16 cache of the context (--kv-bytes N: N bytes)\n"     \
+  "  --kv-window N     recent tokens kept at 8 bits (window, recency); --kv-critical N prefix\n"    \
+  "                    tokens at 8 bits (default 4); --kv-tail N; --kv-asym keys >= 3 bits;\n"      \
+  "                    --kv-evict evict the least important token when the pool is full\n"
 
 // Library log sink of the tool: warnings to stderr, the last error kept for
 // cli_detail(), which formats "status (library message)" for one error line.

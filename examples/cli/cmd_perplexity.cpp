@@ -17,7 +17,10 @@ namespace {
 int ppl_usage() {
   fprintf(stderr,
           "usage: gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N]\n"
-          "                         [--max-tokens N] [--threads N] [--managed all|attn] [--no-kl] [--json FILE]\n");
+          "                         [--max-tokens N] [--threads N] [--managed all|attn] [--no-kl] [--json FILE]\n"
+          "                         [--kv-policy NAME] [--kv-budget BETA | --kv-bytes N] [--kv-window N] [--kv-evict]\n"
+          "With a --kv-* option the KL reference is the same gear with an f32 KV cache (else the f32 tier).\n"
+          CLI_KV_USAGE);
   return 1;
 }
 
@@ -63,6 +66,10 @@ int gb_cli_perplexity(int argc, char **argv) {
     bool ok = true;
     if (!strcmp(o, "--help")) return ppl_usage(), 0;
     if (!strcmp(o, "--no-kl")) { want_kl = false; continue; }
+    const int kr = cli_parse_kv_option(C, o, v, &so.kv);
+    if (kr < 0) return 1;
+    if (kr == 2) continue;
+    if (kr == 1) { i++; continue; }
     if (!v) return cli_error(C, "option %s needs a value", o);
     if (!strcmp(o, "-m")) model = v;
     else if (!strcmp(o, "-f")) text_path = v;
@@ -101,15 +108,25 @@ int gb_cli_perplexity(int argc, char **argv) {
   gb_session *s = nullptr, *ref = nullptr;
   gb_status st = toks ? gb_tokenize(m, text, text_len, GB_TOKENIZE_ADD_BOS, toks, cap, &n_tok) : GB_ERR_OUT_OF_MEMORY;
   if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
-  // The reference of the KL: the f32 tier (else high), same tokens, lockstep.
-  const gb_gear ref_gear = (mi.gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : GB_GEAR_HIGH;
-  want_kl = want_kl && so.gear != ref_gear;
+  // The reference of the KL: the f32 tier (else high), same tokens, lockstep;
+  // with KV options: the same gear with an f32 KV cache (no budget).
+  const bool kv_mode = so.kv.policy != GB_KV_DEFAULT || so.kv.beta > 0.0f || so.kv.pool_bytes > 0;
+  const gb_gear ref_gear = kv_mode ? so.gear : (mi.gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : GB_GEAR_HIGH;
+  want_kl = want_kl && (kv_mode || so.gear != ref_gear);
   if (st == GB_OK && want_kl) {
     gb_session_options ro = so;
     ro.gear = ref_gear;
-    ro.managed = GB_MANAGED_ALL;  // every matrix on the reference tier
+    if (!kv_mode) ro.managed = GB_MANAGED_ALL;  // every matrix on the reference tier
+    gb_session_options dflt;
+    gb_session_options_init(&dflt);
+    ro.kv = dflt.kv;
     st = gb_session_create(m, &ro, nullptr, 0, &ref);
   }
+  uint64_t kv_pool = 0;
+  if (st == GB_OK) st = gb_kv_pool_size(m, &so, &kv_pool, nullptr);
+  const double fp16_kv = 2.0 * mi.n_layers * ctx * mi.n_kv_heads * mi.head_dim * 2.0;
+  double kv_bits = 0.0, nll_ref = 0.0;
+  uint64_t kv_evicted = 0, kv_reallocs = 0;
   int rc = 0;
   double nll = 0.0, kl = 0.0;
   uint64_t scored = 0, bytes = 0, weights = 0, per_gear[GB_GEAR_COUNT] = {0}, shifts = 0;
@@ -133,7 +150,11 @@ int gb_cli_perplexity(int argc, char **argv) {
         st = gb_feed(ref, prev, &ri);
         if (st != GB_OK) { rc = cli_error(C, "%s", cli_detail(st)); break; }
         kl += kl_of(ri.logits, info.logits, info.n_vocab);
+        nll_ref += nll_of(ri.logits, ri.n_vocab, toks[i]);
       }
+      kv_bits += info.kv_bits_per_element;
+      kv_evicted = info.kv_evicted > kv_evicted ? info.kv_evicted : kv_evicted;
+      kv_reallocs = info.kv_reallocations > kv_reallocs ? info.kv_reallocations : kv_reallocs;
       scored++;
       bytes += info.weight_bytes_read;
       weights += info.weights_read;
@@ -150,6 +171,11 @@ int gb_cli_perplexity(int argc, char **argv) {
            cli_gear_name(so.gear), ppl, mean, mkl, cli_gear_name(ref_gear), (unsigned long long)scored, bpw);
     printf("gear fraction: low %.3f mid %.3f high %.3f f32 %.3f   shifts/100 tokens %.2f\n", (double)per_gear[0] / scored,
            (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
+    if (kv_mode)
+      printf("kv %s: pool %llu bytes (beta %.4f of fp16 at ctx %u), %.3f bits/element on average, nll vs f32 cache %+.5f, "
+             "evicted %llu\n",
+             cli_kv_policy_name(so.kv.policy), (unsigned long long)kv_pool, kv_pool / fp16_kv, ctx, kv_bits / scored,
+             ref ? mean - nll_ref / scored : 0.0, (unsigned long long)kv_evicted);
     if (json) {
       FILE *f = fopen(json, "w");
       if (!f) {
@@ -159,10 +185,14 @@ int gb_cli_perplexity(int argc, char **argv) {
                 "{\"model\": \"%s\", \"policy\": \"%s\", \"managed\": \"%s\", \"ctx\": %u, \"ppl\": %.6f, \"nll\": %.6f, "
                 "\"kl\": %.8f, \"kl_ref\": \"%s\", \"tokens\": %llu, "
                 "\"bits_per_weight\": %.4f, \"gear_fraction\": {\"low\": %.4f, \"mid\": %.4f, \"high\": %.4f, \"f32\": %.4f}, "
-                "\"shifts_per_100\": %.3f}\n",
+                "\"shifts_per_100\": %.3f, \"kv_policy\": \"%s\", \"kv_beta\": %.4f, \"kv_pool_bytes\": %llu, "
+                "\"kv_pool_beta\": %.5f, \"kv_bits_per_element\": %.4f, \"nll_ref\": %.6f, \"kv_evicted\": %llu, "
+                "\"kv_reallocations\": %llu}\n",
                 mi.name, cli_gear_name(so.gear), so.managed == GB_MANAGED_ALL ? "all" : "attn", ctx, ppl, mean, mkl,
-                cli_gear_name(ref_gear), (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
-                (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
+                kv_mode ? "f32-kv" : cli_gear_name(ref_gear), (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
+                (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored,
+                cli_kv_policy_name(so.kv.policy), (double)so.kv.beta, (unsigned long long)kv_pool, kv_pool / fp16_kv,
+                kv_bits / scored, ref ? nll_ref / scored : 0.0, (unsigned long long)kv_evicted, (unsigned long long)kv_reallocs);
         fclose(f);
       }
     }

@@ -29,13 +29,15 @@ int run_usage() {
           "                  [--deterministic]\n"
           "  --trace FILE.csv  one row of telemetry per decode step\n"
           "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"
-          "  --deterministic   portable generic kernels only: the same tokens on every CPU\n");
+          "  --deterministic   portable generic kernels only: the same tokens on every CPU\n"
+          CLI_KV_USAGE);
   return 1;
 }
 
 const char kTraceHeader[] =
     "step,pos,token,gear,next_gear,predicted_gear,shifted,tokens_in_gear,entropy,entropy_smoothed,theta_low,theta_high,"
-    "catastrophic,weight_bytes_read,resident_weight_bytes,step_us\n";
+    "catastrophic,weight_bytes_read,resident_weight_bytes,step_us,kv_tokens,kv_bytes_used,kv_pool_bytes,kv_bits_per_element,"
+    "kv_at_2,kv_at_3,kv_at_4,kv_at_8,kv_at_16,kv_at_32,kv_reallocations,kv_requantized,kv_evicted\n";
 
 // An output file written as PATH.tmp and renamed over PATH by commit().
 // Created when the run starts (so an unwritable path fails early); removed
@@ -90,6 +92,10 @@ int gb_cli_run(int argc, char **argv) {
     if (!strcmp(o, "--quiet")) { a.quiet = true; continue; }
     if (!strcmp(o, "--gumbel")) { so.sampler.method = GB_SAMPLE_GUMBEL; continue; }
     if (!strcmp(o, "--deterministic")) { so.deterministic = 1; continue; }
+    const int kr = cli_parse_kv_option(C, o, v, &so.kv);
+    if (kr < 0) return 1;
+    if (kr == 2) continue;
+    if (kr == 1) { i++; continue; }
     if (!v) return cli_error(C, "option %s needs a value", o);
     if (!strcmp(o, "-m")) a.model = v;
     else if (!strcmp(o, "-p")) a.prompt = v;
@@ -159,6 +165,8 @@ int gb_cli_run(int argc, char **argv) {
       prev = prompt[i];
     }
     uint32_t per_gear[GB_GEAR_COUNT] = {0}, shifts = 0, made = 0;
+    gb_step_info last;
+    memset(&last, 0, sizeof last);
     uint64_t total_ns = 0;
     for (uint32_t step = 0; step < a.n; step++) {
       gb_step_info info;
@@ -175,12 +183,17 @@ int gb_cli_run(int argc, char **argv) {
       shifts += info.shifted;
       total_ns += info.step_ns;
       strip[made++] = "LMHF"[g];
+      last = info;
       if (trace.f)
-        fprintf(trace.f, "%u,%u,%d,%s,%s,%s,%u,%u,%.5f,%.5f,%.5f,%.5f,%u,%llu,%llu,%.1f\n", step, info.pos, tok,
-                cli_gear_name(info.gear), cli_gear_name(info.next_gear), cli_gear_name(info.predicted_gear), info.shifted,
-                info.tokens_in_gear, (double)info.entropy, (double)info.entropy_smoothed, (double)info.theta_low,
+        fprintf(trace.f, "%u,%u,%d,%s,%s,%s,%u,%u,%.5f,%.5f,%.5f,%.5f,%u,%llu,%llu,%.1f,%u,%llu,%llu,%.4f,%u,%u,%u,%u,%u,%u,%llu,%llu,%llu\n",
+                step, info.pos, tok, cli_gear_name(info.gear), cli_gear_name(info.next_gear), cli_gear_name(info.predicted_gear),
+                info.shifted, info.tokens_in_gear, (double)info.entropy, (double)info.entropy_smoothed, (double)info.theta_low,
                 (double)info.theta_high, info.catastrophic, (unsigned long long)info.weight_bytes_read,
-                (unsigned long long)info.resident_weight_bytes, (double)info.step_ns / 1e3);
+                (unsigned long long)info.resident_weight_bytes, (double)info.step_ns / 1e3, info.kv_tokens,
+                (unsigned long long)info.kv_bytes_used, (unsigned long long)info.kv_pool_bytes, (double)info.kv_bits_per_element,
+                info.kv_tokens_at_bits[0], info.kv_tokens_at_bits[1], info.kv_tokens_at_bits[2], info.kv_tokens_at_bits[3],
+                info.kv_tokens_at_bits[4], info.kv_tokens_at_bits[5], (unsigned long long)info.kv_reallocations,
+                (unsigned long long)info.kv_requantized, (unsigned long long)info.kv_evicted);
       if (a.plot) {
         CliPlotStep p;
         p.gear = info.gear;
@@ -207,6 +220,14 @@ int gb_cli_run(int argc, char **argv) {
       fprintf(stderr, "policy %s: %u tokens, low %.0f%% mid %.0f%% high %.0f%% f32 %.0f%%, %u shifts, %.1f tok/s\n",
               cli_gear_name(so.gear), made, 100.0 * per_gear[0] / made, 100.0 * per_gear[1] / made, 100.0 * per_gear[2] / made,
               100.0 * per_gear[3] / made, shifts, total_ns ? made / (total_ns / 1e9) : 0.0);
+      fprintf(stderr,
+              "kv %s: %u tokens cached, %llu of %llu pool bytes, %.2f bits/element (2/3/4/8/16/32-bit token-layers %u/%u/%u/%u/%u/%u), "
+              "%llu reallocations, %llu step-downs, %llu evicted\n",
+              cli_kv_policy_name(so.kv.policy), last.kv_tokens, (unsigned long long)last.kv_bytes_used,
+              (unsigned long long)last.kv_pool_bytes, (double)last.kv_bits_per_element, last.kv_tokens_at_bits[0],
+              last.kv_tokens_at_bits[1], last.kv_tokens_at_bits[2], last.kv_tokens_at_bits[3], last.kv_tokens_at_bits[4],
+              last.kv_tokens_at_bits[5], (unsigned long long)last.kv_reallocations, (unsigned long long)last.kv_requantized,
+              (unsigned long long)last.kv_evicted);
     }
     if (rc == 0 && trace.f && !trace.commit()) rc = cli_error(C, "cannot write trace file '%s': %s", a.trace, strerror(errno));
     if (rc == 0 && a.plot) {

@@ -67,6 +67,41 @@ bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out) {
   return false;
 }
 
+const char *cli_kv_policy_name(int p) {
+  static const char *const n[] = {"default", "f32", "f16", "uniform8", "uniform4", "uniform3", "uniform2", "seed", "window", "recency"};
+  return p >= 0 && p <= GB_KV_RECENCY ? n[p] : "?";
+}
+
+int cli_parse_kv_option(const char *cmd, const char *o, const char *v, gb_kv_options *kv) {
+  if (!strcmp(o, "--kv-evict")) return kv->evict = 1, 2;
+  if (!strcmp(o, "--kv-asym")) return kv->asymmetric = 1, 2;
+  if (strncmp(o, "--kv-", 5) != 0) return 0;
+  if (!v) return cli_error(cmd, "option %s needs a value", o), -1;
+  bool ok = true;
+  if (!strcmp(o, "--kv-budget")) {
+    ok = cli_parse_f32(cmd, o, v, &kv->beta);
+    if (ok && !(kv->beta > 0.0f)) return cli_error(cmd, "--kv-budget must be > 0"), -1;
+  } else if (!strcmp(o, "--kv-bytes")) {
+    ok = cli_parse_u64(cmd, o, v, &kv->pool_bytes);
+  } else if (!strcmp(o, "--kv-window")) {
+    ok = cli_parse_u32(cmd, o, v, &kv->window);
+  } else if (!strcmp(o, "--kv-critical")) {
+    ok = cli_parse_u32(cmd, o, v, &kv->k_critical);
+  } else if (!strcmp(o, "--kv-tail")) {
+    ok = cli_parse_u32(cmd, o, v, &kv->k_tail);
+  } else if (!strcmp(o, "--kv-policy")) {
+    for (int p = 0; p <= GB_KV_RECENCY; p++)
+      if (!strcmp(v, cli_kv_policy_name(p))) {
+        kv->policy = (gb_kv_policy)p;
+        return 1;
+      }
+    return cli_error(cmd, "unknown kv policy '%s' (default, f32, f16, uniform8, uniform4, uniform3, uniform2, seed, window, recency)", v), -1;
+  } else {
+    return cli_error(cmd, "unknown option '%s'", o), -1;
+  }
+  return ok ? 1 : -1;
+}
+
 namespace {
 char g_last_error[512];  // the library's last error line (tool-only state)
 }
