@@ -12,12 +12,16 @@ constexpr int fmt_index(const char *f) {
 extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
   memset(k, 0, sizeof(*k));
   const uint32_t avail = isa_available | GB_ISA_GENERIC;
+  const char *gemv_isa[GB_FMT_COUNT] = {nullptr, nullptr, nullptr, nullptr};  // folder of each chosen gemv
+  // Pass 1: the last available entry of each slot wins.
 #define GB_GEMV(fmt, isa, req)                          \
   if (((req) & avail) == (req)) {                       \
     k->gemv[fmt_index(#fmt)] = gb_##fmt##_gemv__##isa;  \
     k->name[fmt_index(#fmt)] = #fmt "_gemv__" #isa;     \
+    gemv_isa[fmt_index(#fmt)] = #isa;                   \
     k->isa_mask |= (req);                               \
   }
+#define GB_GEMVM(fmt, isa, req)
 #define GB_ROW(fmt, isa, req)                                                            \
   if (((req) & avail) == (req)) {                                                        \
     k->row_to_f32[fmt_index(#fmt)] = gb_##fmt##_row_to_f32__##isa;                       \
@@ -42,6 +46,23 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
   }
 #include "kernels.inc"
 #undef GB_GEMV
+#undef GB_GEMVM
+#undef GB_ROW
+#undef GB_QUANT_ACT
+  // Pass 2: gemv and gemvm of each format from the same folder, so that the
+  // multi-position pass equals the one-position one bit for bit.
+#define GB_GEMV(fmt, isa, req)
+#define GB_GEMVM(fmt, isa, req)                                                              \
+  if (((req) & avail) == (req) && strcmp(gemv_isa[fmt_index(#fmt)], #isa) == 0) {           \
+    k->gemvm[fmt_index(#fmt)] = gb_##fmt##_gemvm__##isa;                                    \
+    k->gemvm_name[fmt_index(#fmt)] = #fmt "_gemvm__" #isa;                                  \
+    k->isa_mask |= (req);                                                                    \
+  }
+#define GB_ROW(fmt, isa, req)
+#define GB_QUANT_ACT(isa, req)
+#include "kernels.inc"
+#undef GB_GEMV
+#undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN

@@ -38,6 +38,25 @@ typedef struct gb_q8x_block {
 typedef void (*gb_gemv_fn)(float *y, const uint8_t *W, const float *x, const gb_q8x_block *xq,
                            size_t row_begin, size_t row_end, size_t cols);
 
+/* Multi-position GEMV (speculative verify: m = draft length + 1 positions
+ * through one pass over the weights):
+ *   Y[i*ldy + r] = sum_c W[r][c] * X_i[c]  for positions i < m and rows
+ *   r in [row_begin, row_end); 1 <= m <= GB_GEMVM_MAX_M.
+ * X: m activation vectors of cols floats, X_i = X + i*ldx (f32 / f16);
+ * XQ: m quantized vectors of ceil(cols/32) blocks, XQ_i = XQ + i*ldxq (q8 /
+ * q4). Y is indexed by absolute row; ldy >= row_end. Only Y[i*ldy + r] for
+ * r in the range are written.
+ * Bit-identical, position by position, to the gemv kernel of the same folder
+ * called with the same row range (and so to the dispatch slot's gemv when
+ * both are chosen together: gb_kernels_select pairs them by folder). Each
+ * weight is loaded from memory once per call; it may be re-read from cache
+ * once per chunk of positions that fits the register file.
+ * Over-read allowance: none. */
+#define GB_GEMVM_MAX_M 16
+typedef void (*gb_gemvm_fn)(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                            const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
+                            size_t cols);
+
 /* Quantize n floats into ceil(n/32) activation blocks. */
 typedef void (*gb_quantize_act_fn)(gb_q8x_block *out, const float *x, size_t n);
 
@@ -127,8 +146,10 @@ enum { GB_FMT_F32 = 0, GB_FMT_F16 = 1, GB_FMT_Q8 = 2, GB_FMT_Q4 = 3, GB_FMT_COUN
 
 typedef struct gb_kernels {
   const char *name[GB_FMT_COUNT];  /* name of the gemv chosen per format   */
+  const char *gemvm_name[GB_FMT_COUNT]; /* and of its gemvm (same folder) */
   uint32_t isa_mask;               /* every ISA a chosen kernel uses       */
   gb_gemv_fn gemv[GB_FMT_COUNT];
+  gb_gemvm_fn gemvm[GB_FMT_COUNT]; /* NULL where gemv's folder has none    */
   gb_row_to_f32_fn row_to_f32[GB_FMT_COUNT];
   gb_quantize_act_fn quantize_act;
   gb_attn_run_fn attn_run;         /* fused attention over packed records */
@@ -141,6 +162,10 @@ typedef struct gb_kernels {
 #define GB_GEMV(fmt, isa, req)                                                                  \
   void gb_##fmt##_gemv__##isa(float *y, const uint8_t *W, const float *x, const gb_q8x_block *xq, \
                               size_t row_begin, size_t row_end, size_t cols);
+#define GB_GEMVM(fmt, isa, req)                                                                    \
+  void gb_##fmt##_gemvm__##isa(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,     \
+                               const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
+                               size_t row_end, size_t cols);
 #define GB_ROW(fmt, isa, req) void gb_##fmt##_row_to_f32__##isa(float *out, const uint8_t *row, size_t cols);
 #define GB_QUANT_ACT(isa, req) void gb_q8x_quantize__##isa(gb_q8x_block *out, const float *x, size_t n);
 #define GB_ATTN(isa, req)                                                                                  \
@@ -153,14 +178,16 @@ typedef struct gb_kernels {
                             uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
 #include "kernels.inc"
 #undef GB_GEMV
+#undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN
 #undef GB_KV_DEQUANT
 
 /* Fill *k with the best kernel of each slot whose ISA requirement is in
- * `isa_available` (GB_ISA_GENERIC is always assumed). max_isa_mask limits
- * the choice further (e.g. tests forcing the generic table: GB_ISA_GENERIC). */
+ * `isa_available` (GB_ISA_GENERIC is always assumed; pass GB_ISA_GENERIC
+ * alone for the generic table). gemvm[f] is the gemvm of the folder whose
+ * gemv was chosen for format f (bit-identity), NULL if that folder has none. */
 void gb_kernels_select(gb_kernels *k, uint32_t isa_available);
 
 #ifdef __cplusplus

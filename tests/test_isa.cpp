@@ -38,12 +38,14 @@ std::string isa_list(uint32_t bits) {
 uint32_t isas_with_kernels() {
   uint32_t m = 0;
 #define GB_GEMV(fmt, isa, req) m |= (req);
+#define GB_GEMVM(fmt, isa, req) m |= (req);
 #define GB_ROW(fmt, isa, req) m |= (req);
 #define GB_QUANT_ACT(isa, req) m |= (req);
 #define GB_ATTN(isa, req) m |= (req);
 #define GB_KV_DEQUANT(isa, req) m |= (req);
 #include "kernels.inc"
 #undef GB_GEMV
+#undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN

@@ -151,17 +151,25 @@ uint32_t fmt_of(const char *f) { return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f
 std::vector<Entry> all_kernels() {
   std::vector<Entry> v;
 #define GB_GEMV(fmt, isa, req) v.push_back({#fmt "_gemv__" #isa, req, 0, fmt_of(#fmt), gb_##fmt##_gemv__##isa, nullptr, nullptr});
+#define GB_GEMVM(fmt, isa, req)
 #define GB_ROW(fmt, isa, req) v.push_back({#fmt "_row_to_f32__" #isa, req, 1, fmt_of(#fmt), nullptr, gb_##fmt##_row_to_f32__##isa, nullptr});
 #define GB_QUANT_ACT(isa, req) v.push_back({"q8x_quantize__" #isa, req, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
 #define GB_ATTN(isa, req)        // tests/test_attention.cpp
 #define GB_KV_DEQUANT(isa, req)  // tests/test_attention.cpp
 #include "kernels.inc"
 #undef GB_GEMV
+#undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN
 #undef GB_KV_DEQUANT
   return v;
+}
+
+// The instruction-set folder of a kernel: its name after "__".
+std::string isa_of(const char *name) {
+  const char *p = strstr(name, "__");
+  return p ? std::string(p + 2) : std::string();
 }
 
 TEST(Kernels, EverySimdVariantMatchesGeneric) {
@@ -234,6 +242,135 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
     }
   }
   printf("%d non-generic kernels tested on this CPU\n", tested);
+}
+
+// ---- multi-position GEMV ----------------------------------------------------
+
+struct GemvmEntry {
+  std::string name;
+  uint32_t req;
+  uint32_t fmt;
+  gb_gemvm_fn fn;
+};
+
+std::vector<GemvmEntry> all_gemvm() {
+  std::vector<GemvmEntry> v;
+#define GB_GEMV(fmt, isa, req)
+#define GB_GEMVM(fmt, isa, req) v.push_back({#fmt "_gemvm__" #isa, req, fmt_of(#fmt), gb_##fmt##_gemvm__##isa});
+#define GB_ROW(fmt, isa, req)
+#define GB_QUANT_ACT(isa, req)
+#include "kernels.inc"
+#undef GB_GEMV
+#undef GB_GEMVM
+#undef GB_ROW
+#undef GB_QUANT_ACT
+  return v;
+}
+
+// The gemv of format fmt in folder isa (nullptr if none).
+gb_gemv_fn gemv_of(uint32_t fmt, const std::string &isa) {
+  for (const Entry &e : all_kernels())
+    if (e.op == 0 && e.fmt == fmt && isa_of(e.name.c_str()) == isa) return e.gemv;
+  return nullptr;
+}
+
+// Every gemvm against its own folder's gemv called once per position: equal
+// bit for bit (the speculative verify must reproduce token-by-token decoding
+// exactly), strided inputs and outputs, row ranges not starting at 0,
+// canaries around every output row range.
+TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  gb_kernels k;  // the session's quantizer, as forward.cpp quantizes x
+  gb_kernels_select(&k, cpu);
+  const size_t kMs[] = {1, 2, 3, 4, 5, 8, 9, 16};
+  std::vector<size_t> row_counts;
+  for (size_t r = 1; r <= 17; r++) row_counts.push_back(r);
+  row_counts.push_back(64);
+  int tested = 0;
+  for (const GemvmEntry &e : all_gemvm()) {
+    if ((e.req & cpu) != e.req) {
+      printf("skipping %s: this CPU lacks its ISA (features 0x%x)\n", e.name.c_str(), cpu);
+      continue;
+    }
+    const gb_gemv_fn gemv = gemv_of(e.fmt, isa_of(e.name.c_str()));
+    ASSERT_NE(gemv, nullptr) << e.name << " has no gemv in its folder";
+    const uint32_t seed = seed_for(e.name.c_str());
+    printf("testing %s (seed %u)\n", e.name.c_str(), seed);
+    std::mt19937 rng(seed);
+    tested++;
+    const bool blocks = e.fmt >= gb::kFmtQ8;
+    for (size_t cols : kCols) {
+      const size_t nb = (cols + 31) / 32;
+      const size_t ldx = cols + 5, ldxq = nb + 2;
+      // Padding between positions: NaN floats and NaN-scaled blocks, so a
+      // kernel reading past a position's vector cannot stay bit-identical.
+      std::vector<float> X(GB_GEMVM_MAX_M * ldx, NAN);
+      std::vector<gb_q8x_block> XQ(GB_GEMVM_MAX_M * ldxq);
+      memset(XQ.data(), 0xff, XQ.size() * sizeof XQ[0]);
+      for (size_t i = 0; i < GB_GEMVM_MAX_M; i++) {
+        const std::vector<float> x = make_vector(cols, rng);
+        memcpy(&X[i * ldx], x.data(), cols * sizeof(float));
+        k.quantize_act(&XQ[i * ldxq], x.data(), cols);
+      }
+      const float *Xp = blocks ? nullptr : X.data();
+      const gb_q8x_block *XQp = blocks ? XQ.data() : nullptr;
+      for (size_t rows : row_counts) {
+        const Matrix W = make_matrix(e.fmt, rows, cols, rng);
+        const size_t ranges[2][2] = {{0, rows}, {rows / 3, rows - rows / 4}};
+        for (const auto &range : ranges) {
+          const size_t r0 = range[0], r1 = range[1];
+          for (size_t m : kMs) {
+            const size_t ldy = rows + 3;
+            std::vector<float> want(m * ldy + 8, -3.0f), got(m * ldy + 8, -3.0f);
+            for (size_t i = 0; i < m; i++)
+              gemv(&want[i * ldy], W.bytes.data(), Xp ? Xp + i * ldx : nullptr, XQp ? XQp + i * ldxq : nullptr, r0, r1,
+                   cols);
+            e.fn(got.data(), ldy, W.bytes.data(), Xp, ldx, XQp, ldxq, m, r0, r1, cols);
+            if (memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
+              size_t j = 0;
+              while (memcmp(&want[j], &got[j], sizeof(float)) == 0) j++;
+              FAIL() << e.name << " cols " << cols << " rows " << rows << " range [" << r0 << ", " << r1 << ") m " << m
+                     << ": first difference at position " << j / ldy << " row " << j % ldy << ": gemv " << want[j]
+                     << ", gemvm " << got[j] << (j % ldy < r0 || j % ldy >= r1 || j >= m * ldy ? " (outside the range)" : "");
+            }
+          }
+        }
+      }
+    }
+  }
+  printf("%d gemvm kernels tested on this CPU\n", tested);
+}
+
+// For every combination of the ISA bits this build has kernels for, the
+// dispatcher pairs each format's gemv with the gemvm of the same folder.
+TEST(Kernels, DispatchPairsGemvmWithGemvOfTheSameFolder) {
+  uint32_t bits = 0;
+  for (const Entry &e : all_kernels()) bits |= e.req;
+  for (const GemvmEntry &e : all_gemvm()) bits |= e.req;
+  bits &= ~(uint32_t)GB_ISA_GENERIC;
+  const std::vector<GemvmEntry> ms = all_gemvm();
+  uint32_t s = 0;
+  int masks = 0;
+  do {  // every subset s of bits
+    const uint32_t avail = s | GB_ISA_GENERIC;
+    gb_kernels k;
+    gb_kernels_select(&k, avail);
+    EXPECT_EQ(k.isa_mask & ~avail, 0u) << "mask 0x" << std::hex << avail;
+    for (uint32_t f = 0; f < GB_FMT_COUNT; f++) {
+      ASSERT_NE(k.gemv[f], nullptr);
+      ASSERT_NE(k.gemvm[f], nullptr) << k.name[f] << " has no gemvm (mask 0x" << std::hex << avail << ")";
+      const std::string isa = isa_of(k.name[f]);
+      EXPECT_EQ(isa, isa_of(k.gemvm_name[f])) << k.name[f] << " paired with " << k.gemvm_name[f];
+      gb_gemvm_fn want = nullptr;
+      for (const GemvmEntry &e : ms)
+        if (e.fmt == f && isa_of(e.name.c_str()) == isa) want = e.fn;
+      EXPECT_EQ(k.gemvm[f], want) << k.gemvm_name[f];
+      EXPECT_EQ(k.gemv[f], gemv_of(f, isa)) << k.name[f];
+    }
+    masks++;
+    s = (s - bits) & bits;
+  } while (s != 0);
+  printf("%d ISA masks checked\n", masks);
 }
 
 // The dispatcher never picks a kernel whose ISA is missing, and picks the

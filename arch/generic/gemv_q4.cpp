@@ -23,6 +23,34 @@ extern "C" void gb_q4_gemv__generic(float *y, const uint8_t *W, const float *, c
   }
 }
 
+// Multi-position: each weight block is unpacked once and dotted with the m
+// positions' blocks; per position the same exact isum and float multiply-add.
+extern "C" void gb_q4_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+                                     size_t row_end, size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *blk = W + r * nb * 18;
+    float acc[GB_GEMVM_MAX_M];
+    for (size_t i = 0; i < m; i++) acc[i] = 0.0f;
+    for (size_t b = 0; b < nb; b++, blk += 18) {
+      const float d = gb::f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+      int32_t w[32];
+      for (int j = 0; j < 16; j++) {
+        w[j] = (int32_t)(blk[2 + j] & 15) - 8;
+        w[j + 16] = (int32_t)(blk[2 + j] >> 4) - 8;
+      }
+      for (size_t i = 0; i < m; i++) {
+        const gb_q8x_block &xb = XQ[i * ldxq + b];
+        int32_t isum = 0;
+        for (int j = 0; j < 32; j++) isum += w[j] * (int32_t)xb.qs[j];
+        acc[i] += d * xb.d * (float)isum;
+      }
+    }
+    for (size_t i = 0; i < m; i++) Y[i * ldy + r] = acc[i];
+  }
+}
+
 extern "C" void gb_q4_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
   for (size_t c = 0; c < cols; c++) {
     const uint8_t *blk = row + (c / 32) * 18;

@@ -100,3 +100,84 @@ extern "C" void gb_q4_gemv__dotprod(float *y, const uint8_t *W, const float *, c
                                     size_t row_begin, size_t row_end, size_t cols) {
   gemv_blocks<18, dot_q4>(y, W, xq, row_begin, row_end, cols);
 }
+
+// ---- multi-position GEMV ---------------------------------------------------------
+// Four rows per step (a tail group computes copies of its last row, not
+// stored: results do not depend on the grouping); each block's weights are
+// loaded (q4: unpacked) once and dotted with the m positions' blocks (two
+// SDOTs per row and position); per (row, position) the exact int32 block
+// sum and acc += (d * xd) * (float)isum, block after block, as above:
+// bit-identical to gb_q8_gemv__dotprod / gb_q4_gemv__dotprod per position.
+namespace {
+
+struct Q8Block {
+  static constexpr size_t kBytes = 34;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    a = vreinterpretq_s8_u8(vld1q_u8(blk + 2));
+    b = vreinterpretq_s8_u8(vld1q_u8(blk + 18));
+  }
+};
+struct Q4Block {
+  static constexpr size_t kBytes = 18;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    const uint8x16_t q = vld1q_u8(blk + 2);
+    const int8x16_t eight = vdupq_n_s8(8);
+    a = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
+    b = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+  }
+};
+
+inline int32x4_t dot2(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) {
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), a, x0), b, x1);
+}
+
+template <class F>
+inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
+                         size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  const size_t rb = nb * F::kBytes;
+  for (size_t r = row_begin; r < row_end; r += 4) {
+    const size_t nr = row_end - r < 4 ? row_end - r : 4;
+    const uint8_t *bk[4];
+    for (size_t k = 0; k < 4; k++) bk[k] = W + (r + (k < nr ? k : nr - 1)) * rb;
+    float32x4_t acc[GB_GEMVM_MAX_M];
+    for (size_t p = 0; p < m; p++) acc[p] = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < nb; b++) {
+      int8x16_t wa[4], wb[4];
+      for (int k = 0; k < 4; k++) F::load(bk[k] + b * F::kBytes, wa[k], wb[k]);
+      const float32x4_t dw = f16_scales4(bk[0] + b * F::kBytes, bk[1] + b * F::kBytes, bk[2] + b * F::kBytes,
+                                         bk[3] + b * F::kBytes);
+      for (size_t p = 0; p < m; p++) {
+        const gb_q8x_block &xb = XQ[p * ldxq + b];
+        const int8x16_t x0 = vld1q_s8(xb.qs), x1 = vld1q_s8(xb.qs + 16);
+        const int32x4_t isum = hsum4_s32(dot2(wa[0], wb[0], x0, x1), dot2(wa[1], wb[1], x0, x1),
+                                         dot2(wa[2], wb[2], x0, x1), dot2(wa[3], wb[3], x0, x1));
+        const float32x4_t dd = vmulq_n_f32(dw, xb.d);
+        acc[p] = vaddq_f32(acc[p], vmulq_f32(dd, vcvtq_f32_s32(isum)));
+      }
+    }
+    for (size_t p = 0; p < m; p++) {
+      if (nr == 4) {
+        vst1q_f32(Y + p * ldy + r, acc[p]);
+      } else {
+        float t[4];
+        vst1q_f32(t, acc[p]);
+        memcpy(Y + p * ldy + r, t, nr * 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_q8_gemvm__dotprod(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+                                     size_t row_end, size_t cols) {
+  gemvm_blocks<Q8Block>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}
+
+extern "C" void gb_q4_gemvm__dotprod(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+                                     size_t row_end, size_t cols) {
+  gemvm_blocks<Q4Block>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}

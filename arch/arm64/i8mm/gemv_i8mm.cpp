@@ -148,3 +148,90 @@ extern "C" void gb_q4_gemv__i8mm(float *y, const uint8_t *W, const float *, cons
                                  size_t row_begin, size_t row_end, size_t cols) {
   gemv_blocks<Q4>(y, W, xq, row_begin, row_end, cols);
 }
+
+// ---- multi-position GEMV ---------------------------------------------------------
+// Four rows per step (a tail group computes copies of its last row, not
+// stored: results do not depend on the grouping). Per block the two row
+// pairs' A operands (ZIP1/ZIP2 of their weights) are built once; per
+// position its B operands (xdup), eight SMMLAs and one UZP1 give the four
+// rows' exact int32 sums; then acc += (d * xd) * (float)isum, block after
+// block, as above: bit-identical to gb_q8_gemv__i8mm / gb_q4_gemv__i8mm.
+namespace {
+
+// A operands of two rows' 32 weights: [r0 k..k+7 | r1 k..k+7] for k = 0, 8, 16, 24.
+struct PairA {
+  int8x16_t a[4];
+};
+
+inline PairA pair_a(int8x16_t r0a, int8x16_t r0b, int8x16_t r1a, int8x16_t r1b) {
+  PairA p;
+  p.a[0] = zip1_64(r0a, r1a);
+  p.a[1] = zip2_64(r0a, r1a);
+  p.a[2] = zip1_64(r0b, r1b);
+  p.a[3] = zip2_64(r0b, r1b);
+  return p;
+}
+
+inline int32x4_t mm_pair_a(const PairA &w, const XDup &x) {
+  int32x4_t acc = vmmlaq_s32(vdupq_n_s32(0), w.a[0], x.c[0]);
+  acc = vmmlaq_s32(acc, w.a[1], x.c[1]);
+  acc = vmmlaq_s32(acc, w.a[2], x.c[2]);
+  acc = vmmlaq_s32(acc, w.a[3], x.c[3]);
+  return acc;  // [s0, s0, s1, s1]
+}
+
+template <class F>
+inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
+                         size_t row_begin, size_t row_end, size_t cols) {
+  const size_t kB = F::kBlockBytes;
+  const size_t nb = (cols + 31) / 32;
+  const size_t rb = nb * kB;
+  for (size_t r = row_begin; r < row_end; r += 4) {
+    const size_t nr = row_end - r < 4 ? row_end - r : 4;
+    const uint8_t *bk[4];
+    for (size_t k = 0; k < 4; k++) bk[k] = W + (r + (k < nr ? k : nr - 1)) * rb;
+    float32x4_t acc[GB_GEMVM_MAX_M];
+    for (size_t p = 0; p < m; p++) acc[p] = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < nb; b++) {
+      const uint8_t *b0 = bk[0] + b * kB, *b1 = bk[1] + b * kB, *b2 = bk[2] + b * kB, *b3 = bk[3] + b * kB;
+      int8x16_t w0a, w0b, w1a, w1b, w2a, w2b, w3a, w3b;
+      F::load(b0, w0a, w0b);
+      F::load(b1, w1a, w1b);
+      F::load(b2, w2a, w2b);
+      F::load(b3, w3a, w3b);
+      const PairA p01 = pair_a(w0a, w0b, w1a, w1b);
+      const PairA p23 = pair_a(w2a, w2b, w3a, w3b);
+      const float32x4_t dw = f16_scales4(b0, b1, b2, b3);
+      for (size_t p = 0; p < m; p++) {
+        const gb_q8x_block &xb = XQ[p * ldxq + b];
+        const XDup x = xdup(xb);
+        const int32x4_t isum = vuzp1q_s32(mm_pair_a(p01, x), mm_pair_a(p23, x));  // [s0, s1, s2, s3]
+        const float32x4_t dd = vmulq_n_f32(dw, xb.d);
+        acc[p] = vaddq_f32(acc[p], vmulq_f32(dd, vcvtq_f32_s32(isum)));
+      }
+    }
+    for (size_t p = 0; p < m; p++) {
+      if (nr == 4) {
+        vst1q_f32(Y + p * ldy + r, acc[p]);
+      } else {
+        float t[4];
+        vst1q_f32(t, acc[p]);
+        memcpy(Y + p * ldy + r, t, nr * 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_q8_gemvm__i8mm(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                  const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
+                                  size_t cols) {
+  gemvm_blocks<Q8>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}
+
+extern "C" void gb_q4_gemvm__i8mm(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                  const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
+                                  size_t cols) {
+  gemvm_blocks<Q4>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}

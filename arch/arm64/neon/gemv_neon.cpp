@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "kernels.h"
 
 namespace {
@@ -318,4 +320,315 @@ extern "C" void gb_q8x_quantize__neon(gb_q8x_block *out, const float *x, size_t 
     vst1q_s8(out[b].qs, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
     vst1q_s8(out[b].qs + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
   }
+}
+
+// ---- multi-position GEMV ---------------------------------------------------------
+// Y[i*ldy + r] for m positions, bit-identical per position to the kernels
+// above: the same row grouping (groups of four from row_begin, then single
+// rows for f32 / f16, whose single-row order differs from the group order)
+// and per (row, position) the same operations in the same order. Each weight
+// vector is loaded (and widened) once per tile and applied to the tile's
+// positions; a tile's rows are re-read from cache once per chunk of
+// positions (f32 / f16: 2 positions for a group of four, 3 for a single row;
+// q8 / q4: all m positions per block, from memory once).
+
+namespace {
+
+inline void f16x8_widen(float32x4_t &lo, float32x4_t &hi, uint16x8_t h) {
+  lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
+  hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
+}
+
+// f32, rows r..r+3 (a group of gb_f32_gemv__neon), positions x[0..P).
+template <int P>
+inline void f32m_group(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r, size_t cols) {
+  const size_t rb = cols * 4;
+  const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
+  float32x4_t a[4][P], b[4][P];
+  for (int k = 0; k < 4; k++)
+    for (int p = 0; p < P; p++) a[k][p] = b[k][p] = vdupq_n_f32(0.0f);
+  size_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    float32x4_t x0[P], x1[P];
+    for (int p = 0; p < P; p++) x0[p] = vld1q_f32(x[p] + c), x1[p] = vld1q_f32(x[p] + c + 4);
+    for (int k = 0; k < 4; k++) {
+      const float32x4_t w0 = ld_f32(w[k] + 4 * c), w1 = ld_f32(w[k] + 4 * c + 16);
+      for (int p = 0; p < P; p++) {
+        a[k][p] = vfmaq_f32(a[k][p], w0, x0[p]);
+        b[k][p] = vfmaq_f32(b[k][p], w1, x1[p]);
+      }
+    }
+  }
+  if (c + 4 <= cols) {
+    for (int k = 0; k < 4; k++) {
+      const float32x4_t w0 = ld_f32(w[k] + 4 * c);
+      for (int p = 0; p < P; p++) a[k][p] = vfmaq_f32(a[k][p], w0, vld1q_f32(x[p] + c));
+    }
+    c += 4;
+  }
+  for (int p = 0; p < P; p++) {
+    float32x4_t s = vpaddq_f32(vpaddq_f32(vaddq_f32(a[0][p], b[0][p]), vaddq_f32(a[1][p], b[1][p])),
+                               vpaddq_f32(vaddq_f32(a[2][p], b[2][p]), vaddq_f32(a[3][p], b[3][p])));
+    if (c < cols) {
+      float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (size_t cc = c; cc < cols; cc++) {
+        for (int k = 0; k < 4; k++) {
+          float wv;
+          memcpy(&wv, w[k] + 4 * cc, 4);
+          t[k] += wv * x[p][cc];
+        }
+      }
+      s = vaddq_f32(s, vld1q_f32(t));
+    }
+    vst1q_f32(Y + p * ldy + r, s);
+  }
+}
+
+// f32, single row r (the row loop after the groups), positions x[0..P).
+template <int P>
+inline void f32m_row(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r, size_t cols) {
+  const uint8_t *w = W + r * cols * 4;
+  float32x4_t a0[P], a1[P], a2[P], a3[P];
+  for (int p = 0; p < P; p++) a0[p] = a1[p] = a2[p] = a3[p] = vdupq_n_f32(0.0f);
+  size_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const float32x4_t w0 = ld_f32(w + 4 * c), w1 = ld_f32(w + 4 * c + 16);
+    const float32x4_t w2 = ld_f32(w + 4 * c + 32), w3 = ld_f32(w + 4 * c + 48);
+    for (int p = 0; p < P; p++) {
+      a0[p] = vfmaq_f32(a0[p], w0, vld1q_f32(x[p] + c));
+      a1[p] = vfmaq_f32(a1[p], w1, vld1q_f32(x[p] + c + 4));
+      a2[p] = vfmaq_f32(a2[p], w2, vld1q_f32(x[p] + c + 8));
+      a3[p] = vfmaq_f32(a3[p], w3, vld1q_f32(x[p] + c + 12));
+    }
+  }
+  for (; c + 4 <= cols; c += 4) {
+    const float32x4_t w0 = ld_f32(w + 4 * c);
+    for (int p = 0; p < P; p++) a0[p] = vfmaq_f32(a0[p], w0, vld1q_f32(x[p] + c));
+  }
+  for (int p = 0; p < P; p++) {
+    float acc = vaddvq_f32(vaddq_f32(vaddq_f32(a0[p], a1[p]), vaddq_f32(a2[p], a3[p])));
+    for (size_t cc = c; cc < cols; cc++) {
+      float wv;
+      memcpy(&wv, w + 4 * cc, 4);
+      acc += wv * x[p][cc];
+    }
+    Y[p * ldy + r] = acc;
+  }
+}
+
+// f16, rows r..r+3 (a group of gb_f16_gemv__neon), positions x[0..P); xt[p]:
+// position p's column tail zero-padded to 8.
+template <int P>
+inline void f16m_group(float *Y, size_t ldy, const uint8_t *W, const float *const *x, const float (*xt)[8], size_t r,
+                       size_t cols) {
+  const size_t rb = cols * 2;
+  const size_t cmain = cols & ~(size_t)7;
+  const size_t rem = cols - cmain;
+  const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
+  float32x4_t a[4][P], b[4][P];
+  for (int k = 0; k < 4; k++)
+    for (int p = 0; p < P; p++) a[k][p] = b[k][p] = vdupq_n_f32(0.0f);
+  for (size_t c = 0; c < cmain; c += 8) {
+    float32x4_t x0[P], x1[P];
+    for (int p = 0; p < P; p++) x0[p] = vld1q_f32(x[p] + c), x1[p] = vld1q_f32(x[p] + c + 4);
+    for (int k = 0; k < 4; k++) {
+      float32x4_t lo, hi;
+      f16x8_widen(lo, hi, vreinterpretq_u16_u8(vld1q_u8(w[k] + 2 * c)));
+      for (int p = 0; p < P; p++) {
+        a[k][p] = vfmaq_f32(a[k][p], lo, x0[p]);
+        b[k][p] = vfmaq_f32(b[k][p], hi, x1[p]);
+      }
+    }
+  }
+  if (rem) {
+    for (int k = 0; k < 4; k++) {
+      uint16_t ht[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      memcpy(ht, w[k] + 2 * cmain, rem * 2);
+      float32x4_t lo, hi;
+      f16x8_widen(lo, hi, vld1q_u16(ht));
+      for (int p = 0; p < P; p++) {
+        a[k][p] = vfmaq_f32(a[k][p], lo, vld1q_f32(xt[p]));
+        b[k][p] = vfmaq_f32(b[k][p], hi, vld1q_f32(xt[p] + 4));
+      }
+    }
+  }
+  for (int p = 0; p < P; p++)
+    vst1q_f32(Y + p * ldy + r, vpaddq_f32(vpaddq_f32(vaddq_f32(a[0][p], b[0][p]), vaddq_f32(a[1][p], b[1][p])),
+                                          vpaddq_f32(vaddq_f32(a[2][p], b[2][p]), vaddq_f32(a[3][p], b[3][p]))));
+}
+
+// f16, single row r, positions x[0..P).
+template <int P>
+inline void f16m_row(float *Y, size_t ldy, const uint8_t *W, const float *const *x, const float (*xt)[8], size_t r,
+                     size_t cols) {
+  const uint8_t *w = W + r * cols * 2;
+  const size_t cmain = cols & ~(size_t)7;
+  const size_t rem = cols - cmain;
+  float32x4_t a0[P], a1[P], a2[P], a3[P];
+  for (int p = 0; p < P; p++) a0[p] = a1[p] = a2[p] = a3[p] = vdupq_n_f32(0.0f);
+  size_t c = 0;
+  for (; c + 16 <= cmain; c += 16) {
+    float32x4_t l0, h0, l1, h1;
+    f16x8_widen(l0, h0, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c)));
+    f16x8_widen(l1, h1, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c + 16)));
+    for (int p = 0; p < P; p++) {
+      a0[p] = vfmaq_f32(a0[p], l0, vld1q_f32(x[p] + c));
+      a1[p] = vfmaq_f32(a1[p], h0, vld1q_f32(x[p] + c + 4));
+      a2[p] = vfmaq_f32(a2[p], l1, vld1q_f32(x[p] + c + 8));
+      a3[p] = vfmaq_f32(a3[p], h1, vld1q_f32(x[p] + c + 12));
+    }
+  }
+  for (; c < cmain; c += 8) {
+    float32x4_t lo, hi;
+    f16x8_widen(lo, hi, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c)));
+    for (int p = 0; p < P; p++) {
+      a0[p] = vfmaq_f32(a0[p], lo, vld1q_f32(x[p] + c));
+      a1[p] = vfmaq_f32(a1[p], hi, vld1q_f32(x[p] + c + 4));
+    }
+  }
+  if (rem) {
+    uint16_t ht[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    memcpy(ht, w + 2 * cmain, rem * 2);
+    float32x4_t lo, hi;
+    f16x8_widen(lo, hi, vld1q_u16(ht));
+    for (int p = 0; p < P; p++) {
+      a2[p] = vfmaq_f32(a2[p], lo, vld1q_f32(xt[p]));
+      a3[p] = vfmaq_f32(a3[p], hi, vld1q_f32(xt[p] + 4));
+    }
+  }
+  for (int p = 0; p < P; p++) Y[p * ldy + r] = vaddvq_f32(vaddq_f32(vaddq_f32(a0[p], a1[p]), vaddq_f32(a2[p], a3[p])));
+}
+
+// Positions [0, m) in chunks of kP (a last chunk of 1..kP-1): fn<P>(y, x, xt).
+template <int kP, class Fn>
+inline void position_chunks(float *Y, size_t ldy, const float *X, size_t ldx, size_t m, size_t cols, Fn fn) {
+  const size_t cmain = cols & ~(size_t)7;
+  for (size_t p0 = 0; p0 < m; p0 += kP) {
+    const size_t np = m - p0 < (size_t)kP ? m - p0 : (size_t)kP;
+    const float *x[kP];
+    float xt[kP][8];
+    for (size_t p = 0; p < kP; p++) {
+      x[p] = X + (p0 + (p < np ? p : 0)) * ldx;
+      memset(xt[p], 0, sizeof xt[p]);
+      memcpy(xt[p], x[p] + cmain, (cols - cmain) * 4);
+    }
+    float *y = Y + p0 * ldy;
+    if (np == 3) fn(std::integral_constant<int, 3>(), y, x, xt);
+    else if (np == 2) fn(std::integral_constant<int, 2>(), y, x, xt);
+    else fn(std::integral_constant<int, 1>(), y, x, xt);
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_f32_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                   size_t cols) {
+  size_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4)
+    position_chunks<2>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*)[8]) {
+      f32m_group<decltype(P)::value>(y, ldy, W, x, r, cols);
+    });
+  for (; r < row_end; r++)
+    position_chunks<3>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*)[8]) {
+      f32m_row<decltype(P)::value>(y, ldy, W, x, r, cols);
+    });
+}
+
+extern "C" void gb_f16_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                   size_t cols) {
+  size_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4)
+    position_chunks<2>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*xt)[8]) {
+      f16m_group<decltype(P)::value>(y, ldy, W, x, xt, r, cols);
+    });
+  for (; r < row_end; r++)
+    position_chunks<3>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*xt)[8]) {
+      f16m_row<decltype(P)::value>(y, ldy, W, x, xt, r, cols);
+    });
+}
+
+// q8 / q4: four rows per step (a tail group computes copies of its last
+// row, not stored: the block formats' results do not depend on grouping);
+// each block's weights are loaded (q4: unpacked) once and dotted with the m
+// positions' blocks; per (row, position) the exact int32 block sum and
+// acc += (d * xd) * (float)isum, block after block, as above.
+namespace {
+
+struct Q8Block {
+  static constexpr size_t kBytes = 34;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    a = vreinterpretq_s8_u8(vld1q_u8(blk + 2));
+    b = vreinterpretq_s8_u8(vld1q_u8(blk + 18));
+  }
+  static inline int32x4_t dot(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) { return dot32_s8(a, b, x0, x1); }
+};
+struct Q4Block {
+  static constexpr size_t kBytes = 18;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    const uint8x16_t q = vld1q_u8(blk + 2);
+    const int8x16_t eight = vdupq_n_s8(8);
+    a = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
+    b = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+  }
+  // |w| <= 8: four products per int16 lane cannot overflow (as dot_q4).
+  static inline int32x4_t dot(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) {
+    int16x8_t p = vmull_s8(vget_low_s8(a), vget_low_s8(x0));
+    p = vmlal_high_s8(p, a, x0);
+    p = vmlal_s8(p, vget_low_s8(b), vget_low_s8(x1));
+    p = vmlal_high_s8(p, b, x1);
+    return vpaddlq_s16(p);
+  }
+};
+
+template <class F>
+inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
+                         size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  const size_t rb = nb * F::kBytes;
+  for (size_t r = row_begin; r < row_end; r += 4) {
+    const size_t nr = row_end - r < 4 ? row_end - r : 4;
+    const uint8_t *bk[4];
+    for (size_t k = 0; k < 4; k++) bk[k] = W + (r + (k < nr ? k : nr - 1)) * rb;
+    float32x4_t acc[GB_GEMVM_MAX_M];
+    for (size_t p = 0; p < m; p++) acc[p] = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < nb; b++) {
+      int8x16_t wa[4], wb[4];
+      for (int k = 0; k < 4; k++) F::load(bk[k] + b * F::kBytes, wa[k], wb[k]);
+      const float32x4_t dw = f16_scales4(bk[0] + b * F::kBytes, bk[1] + b * F::kBytes, bk[2] + b * F::kBytes,
+                                         bk[3] + b * F::kBytes);
+      for (size_t p = 0; p < m; p++) {
+        const gb_q8x_block &xb = XQ[p * ldxq + b];
+        const int8x16_t x0 = vld1q_s8(xb.qs), x1 = vld1q_s8(xb.qs + 16);
+        const int32x4_t isum = hsum4_s32(F::dot(wa[0], wb[0], x0, x1), F::dot(wa[1], wb[1], x0, x1),
+                                         F::dot(wa[2], wb[2], x0, x1), F::dot(wa[3], wb[3], x0, x1));
+        const float32x4_t dd = vmulq_n_f32(dw, xb.d);
+        acc[p] = vaddq_f32(acc[p], vmulq_f32(dd, vcvtq_f32_s32(isum)));
+      }
+    }
+    for (size_t p = 0; p < m; p++) {
+      if (nr == 4) {
+        vst1q_f32(Y + p * ldy + r, acc[p]);
+      } else {
+        float t[4];
+        vst1q_f32(t, acc[p]);
+        memcpy(Y + p * ldy + r, t, nr * 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_q8_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                  const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
+                                  size_t cols) {
+  gemvm_blocks<Q8Block>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}
+
+extern "C" void gb_q4_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                  const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
+                                  size_t cols) {
+  gemvm_blocks<Q4Block>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
 }

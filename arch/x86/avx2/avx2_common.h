@@ -86,6 +86,87 @@ inline void for_row_groups(size_t row_begin, size_t row_end, size_t rb, Rows row
   }
 }
 
+// ---- multi-position GEMV of the float formats (f32, f16) --------------------
+// The f32 / f16 GEMVs reduce every row the same way whichever group of four
+// it is computed in: steps of Fmt::kStep columns whose 8-column parts
+// alternate between two fused accumulators a0 / a1, then 8-column steps
+// into a0, then the zero-padded column tail (< 8) into a1; finally
+// s = a0 + a1 and hsum4's lane order. The multi-position kernels keep that
+// order per (row, position) and only tile differently: R rows x P positions
+// (2 x 3: 12 accumulators, two weight vectors and one x in the 16 ymm
+// registers), each weight vector loaded (and widened) once per tile and
+// applied to the P positions. A pair of rows is re-read from cache once per
+// chunk of 3 positions; from memory once.
+//
+// Fmt provides kStep (columns per main step, a multiple of 16), kBytes (per
+// weight), load8(row, c) (columns c..c+8 as f32) and tail8(row, c, rem)
+// (columns c..c+rem, zero-padded to 8, reading only the row's bytes).
+template <class Fmt, int R, int P>
+inline void float_gemvm_tile(float *Y, size_t ldy, const uint8_t *const *w, const float *const *x, size_t r,
+                             size_t cols) {
+  __m256 a0[R][P], a1[R][P];
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm256_setzero_ps();
+  // One 8-column part at c into the accumulators acc (a0 or a1).
+  auto part = [&](__m256(*acc)[P], size_t c) __attribute__((always_inline)) {
+    __m256 wv[R];
+    for (int i = 0; i < R; i++) wv[i] = Fmt::load8(w[i], c);
+    for (int p = 0; p < P; p++) {
+      const __m256 xv = _mm256_loadu_ps(x[p] + c);
+      for (int i = 0; i < R; i++) acc[i][p] = _mm256_fmadd_ps(wv[i], xv, acc[i][p]);
+    }
+  };
+  size_t c = 0;
+  for (; c + Fmt::kStep <= cols; c += Fmt::kStep)
+    for (size_t k = 0; k < Fmt::kStep; k += 16) {
+      part(a0, c + k);
+      part(a1, c + k + 8);
+    }
+  for (; c + 8 <= cols; c += 8) part(a0, c);
+  if (c < cols) {
+    const size_t rem = cols - c;
+    const __m256i mask = tail_mask(rem);
+    __m256 wv[R];
+    for (int i = 0; i < R; i++) wv[i] = Fmt::tail8(w[i], c, rem);
+    for (int p = 0; p < P; p++) {
+      const __m256 xv = _mm256_maskload_ps(x[p] + c, mask);
+      for (int i = 0; i < R; i++) a1[i][p] = _mm256_fmadd_ps(wv[i], xv, a1[i][p]);
+    }
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++)
+      Y[p * ldy + r + i] = _mm_cvtss_f32(hsum4(_mm256_add_ps(a0[i][p], a1[i][p]), zero, zero, zero));
+}
+
+// Rows [row_begin, row_end) in pairs (a last single row), positions in
+// chunks of 3 (a last chunk of 1 or 2).
+template <class Fmt>
+inline void float_gemvm(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx, size_t m,
+                        size_t row_begin, size_t row_end, size_t cols) {
+  constexpr int kR = 2, kP = 3;
+  const size_t rb = cols * Fmt::kBytes;
+  for (size_t r = row_begin; r < row_end; r += kR) {
+    const size_t nr = row_end - r < (size_t)kR ? row_end - r : (size_t)kR;
+    const uint8_t *w[kR];
+    for (size_t i = 0; i < kR; i++) w[i] = W + (r + (i < nr ? i : 0)) * rb;
+    for (size_t p0 = 0; p0 < m; p0 += kP) {
+      const size_t np = m - p0 < (size_t)kP ? m - p0 : (size_t)kP;
+      const float *x[kP];
+      for (size_t p = 0; p < kP; p++) x[p] = X + (p0 + (p < np ? p : 0)) * ldx;
+      float *y = Y + p0 * ldy;
+      switch (nr * 4 + np) {
+        case 2 * 4 + 3: float_gemvm_tile<Fmt, 2, 3>(y, ldy, w, x, r, cols); break;
+        case 2 * 4 + 2: float_gemvm_tile<Fmt, 2, 2>(y, ldy, w, x, r, cols); break;
+        case 2 * 4 + 1: float_gemvm_tile<Fmt, 2, 1>(y, ldy, w, x, r, cols); break;
+        case 1 * 4 + 3: float_gemvm_tile<Fmt, 1, 3>(y, ldy, w, x, r, cols); break;
+        case 1 * 4 + 2: float_gemvm_tile<Fmt, 1, 2>(y, ldy, w, x, r, cols); break;
+        default: float_gemvm_tile<Fmt, 1, 1>(y, ldy, w, x, r, cols); break;
+      }
+    }
+  }
+}
+
 }  // namespace gb_avx2
 
 #endif  // GEARBX_ARCH_X86_AVX2_COMMON_H

@@ -86,6 +86,26 @@ extern "C" void gb_f16_gemv__avx2(float *y, const uint8_t *W, const float *x, co
   });
 }
 
+// Multi-position: gemv's per-row order, tiled 2 rows x 3 positions
+// (avx2_common.h, float_gemvm); each 8 weights widened once per tile.
+namespace {
+struct F16 {
+  static constexpr size_t kStep = 32, kBytes = 2;
+  static __m256 load8(const uint8_t *row, size_t c) { return load8h(row + 2 * c); }
+  static __m256 tail8(const uint8_t *row, size_t c, size_t rem) {
+    uint8_t buf[16] = {0};
+    memcpy(buf, row + 2 * c, rem * 2);
+    return load8h(buf);
+  }
+};
+}  // namespace
+
+extern "C" void gb_f16_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                   size_t cols) {
+  float_gemvm<F16>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
+}
+
 extern "C" void gb_f16_row_to_f32__avx2(float *out, const uint8_t *row, size_t cols) {
   const __m128i expmask = _mm_set1_epi16(0x7c00);
   size_t c = 0;

@@ -68,3 +68,21 @@ extern "C" void gb_f32_gemv__avx2(float *y, const uint8_t *W, const float *x, co
     f32_rows<decltype(R)::value>(y, W, x, r, cols, pf);
   });
 }
+
+// Multi-position: gemv's per-row order, tiled 2 rows x 3 positions
+// (avx2_common.h, float_gemvm).
+namespace {
+struct F32 {
+  static constexpr size_t kStep = 16, kBytes = 4;
+  static __m256 load8(const uint8_t *row, size_t c) { return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + c); }
+  static __m256 tail8(const uint8_t *row, size_t c, size_t rem) {
+    return _mm256_maskload_ps(reinterpret_cast<const float *>(row) + c, tail_mask(rem));
+  }
+};
+}  // namespace
+
+extern "C" void gb_f32_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                   size_t cols) {
+  float_gemvm<F32>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
+}

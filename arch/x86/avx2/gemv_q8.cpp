@@ -78,3 +78,62 @@ extern "C" void gb_q8_gemv__avx2(float *y, const uint8_t *W, const float *, cons
     q8_rows<decltype(R)::value>(y, W, xq, r, nb, pf);
   });
 }
+
+// ---- multi-position ----------------------------------------------------------
+// Four rows per group as above; each block's weights are loaded (and their
+// absolute values taken) once and dotted with the m positions' blocks, one
+// accumulator vector per position (rows in lanes). Per (row, position) the
+// same exact int32 block sums and the same float operations, block after
+// block, as gb_q8_gemv__avx2 (and generic): bit-identical. Rows of a tail
+// group (R < 4) are computed on copies of row r and not stored.
+namespace {
+
+template <int R>
+inline void q8m_rows(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t r,
+                     size_t nb, const Prefetch &pf) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const size_t rb = nb * 34;
+  const uint8_t *w[4];
+  for (int i = 0; i < 4; i++) w[i] = W + (r + (i < R ? i : 0)) * rb;
+  const size_t split = (pf.split + 33) / 34;  // first block at or past byte pf.split
+  __m128 acc[GB_GEMVM_MAX_M];
+  for (size_t p = 0; p < m; p++) acc[p] = _mm_setzero_ps();
+  for (size_t b = 0; b < nb; b++) {
+    const size_t ahead = b < split ? pf.near : pf.far;
+    __m256i q[4], aq[4];
+    uint64_t h = 0;
+    for (int i = 0; i < 4; i++) {
+      const uint8_t *p = w[i] + b * 34;
+      if (i < R) _mm_prefetch(reinterpret_cast<const char *>(p + ahead), _MM_HINT_T0);
+      q[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 2));
+      aq[i] = _mm256_abs_epi8(q[i]);
+      h |= ld16(p) << (16 * i);
+    }
+    const __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+    for (size_t p = 0; p < m; p++) {
+      const gb_q8x_block &xb = XQ[p * ldxq + b];
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
+      __m256i s[4];
+      for (int i = 0; i < 4; i++) s[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(aq[i], _mm256_sign_epi8(x, q[i])), ones);
+      const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(s[0], s[1]), _mm256_unpackhi_epi32(s[0], s[1]));
+      const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(s[2], s[3]), _mm256_unpackhi_epi32(s[2], s[3]));
+      const __m256i t = _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+      const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+      const __m128 dd = _mm_mul_ps(dw, _mm_set1_ps(xb.d));
+      acc[p] = _mm_add_ps(acc[p], _mm_mul_ps(dd, _mm_cvtepi32_ps(isum)));
+    }
+  }
+  for (size_t p = 0; p < m; p++) store_lanes<R>(Y + p * ldy + r, acc[p]);
+}
+
+}  // namespace
+
+extern "C" void gb_q8_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                  const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
+                                  size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  const size_t rb = nb * 34;
+  for_row_groups<kPrefetch>(row_begin, row_end, rb, [&](auto R, size_t r, Prefetch pf) {
+    q8m_rows<decltype(R)::value>(Y, ldy, W, XQ, ldxq, m, r, nb, pf);
+  });
+}
