@@ -1,172 +1,364 @@
-// bench_decode.cpp — decode speed per gear against the machine's memory
-// bandwidth and against the fp16 (high) gear.
+// bench_decode.cpp — decode and prefill speed per gear (and for `auto`), per
+// thread count, against the machine's read bandwidth and the fp16 (high) gear.
 //
-// For each gear: a warm-up run, then --reps runs of --tokens greedy decode
-// steps from BOS (session reset between runs); the median tokens/s is kept.
-// Weight bytes read per token come from gb_step_info, so the table shows the
-// effective weight bandwidth (bytes/token x tokens/s) as a fraction of a
-// measured streaming-read bandwidth (median of --reps sums over a buffer
-// larger than the last-level cache), measured in the same run.
-//   usage: bench_decode [-m MODEL.gbx | --synthetic SPEC] [--tokens N] [--reps R]
-//                       [--threads T] [--json FILE]
-#include <math.h>
+// decode:  for each gear, a warm-up run, then --reps runs of --tokens greedy
+//          gb_decode_step() calls from BOS (session reset between runs); the
+//          median tokens/s is kept. Weight bytes per token come from
+//          gb_step_info, so the table shows the effective weight bandwidth
+//          (bytes/token x tokens/s) as a fraction of a streaming-read
+//          bandwidth measured in the same run with the same thread count.
+//          For `auto` the gears the monitor actually chose are counted.
+// prefill: gb_prefill() of BOS + --prefill random tokens (that many forward
+//          passes), warm-up + --reps runs, median tokens/s. On an `auto`
+//          session the first prefill also calibrates the monitor, as in use.
+//          The library has no BLAS prefill path yet: the rows say blas "n/a";
+//          set_prefill_blas() below is the one place where the with / without
+//          OpenBLAS toggle goes once gb_session_options has `prefill_blas`.
+// Model: -m/--model FILE, else --synthetic SPEC converted to a temporary
+// .gbx (tiers --tiers, default low,mid,high), deleted after opening unless
+// --keep. `--synthetic tinyllama-1.1b` is TinyLlama-1.1B's shape with random
+// weights (~3.9 GB for low,mid,high: free disk space is checked first).
+//   usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]
+//                              [--gears low,mid,high,f32,auto] [--threads 1,2] [--tokens N]
+//                              [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "bench_common.h"
 #include "convert.h"
 #include "gearbx.h"
 #include "gearbx_port.h"
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using gbbench::median;
 
-// Streaming read bandwidth in bytes/s: sum a 256 MiB buffer of u64.
-double read_bandwidth(int reps) {
-  const size_t n = (256u << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n);
-  for (size_t i = 0; i < n; i++) buf[i] = i * 0x9E3779B97F4A7C15ull;
-  std::vector<double> bw;
-  volatile uint64_t sink = 0;
-  for (int r = 0; r < reps + 1; r++) {
-    const uint64_t t0 = gb_port_now_ns();
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = 0; i < n; i += 4) {
-      s0 += buf[i];
-      s1 += buf[i + 1];
-      s2 += buf[i + 2];
-      s3 += buf[i + 3];
-    }
-    sink = sink + s0 + s1 + s2 + s3;
-    const uint64_t t1 = gb_port_now_ns();
-    if (r > 0) bw.push_back((double)(n * sizeof(uint64_t)) / ((double)(t1 - t0) * 1e-9));
-  }
-  return median(bw);
+// ---- the with/without-BLAS prefill toggle --------------------------------------
+// The single place it is set. Once gb_session_options gains `prefill_blas`,
+// this compiles the setter in and main() writes prefill rows for both
+// settings; until then there is only the current path (no BLAS) and its rows
+// carry blas "n/a". No "with BLAS" number is ever made up.
+template <class O, class = void>
+struct HasPrefillBlas : std::false_type {};
+template <class O>
+struct HasPrefillBlas<O, std::void_t<decltype(std::declval<O &>().prefill_blas)>> : std::true_type {};
+
+template <class O>
+void set_prefill_blas(O &o, bool on) {
+  if constexpr (HasPrefillBlas<O>::value) o.prefill_blas = on ? 1 : 0;
+  else (void)o, (void)on;
 }
+constexpr bool kHavePrefillBlas = HasPrefillBlas<gb_session_options>::value;
+
+struct GearSpec {
+  const char *name;
+  gb_gear gear;
+};
+const GearSpec kGears[] = {{"low", GB_GEAR_LOW}, {"mid", GB_GEAR_MID}, {"high", GB_GEAR_HIGH}, {"f32", GB_GEAR_F32}, {"auto", GB_GEAR_AUTO}};
 
 struct Row {
-  const char *gear;
-  double tok_s = 0, bytes_per_tok = 0, bits_per_weight = 0;
+  std::string gear, phase, blas = "n/a";
+  uint32_t threads = 1;
+  double tok_s = 0, bytes_per_tok = 0, bits_per_weight = 0, bw = 0;
+  uint64_t mix[3] = {0, 0, 0};  // auto: decode steps per gear (low, mid, high)
+  double vs_high = 0, vs_1t = 0;
 };
+
+// Bytes of a synthetic model's file, from its spec (preset and key=value
+// overrides); 0 if the spec does not parse (the converter will say why).
+uint64_t estimate_synthetic_bytes(const std::string &spec, uint32_t tiers) {
+  uint64_t dim = 0, layers = 0, hidden = 0, heads = 0, kv = 0, vocab = 0;
+  for (const std::string &item : gbbench::split(spec)) {
+    if (item == "tinyllama-1.1b") {
+      dim = 2048, layers = 22, hidden = 5632, heads = 32, kv = 4, vocab = 32000;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return 0;
+    const std::string k = item.substr(0, eq);
+    const uint64_t v = strtoull(item.c_str() + eq + 1, nullptr, 10);
+    if (k == "dim") dim = v;
+    else if (k == "layers") layers = v;
+    else if (k == "hidden") hidden = v;
+    else if (k == "heads") heads = v;
+    else if (k == "kv_heads") kv = v;
+    else if (k == "vocab") vocab = v;
+  }
+  if (!dim || !heads) return 0;
+  const uint64_t kv_dim = dim / heads * kv;
+  const uint64_t w = layers * (2 * dim * dim + 2 * dim * kv_dim + 3 * dim * hidden) + vocab * dim;  // + classifier
+  const double per_weight[4] = {18.0 / 32, 34.0 / 32, 2.0, 4.0};
+  double b = (double)vocab * dim * 2;  // f16 embedding table
+  for (int g = 0; g < 4; g++)
+    if (tiers >> g & 1) b += per_weight[g] * (double)w;
+  return (uint64_t)b;
+}
+
+bool parse_tiers(const std::string &s, uint32_t *out) {
+  *out = 0;
+  for (const std::string &t : gbbench::split(s)) {
+    int g = -1;
+    for (int i = 0; i < 4; i++)
+      if (t == kGears[i].name) g = i;
+    if (g < 0) return false;
+    *out |= 1u << g;
+  }
+  return *out != 0;
+}
+
+void print_usage() {
+  printf("usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
+         "                           [--gears low,mid,high,f32,auto] [--threads 1,2] [--tokens N]\n"
+         "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
+         "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]\n");
+}
 
 }  // namespace
 
 int main(int argc, char **argv) {
-  std::string model, synthetic = "dim=512,layers=8,hidden=1376,heads=8,kv_heads=4,vocab=512,seq_len=256,seed=3", json;
-  int tokens = 64, reps = 5;
-  uint32_t threads = 1;
+  std::string model, synthetic, json, gear_list = "low,mid,high,f32,auto", tier_list = "low,mid,high";
+  int tokens = -1, prefill = -1, reps = -1;
+  bool quick = false, keep = false;
+  std::vector<uint32_t> threads = {1, 2};
   for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (!v) {
-      fprintf(stderr, "option %s needs a value\n", o);
-      return 1;
+    const char *o = argv[i];
+    if (!strcmp(o, "--quick")) {
+      quick = true;
+      continue;
     }
-    if (!strcmp(o, "-m")) model = v;
+    if (!strcmp(o, "--keep")) {
+      keep = true;
+      continue;
+    }
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) return print_usage(), 0;
+    const char *v = i + 1 < argc ? argv[++i] : nullptr;
+    if (!v) return fprintf(stderr, "option %s needs a value\n", o), 1;
+    if (!strcmp(o, "-m") || !strcmp(o, "--model")) model = v;
     else if (!strcmp(o, "--synthetic")) synthetic = v;
+    else if (!strcmp(o, "--tiers")) tier_list = v;
+    else if (!strcmp(o, "--gears")) gear_list = v;
     else if (!strcmp(o, "--tokens")) tokens = atoi(v);
+    else if (!strcmp(o, "--prefill")) prefill = atoi(v);
     else if (!strcmp(o, "--reps")) reps = atoi(v);
-    else if (!strcmp(o, "--threads")) threads = (uint32_t)atoi(v);
     else if (!strcmp(o, "--json")) json = v;
-    else {
-      fprintf(stderr, "unknown option %s\n", o);
-      return 1;
-    }
-    i++;
+    else if (!strcmp(o, "--threads")) {
+      if (!gbbench::parse_uint_list(v, &threads)) return fprintf(stderr, "--threads: a list like 1,2\n"), 1;
+    } else return fprintf(stderr, "unknown option %s\n", o), 1;
   }
-  if (tokens < 1 || reps < 1) return fprintf(stderr, "--tokens and --reps must be >= 1\n"), 1;
+  if (tokens < 0) tokens = quick ? 16 : 64;
+  if (prefill < 0) prefill = quick ? 8 : 32;
+  if (reps < 0) reps = quick ? 2 : 5;
+  if (tokens < 1 || reps < 1 || prefill < 1) return fprintf(stderr, "--tokens, --prefill and --reps must be >= 1\n"), 1;
+  if (!model.empty() && !synthetic.empty()) return fprintf(stderr, "give either --model or --synthetic\n"), 1;
+  uint32_t tiers = 0;
+  if (!parse_tiers(tier_list, &tiers)) return fprintf(stderr, "--tiers: a list of low, mid, high, f32\n"), 1;
+  std::vector<const GearSpec *> gears;
+  for (const std::string &g : gbbench::split(gear_list)) {
+    const GearSpec *p = nullptr;
+    for (const GearSpec &q : kGears)
+      if (g == q.name) p = &q;
+    if (!p) return fprintf(stderr, "--gears: unknown gear '%s' (low, mid, high, f32, auto)\n", g.c_str()), 1;
+    gears.push_back(p);
+  }
+
+  // ---- the model -----------------------------------------------------------------
   std::string tmp;
   if (model.empty()) {
-    tmp = "/tmp/gearbx-bench-" + std::to_string((long)getpid()) + ".gbx";
+    if (synthetic.empty()) synthetic = "dim=512,layers=8,hidden=1376,heads=8,kv_heads=4,vocab=512,seq_len=256,seed=3";
+    const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    tmp = std::string(dir) + "/gearbx-bench-" + std::to_string((long)getpid()) + ".gbx";
+    const uint64_t need = estimate_synthetic_bytes(synthetic, tiers);
+    struct statvfs sv;
+    if (need && statvfs(dir, &sv) == 0) {
+      const uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+      if (avail < need + (512ull << 20))
+        return fprintf(stderr, "not enough disk in %s for %s: about %.2f GB needed (+0.5 GB margin), %.2f GB free\n", dir,
+                       synthetic.c_str(), need * 1e-9, avail * 1e-9),
+               1;
+    }
+    const long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (need && pages > 0 && (uint64_t)pages * (uint64_t)psz < need)
+      fprintf(stderr, "warning: the model (%.2f GB) is larger than the free memory (%.2f GB): decode will read from disk\n",
+              need * 1e-9, (double)pages * psz * 1e-9);
+    fprintf(stderr, "converting --synthetic %s (tiers %s, about %.2f GB) to %s ...\n", synthetic.c_str(), tier_list.c_str(),
+            need * 1e-9, tmp.c_str());
     gb::ConvertOptions co;
-    if (gb::convert_synthetic(synthetic.c_str(), tmp.c_str(), co) != GB_OK) return fprintf(stderr, "cannot build %s\n", synthetic.c_str()), 1;
+    co.tiers = tiers;
+    const uint64_t t0 = gb_port_now_ns();
+    if (gb::convert_synthetic(synthetic.c_str(), tmp.c_str(), co) != GB_OK) {
+      remove(tmp.c_str());
+      return fprintf(stderr, "cannot build %s\n", synthetic.c_str()), 1;
+    }
+    fprintf(stderr, "converted in %.1f s\n", (double)(gb_port_now_ns() - t0) * 1e-9);
     model = tmp;
   }
   gb_model *m = nullptr;
   gb_status st = gb_model_open_file(model.c_str(), nullptr, &m);
-  if (!tmp.empty()) remove(tmp.c_str());  // the mapping stays valid
+  if (!tmp.empty()) {
+    if (keep) fprintf(stderr, "kept %s (pass it with --model next time)\n", tmp.c_str());
+    else remove(tmp.c_str());  // the mapping stays valid; the space is freed at close
+  }
   if (st != GB_OK) return fprintf(stderr, "cannot open %s: %s\n", model.c_str(), gb_status_str(st)), 1;
   gb_model_info mi;
   mi.struct_size = sizeof mi;
   gb_model_get_info(m, &mi);
 
-  const double bw = read_bandwidth(reps);
-  std::vector<Row> rows;
-  const gb_gear gears[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32};
-  const char *names[] = {"low", "mid", "high", "f32"};
-  for (int gi = 0; gi < 4; gi++) {
-    if (!(mi.gears & (1u << gears[gi]))) continue;
-    gb_session_options so;
-    gb_session_options_init(&so);
-    so.gear = gears[gi];
-    so.n_threads = threads;
-    so.n_ctx = (uint32_t)tokens + 1 < mi.seq_len ? (uint32_t)tokens + 1 : mi.seq_len;
-    so.sampler.temperature = 0.0f;
-    gb_session *s = nullptr;
-    if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK) return fprintf(stderr, "session: %s\n", gb_status_str(st)), 1;
-    Row row;
-    row.gear = names[gi];
-    std::vector<double> rates;
-    const int steps = (int)so.n_ctx - 1;
-    for (int r = 0; r < reps + 1; r++) {  // run 0 warms up
-      gb_session_reset(s);
-      gb_prefill(s, &mi.bos_id, 1);
-      uint64_t bytes = 0, weights = 0;
-      const uint64_t t0 = gb_port_now_ns();
-      for (int k = 0; k < steps; k++) {
-        gb_step_info info;
-        info.struct_size = sizeof info;
-        if (gb_decode_step(s, nullptr, &info) != GB_OK) break;
-        bytes += info.weight_bytes_read;
-        weights += info.weights_read;
-      }
-      const uint64_t t1 = gb_port_now_ns();
-      if (r > 0) rates.push_back(steps / ((double)(t1 - t0) * 1e-9));
-      row.bytes_per_tok = (double)bytes / steps;
-      row.bits_per_weight = weights ? 8.0 * bytes / weights : 0;
-    }
-    row.tok_s = median(rates);
-    rows.push_back(row);
-    gb_session_destroy(s);
-  }
-  double high_tok_s = 0;
-  for (const Row &r : rows)
-    if (!strcmp(r.gear, "high")) high_tok_s = r.tok_s;
+  const double load0 = gbbench::loadavg();
+  std::string llc_src;
+  const size_t llc = gbbench::llc_bytes(&llc_src);
+  const std::vector<gbbench::Bandwidth> bw =
+      gbbench::read_bandwidth(std::max(std::min(4 * llc, (size_t)1 << 30), (size_t)256 << 20), threads, quick ? 2 : reps);
 
-  printf("model %s: dim %u, layers %u, hidden %u, vocab %u; threads %u; %d tokens x %d reps (median)\n", mi.name, mi.dim,
-         mi.n_layers, mi.hidden_dim, mi.vocab_size, threads, tokens, reps);
-  printf("measured streaming read bandwidth: %.2f GB/s\n\n", bw * 1e-9);
-  printf("| gear | bits/weight | weight MB/token | tokens/s | weight GB/s | of bandwidth | speed vs high (fp16) |\n");
-  printf("|------|------------:|----------------:|---------:|------------:|-------------:|---------------------:|\n");
+  // Prefill tokens: BOS, then fixed pseudo-random ids past the specials.
+  std::vector<int32_t> prompt(1, mi.bos_id >= 0 ? mi.bos_id : 1);
+  uint64_t rs = 7;
+  for (int i = 0; i < prefill; i++) {
+    rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+    prompt.push_back((int32_t)(3 + (rs >> 33) % (mi.vocab_size > 3 ? mi.vocab_size - 3 : 1)));
+  }
+  const std::vector<int> blas_modes = kHavePrefillBlas ? std::vector<int>{0, 1} : std::vector<int>{-1};
+
+  std::vector<Row> rows;
+  for (size_t ti = 0; ti < threads.size(); ti++)
+    for (const GearSpec *g : gears) {
+      if (g->gear != GB_GEAR_AUTO && !(mi.gears & (1u << g->gear))) continue;
+      if (g->gear == GB_GEAR_AUTO && (mi.gears & 7u) != 7u) continue;  // auto routes among low / mid / high
+      for (int blas : blas_modes) {
+        gb_session_options so;
+        gb_session_options_init(&so);
+        so.gear = g->gear;
+        so.n_threads = threads[ti];
+        const uint32_t want = (uint32_t)std::max(tokens, prefill) + 2;
+        so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
+        so.sampler.temperature = 0.0f;
+        if (blas >= 0) set_prefill_blas(so, blas == 1);
+        gb_session *s = nullptr;
+        if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)
+          return fprintf(stderr, "session (%s, %u threads): %s\n", g->name, threads[ti], gb_status_str(st)), 1;
+        fprintf(stderr, "\r%-5s %u thread(s) ...", g->name, threads[ti]);
+
+        // decode (once, whatever the BLAS setting: it never uses BLAS)
+        if (blas <= 0) {
+          Row row;
+          row.gear = g->name;
+          row.phase = "decode";
+          row.threads = threads[ti];
+          row.bw = bw[ti].bytes_per_s;
+          std::vector<double> rates;
+          const int steps = std::min(tokens, (int)so.n_ctx - 1);
+          for (int r = 0; r < reps + 1; r++) {  // run 0 warms up
+            gb_session_reset(s);
+            gb_prefill(s, prompt.data(), 1);
+            uint64_t bytes = 0, weights = 0, mix[3] = {0, 0, 0};
+            int done = 0;
+            const uint64_t t0 = gb_port_now_ns();
+            for (; done < steps; done++) {
+              gb_step_info info;
+              info.struct_size = sizeof info;
+              if (gb_decode_step(s, nullptr, &info) != GB_OK) break;
+              bytes += info.weight_bytes_read;
+              weights += info.weights_read;
+              if ((unsigned)info.gear < 3) mix[info.gear]++;
+            }
+            const uint64_t t1 = gb_port_now_ns();
+            if (done == 0) return fprintf(stderr, "decode failed (%s)\n", g->name), 1;
+            if (r > 0) {
+              rates.push_back(done / ((double)(t1 - t0) * 1e-9));
+              for (int k = 0; k < 3; k++) row.mix[k] += mix[k];
+            }
+            row.bytes_per_tok = (double)bytes / done;
+            row.bits_per_weight = weights ? 8.0 * bytes / weights : 0;
+          }
+          row.tok_s = median(rates);
+          rows.push_back(row);
+        }
+
+        // prefill: prefill forward passes (BOS + prefill tokens, the last left pending)
+        {
+          Row row;
+          row.gear = g->name;
+          row.phase = "prefill";
+          row.threads = threads[ti];
+          row.bw = bw[ti].bytes_per_s;
+          if (blas >= 0) row.blas = blas ? "on" : "off";
+          std::vector<double> rates;
+          for (int r = 0; r < reps + 1; r++) {
+            gb_session_reset(s);
+            const uint64_t t0 = gb_port_now_ns();
+            if ((st = gb_prefill(s, prompt.data(), prompt.size())) != GB_OK)
+              return fprintf(stderr, "prefill (%s): %s\n", g->name, gb_status_str(st)), 1;
+            const uint64_t t1 = gb_port_now_ns();
+            if (r > 0) rates.push_back((double)prefill / ((double)(t1 - t0) * 1e-9));
+          }
+          row.tok_s = median(rates);
+          rows.push_back(row);
+        }
+        gb_session_destroy(s);
+      }
+    }
+  fprintf(stderr, "\r%40s\r", "");
+  for (Row &r : rows)
+    for (const Row &o : rows) {
+      if (o.phase != r.phase || o.blas != r.blas) continue;
+      if (o.gear == "high" && o.threads == r.threads && o.tok_s > 0) r.vs_high = r.tok_s / o.tok_s;
+      if (o.gear == r.gear && o.threads == threads[0] && o.tok_s > 0) r.vs_1t = r.tok_s / o.tok_s;
+    }
+
+  printf("gearbx-bench-decode%s: model %s: dim %u, layers %u, hidden %u, heads %u/%u kv, vocab %u, %.3f G weights/tier\n",
+         quick ? " --quick" : "", mi.name, mi.dim, mi.n_layers, mi.hidden_dim, mi.n_heads, mi.n_kv_heads, mi.vocab_size,
+         (double)mi.n_params * 1e-9);
+  printf("decode: %d tokens from BOS; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s\n", tokens,
+         prefill, reps, kHavePrefillBlas ? "gb_session_options.prefill_blas" : "absent (the library has no BLAS path yet: n/a)");
+  for (size_t ti = 0; ti < threads.size(); ti++)
+    printf("measured streaming read bandwidth, %u thread%s: %.2f GB/s (best probe: %s)\n", threads[ti], threads[ti] > 1 ? "s" : "",
+           bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
+  printf("load average (1 min) at start %.2f, at end %.2f on %ld online CPUs\n\n", load0, gbbench::loadavg(),
+         sysconf(_SC_NPROCESSORS_ONLN));
+  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | vs high | vs %ut | auto: low/mid/high steps |\n",
+         threads[0]);
+  printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Row &r : rows) {
     const double gbs = r.bytes_per_tok * r.tok_s;
-    printf("| %-4s | %11.2f | %15.3f | %8.1f | %11.2f | %11.1f%% | %19.2fx |\n", r.gear, r.bits_per_weight, r.bytes_per_tok * 1e-6,
-           r.tok_s, gbs * 1e-9, 100.0 * gbs / bw, high_tok_s > 0 ? r.tok_s / high_tok_s : 0.0);
+    char mix[64] = "";
+    if (r.gear == "auto" && r.phase == "decode")
+      snprintf(mix, sizeof mix, "%llu/%llu/%llu", (unsigned long long)r.mix[0], (unsigned long long)r.mix[1],
+               (unsigned long long)r.mix[2]);
+    if (r.phase == "decode")
+      printf("| decode | %s | %s | %u | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.2fx | %.2fx | %s |\n", r.gear.c_str(), r.blas.c_str(),
+             r.threads, r.bits_per_weight, r.bytes_per_tok * 1e-6, r.tok_s, gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0,
+             r.vs_high, r.vs_1t, mix);
+    else
+      printf("| prefill | %s | %s | %u | | | %.2f | | | %.2fx | %.2fx | |\n", r.gear.c_str(), r.blas.c_str(), r.threads, r.tok_s,
+             r.vs_high, r.vs_1t);
   }
   if (!json.empty()) {
     FILE *f = fopen(json.c_str(), "w");
     if (!f) return fprintf(stderr, "cannot write %s\n", json.c_str()), 1;
-    fprintf(f, "{\"model\": \"%s\", \"threads\": %u, \"tokens\": %d, \"reps\": %d, \"bandwidth_gbs\": %.3f, \"gears\": [", mi.name,
-            threads, tokens, reps, bw * 1e-9);
+    fprintf(f, "[\n");
     for (size_t i = 0; i < rows.size(); i++) {
       const Row &r = rows[i];
-      const double gbs = r.bytes_per_tok * r.tok_s;
-      fprintf(f, "%s{\"gear\": \"%s\", \"bits_per_weight\": %.4f, \"bytes_per_token\": %.0f, \"tok_s\": %.3f, \"weight_gbs\": %.4f, "
-                 "\"of_bandwidth\": %.4f, \"vs_high\": %.4f}",
-              i ? ", " : "", r.gear, r.bits_per_weight, r.bytes_per_tok, r.tok_s, gbs * 1e-9, gbs / bw,
-              high_tok_s > 0 ? r.tok_s / high_tok_s : 0.0);
+      const double gbs = r.phase == "decode" ? r.bytes_per_tok * r.tok_s : 0.0;
+      fprintf(f,
+              "  {\"gear\": \"%s\", \"threads\": %u, \"phase\": \"%s\", \"tok_s\": %.4f, \"blas\": \"%s\", \"model\": %s, "
+              "\"tokens\": %d, \"reps\": %d, \"bytes_per_token\": %.0f, \"bits_per_weight\": %.4f, \"weight_gbps\": %.4f, "
+              "\"pct_bw\": %.3f, \"bw_gbps\": %.4f, \"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
+              "\"quick\": %s}%s\n",
+              r.gear.c_str(), r.threads, r.phase.c_str(), r.tok_s, r.blas.c_str(), gbbench::json_str(mi.name).c_str(),
+              r.phase == "decode" ? tokens : prefill, reps, r.phase == "decode" ? r.bytes_per_tok : 0.0, r.bits_per_weight,
+              gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0, r.bw * 1e-9, r.vs_high, threads[0], r.vs_1t,
+              (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2], quick ? "true" : "false",
+              i + 1 < rows.size() ? "," : "");
     }
-    fprintf(f, "]}\n");
+    fprintf(f, "]\n");
     fclose(f);
   }
   gb_model_close(m);
