@@ -209,6 +209,7 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const gb_session_options &o, 
   kv->planned = seed ? a.array<uint8_t>(cap) : nullptr;
   kv->order = seed ? a.array<uint32_t>(cap) : nullptr;
   kv->heap = seed ? a.array<KvPool::HeapItem>(cap) : nullptr;
+  kv->batch_slot = a.array<uint32_t>(cap);
 }
 
 void kv_reset(KvPool *kv) {
@@ -741,7 +742,7 @@ void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value) 
   write_rows(kv, kv->layers[layer], kv->cur_slot, key, value);
 }
 
-void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out) {
+void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide) {
   const KvPlan &p = kv->plan;
   const KvLayer &y = kv->layers[layer];
   const uint32_t H = kv->n_heads, d = kv->head_dim;
@@ -778,14 +779,16 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
   uint32_t n = 0;
   for (uint32_t lv = 0; lv < kLevels; lv++) {
     const KvBucket &b = y.bucket[lv];
-    if (!(p.levels >> lv & 1) || b.count == 0) continue;
+    // A batch's later tokens are the newest records of the entry level.
+    const uint32_t count = lv == p.entry && hide <= b.count ? b.count - hide : b.count;
+    if (!(p.levels >> lv & 1) || count == 0) continue;
     const uint32_t tpp = p.tpp[lv];
     const bool joins = tpp * p.rec[lv] == p.page_bytes;  // consecutive pages read as one run
-    for (uint32_t j = 0; j < b.count;) {
+    for (uint32_t j = 0; j < count;) {
       const uint32_t pg = b.pages[j / tpp];
-      uint32_t cnt = tpp < b.count - j ? tpp : b.count - j;
-      while (joins && j + cnt < b.count && b.pages[(j + cnt) / tpp] == pg + cnt / tpp) {
-        const uint32_t more = b.count - j - cnt;
+      uint32_t cnt = tpp < count - j ? tpp : count - j;
+      while (joins && j + cnt < count && b.pages[(j + cnt) / tpp] == pg + cnt / tpp) {
+        const uint32_t more = count - j - cnt;
         cnt += tpp < more ? tpp : more;
       }
       k.attn_run(&st, y.pages + (size_t)pg * p.page_bytes, b.slots + j, cnt, p.kbits[lv], p.vbits[lv], n);
@@ -829,6 +832,45 @@ void kv_end(KvPool *kv) {
   }
   mean /= (float)H;
   for (uint32_t h = 0; h < H; h++) kv->head_w[h] /= mean + 1e-8f;
+}
+
+bool kv_batchable(const KvPool *kv, uint32_t m) {
+  return !multi_level(kv->plan.policy) && kv_room(kv) >= m && kv->n_free_slots >= m;
+}
+
+gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {
+  for (uint32_t i = 0; i < m; i++) {
+    const gb_status st = kv_begin(kv, k, pos + i, log);
+    if (st != GB_OK) {
+      kv_truncate(kv, pos);
+      return st;
+    }
+    kv->batch_slot[i] = kv->cur_slot;
+  }
+  return GB_OK;
+}
+
+void kv_store_slot(KvPool *kv, uint32_t layer, uint32_t slot, const float *key, const float *value) {
+  write_rows(kv, kv->layers[layer], slot, key, value);
+}
+
+void kv_truncate(KvPool *kv, uint32_t pos) {
+  // Newest first: in a single-level bucket each removal takes the last
+  // record, so the others keep their places and order.
+  const KvLayer &y0 = kv->layers[0];
+  for (;;) {
+    uint32_t best = UINT32_MAX, slot = 0;
+    for (uint32_t s = 0; s < kv->plan.cap; s++)
+      if (y0.level[s] != kLvNone && kv->pos[s] >= pos && (best == UINT32_MAX || kv->pos[s] > best)) {
+        best = kv->pos[s];
+        slot = s;
+      }
+    if (best == UINT32_MAX) break;
+    for (uint32_t l = 0; l < kv->n_layers; l++) remove(kv, kv->layers[l], slot);
+    kv->free_slots[kv->n_free_slots++] = slot;
+    kv->n_tokens--;
+  }
+  kv->newest = pos > 0 ? pos - 1 : 0;
 }
 
 void kv_stats(const KvPool *kv, KvStats *st) {

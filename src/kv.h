@@ -108,6 +108,7 @@ struct KvPool {
   struct HeapItem { float score; uint32_t slot; };
   HeapItem *heap;        // (cap)
   uint32_t cur_slot;     // slot of the token being run
+  uint32_t *batch_slot;  // (cap) slots of a batch's tokens (kv_begin_batch)
   // Telemetry.
   uint64_t step, reallocs, requant, evicted;
   uint64_t alloc_ns;     // time inside allocator decisions (bench)
@@ -130,8 +131,25 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
 // Store the token's rotated key and value rows (kv_dim each) for a layer.
 void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value);
 // Attention of the query heads q (n_heads, head_dim) over the layer's
-// cache into out (n_heads, head_dim), gathering importance.
-void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out);
+// cache into out (n_heads, head_dim), gathering importance. hide: the
+// newest tokens of a batch not visible to this query (kv_begin_batch).
+void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide = 0);
+
+// ---- batches and rollback (batched prefill, speculative verification) ----
+// Whether m tokens can enter as one batch: a single-level policy (f32, f16,
+// uniformN: every token stays at the entry level, so each layer's bucket
+// holds the tokens in position order) with room for all m without
+// eviction. Then a batch gives exactly what m single tokens would.
+bool kv_batchable(const KvPool *kv, uint32_t m);
+// Begin the m tokens at positions pos..pos+m-1 (kv_batchable holds): their
+// slots go to kv->batch_slot. Position i then stores with kv_store_slot and
+// attends with hide = m - 1 - i; kv_end once per token afterwards.
+gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log);
+void kv_store_slot(KvPool *kv, uint32_t layer, uint32_t slot, const float *key, const float *value);
+// Forget every token at a position >= pos (speculative rollback). Only for
+// single-level policies, where it restores exactly the state before those
+// tokens entered (up to slot numbering, which no result depends on).
+void kv_truncate(KvPool *kv, uint32_t pos);
 // After all layers of a token ran: fold the step's statistics.
 void kv_end(KvPool *kv);
 
