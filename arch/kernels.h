@@ -35,6 +35,13 @@ typedef struct gb_q8x_block {
  * xq: ceil(cols/32) activation blocks (used by q8/q4: integer products per
  * block, one float multiply-add per block). y is indexed by absolute row.
  * Over-read allowance: none (kernels read exactly the rows' bytes). */
+/* Rows a gemv kernel handles together (its row tile): kernels step through
+ * [row_begin, row_end) in groups of at most this many rows, starting at
+ * row_begin. Splitting a matrix between threads at multiples of it gives
+ * every row the same grouping as one call over the whole matrix, so results
+ * do not depend on the split. */
+#define GB_GEMV_ROW_TILE 4
+
 typedef void (*gb_gemv_fn)(float *y, const uint8_t *W, const float *x, const gb_q8x_block *xq,
                            size_t row_begin, size_t row_end, size_t cols);
 

@@ -311,7 +311,15 @@ typedef struct gb_session_options {
   gb_gear gear;           /* LOW, MID, HIGH, F32 (fixed) or AUTO; default AUTO */
   gb_managed_set managed; /* default GB_MANAGED_ALL                          */
   gb_gear base_gear;      /* tier of unmanaged matrices; default HIGH        */
-  uint32_t n_threads;     /* 0 or 1 = the calling thread only                */
+  uint32_t n_threads;     /* threads running GEMVs and prefill GEMMs, the
+                             calling thread included; 0 or 1 = the calling
+                             thread only; at most 256. The workers are
+                             started once by gb_session_create (a persistent
+                             pool: no thread is created per step) and stopped
+                             by gb_session_destroy. Each output row is
+                             computed by one thread, so logits never depend
+                             on n_threads. Matrices too small to be worth a
+                             hand-off stay on the calling thread. Default 1 */
   uint64_t mem_budget;    /* bytes for arena + resident weight tiers; 0 = none */
   gb_sampler_options sampler;
   gb_monitor_options monitor;
@@ -351,7 +359,9 @@ gb_status gb_session_create(const gb_model *model, const gb_session_options *opt
  * the options' seed). Keeps the arena. */
 gb_status gb_session_reset(gb_session *s);
 
-/* NULL is a no-op. Frees the arena only if the library obtained it. */
+/* Stops the session's worker threads (n_threads > 1), so it must be called
+ * for sessions in caller memory too. NULL is a no-op. Frees the arena only
+ * if the library obtained it. */
 void gb_session_destroy(gb_session *s);
 
 /* One decode step's report. The caller sets struct_size; the library writes

@@ -123,9 +123,11 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o) {
   }
   const uint32_t max_cols = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
   t->lazy_row = any_lazy ? a.array<float>(max_cols) : nullptr;
+  void *pmem = a.alloc(gb_port_pool_mem_size(o.n_threads), 64);
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
   if (!s) return nullptr;
+  s->pool = gb_port_pool_start(pmem, o.n_threads);
   sampler_init(&s->sampler, o.sampler, c.vocab_size, smem);
   monitor_init(&s->monitor, o.monitor, c.vocab_size, mmem);
   return s;
@@ -323,6 +325,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
 
 extern "C" void gb_session_destroy(gb_session *s) {
   if (!s) return;
+  gb_port_pool_stop(s->pool);
   if (s->owns_mem) gb_port_aligned_free(s->mem);
 }
 

@@ -6,6 +6,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "gearbx_port.h"
 #include "kernels.h"
 #include "kv.h"
 #include "model.h"
@@ -20,6 +21,7 @@ struct gb_session {
   size_t mem_bytes;
   bool owns_mem;     // obtained by the library, freed on destroy
   gb_kernels k;      // kernel table chosen at creation
+  gb_port_pool *pool;  // worker threads (opt.n_threads, caller included), in the arena
 
   uint32_t n_ctx;
   uint32_t pos;      // tokens in the KV cache
@@ -75,6 +77,9 @@ void shift_gear(gb_session *s, gb_gear g);
 // Quantize a lazy tier from its source tier (first entry; logs a warning
 // when the source looks already quantized).
 void lazy_quantize(gb_session *s, gb_gear g);
+// Tasks a GEMV of rows x cols is split into on the session's pool: whole
+// row tiles, at most one per thread, none smaller than a minimum of work.
+uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols);
 // Weight-tier bytes resident in this process (0 when the port cannot tell).
 uint64_t measure_resident(const gb_session *s);
 }  // namespace gb
