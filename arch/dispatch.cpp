@@ -28,8 +28,14 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
     k->quantize_act = gb_q8x_quantize__##isa; \
     k->isa_mask |= (req);                     \
   }
+#define GB_GEMM(fmt, isa, req)          \
+  if (((req) & avail) == (req)) {       \
+    k->gemm_f32 = gb_##fmt##_gemm__##isa; \
+    k->isa_mask |= (req);               \
+  }
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_GEMM
 }

@@ -52,6 +52,27 @@ typedef void (*gb_quantize_act_fn)(gb_q8x_block *out, const float *x, size_t n);
  * panels). */
 typedef void (*gb_row_to_f32_fn)(float *out, const uint8_t *row, size_t cols);
 
+/* C[i][j] = sum_p A[i][p] * B[j][p] for i < m, j < n, i.e. C = A B^T (a
+ * block of positions times a panel of weight rows, batched prefill).
+ * A: (m, k), row stride lda; B: (n, k), row stride ldb; C: (m, n), row
+ * stride ldc; all f32, strides in elements. Each C element's sum runs in an
+ * order fixed by k alone (kernels document it), so splitting B's rows gives
+ * identical results. Writes exactly C's m x n elements; reads exactly A's and
+ * B's. */
+typedef void (*gb_gemm_fn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t m,
+                           size_t n, size_t k);
+
+/* The f32 GEMM of OpenBLAS (cblas_sgemm, row-major, B transposed) when the
+ * library was built with it (GEARBX_WITH_OPENBLAS), else NULL. Its summation
+ * order is OpenBLAS's: it depends on the CPU it runs on, not on how the
+ * caller splits B. OpenBLAS allocates its own working buffers (once, at its
+ * initialisation or first use). */
+gb_gemm_fn gb_gemm_blas(void);
+/* Make OpenBLAS run each call on the calling thread only (process-wide
+ * openblas_set_num_threads(1)): gearbx splits prefill between its own
+ * threads. No-op without OpenBLAS. */
+void gb_gemm_blas_single_threaded(void);
+
 /* Instruction sets, one bit each (also the CPU feature bits the dispatcher
  * is given). */
 enum {
@@ -72,6 +93,7 @@ typedef struct gb_kernels {
   gb_gemv_fn gemv[GB_FMT_COUNT];
   gb_row_to_f32_fn row_to_f32[GB_FMT_COUNT];
   gb_quantize_act_fn quantize_act;
+  gb_gemm_fn gemm_f32;             /* the built-in GEMM (batched prefill)  */
 } gb_kernels;
 
 /* Declarations of every kernel in kernels.inc. */
@@ -80,10 +102,14 @@ typedef struct gb_kernels {
                               size_t row_begin, size_t row_end, size_t cols);
 #define GB_ROW(fmt, isa, req) void gb_##fmt##_row_to_f32__##isa(float *out, const uint8_t *row, size_t cols);
 #define GB_QUANT_ACT(isa, req) void gb_q8x_quantize__##isa(gb_q8x_block *out, const float *x, size_t n);
+#define GB_GEMM(fmt, isa, req)                                                                            \
+  void gb_##fmt##_gemm__##isa(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, \
+                              size_t m, size_t n, size_t k);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_GEMM
 
 /* Fill *k with the best kernel of each slot whose ISA requirement is in
  * `isa_available` (GB_ISA_GENERIC is always assumed). max_isa_mask limits

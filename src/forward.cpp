@@ -23,7 +23,6 @@
 #include "session.h"
 
 namespace gb {
-namespace {
 
 void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps) {
   double ss = 0.0;
@@ -32,6 +31,8 @@ void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float e
   const float *g = reinterpret_cast<const float *>(w.data);  // F32, 64-byte aligned in the file
   for (uint32_t i = 0; i < n; i++) out[i] = g[i] * (x[i] * scale);
 }
+
+namespace {
 
 struct GemvTask {
   const gb_kernels *k;
@@ -82,6 +83,8 @@ void matmul(gb_session *s, float *y, const float *x, const TensorRef &w) {
   s->weights_read += (uint64_t)w.rows * w.cols;
 }
 
+}  // namespace
+
 void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
   const uint32_t half = rope_dim / 2;
   for (uint32_t i = 0; i < half; i++) {
@@ -99,7 +102,6 @@ void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, ui
   }
 }
 
-}  // namespace
 
 void set_gear(gb_session *s, gb_gear g) {
   const gb_model *m = s->model;
@@ -212,11 +214,48 @@ void shift_gear(gb_session *s, gb_gear g) {
   s->resident_bytes = measure_resident(s);
 }
 
+void kv_store(gb_session *s, uint32_t l, uint32_t pos, const float *k, const float *v) {
+  const uint32_t kv_dim = s->model->meta.kv_dim();
+  memcpy(s->kv.key(l, pos), k, sizeof(float) * kv_dim);
+  memcpy(s->kv.value(l, pos), v, sizeof(float) * kv_dim);
+}
+
+void attend(gb_session *s, uint32_t l, uint32_t pos, const float *q, float *xout) {
+  const Meta &c = s->model->meta;
+  const uint32_t hd = c.head_dim, kv_mul = c.n_heads / c.n_kv_heads;
+  const float inv_sqrt = 1.0f / sqrtf((float)hd);
+  for (uint32_t h = 0; h < c.n_heads; h++) {
+    const float *qh = q + (size_t)h * hd;
+    float *att = s->att + (size_t)h * s->n_ctx;
+    const uint32_t kvh = h / kv_mul;
+    float mx = -INFINITY;
+    for (uint32_t t = 0; t <= pos; t++) {
+      const float *kk = s->kv.key(l, t) + (size_t)kvh * hd;
+      float dot = 0.0f;
+      for (uint32_t i = 0; i < hd; i++) dot += qh[i] * kk[i];
+      att[t] = dot * inv_sqrt;
+      mx = att[t] > mx ? att[t] : mx;
+    }
+    float sum = 0.0f;
+    for (uint32_t t = 0; t <= pos; t++) {
+      att[t] = expf(att[t] - mx);
+      sum += att[t];
+    }
+    const float inv = 1.0f / sum;
+    float *out = xout + (size_t)h * hd;
+    memset(out, 0, sizeof(float) * hd);
+    for (uint32_t t = 0; t <= pos; t++) {
+      const float a = att[t] * inv;
+      const float *vv = s->kv.value(l, t) + (size_t)kvh * hd;
+      for (uint32_t i = 0; i < hd; i++) out[i] += a * vv[i];
+    }
+  }
+}
+
 void forward(gb_session *s, int32_t token, bool want_logits) {
   const gb_model *m = s->model;
   const Meta &c = m->meta;
-  const uint32_t dim = c.dim, hd = c.head_dim, kv_dim = c.kv_dim(), pos = s->pos;
-  const uint32_t kv_mul = c.n_heads / c.n_kv_heads;
+  const uint32_t dim = c.dim, hd = c.head_dim, pos = s->pos;
   const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
   s->bytes_read = 0;
   s->weights_read = 0;
@@ -235,36 +274,8 @@ void forward(gb_session *s, int32_t token, bool want_logits) {
     matmul(s, s->vt, s->xb, W[kMatV]);
     rope(s->q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
     rope(s->kt, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
-    memcpy(s->kv.key(l, pos), s->kt, sizeof(float) * kv_dim);
-    memcpy(s->kv.value(l, pos), s->vt, sizeof(float) * kv_dim);
-
-    const float inv_sqrt = 1.0f / sqrtf((float)hd);
-    for (uint32_t h = 0; h < c.n_heads; h++) {
-      const float *qh = s->q + (size_t)h * hd;
-      float *att = s->att + (size_t)h * s->n_ctx;
-      const uint32_t kvh = h / kv_mul;
-      float mx = -INFINITY;
-      for (uint32_t t = 0; t <= pos; t++) {
-        const float *kk = s->kv.key(l, t) + (size_t)kvh * hd;
-        float dot = 0.0f;
-        for (uint32_t i = 0; i < hd; i++) dot += qh[i] * kk[i];
-        att[t] = dot * inv_sqrt;
-        mx = att[t] > mx ? att[t] : mx;
-      }
-      float sum = 0.0f;
-      for (uint32_t t = 0; t <= pos; t++) {
-        att[t] = expf(att[t] - mx);
-        sum += att[t];
-      }
-      const float inv = 1.0f / sum;
-      float *out = s->xb + (size_t)h * hd;
-      memset(out, 0, sizeof(float) * hd);
-      for (uint32_t t = 0; t <= pos; t++) {
-        const float a = att[t] * inv;
-        const float *vv = s->kv.value(l, t) + (size_t)kvh * hd;
-        for (uint32_t i = 0; i < hd; i++) out[i] += a * vv[i];
-      }
-    }
+    kv_store(s, l, pos, s->kt, s->vt);
+    attend(s, l, pos, s->q, s->xb);
     matmul(s, s->xb2, s->xb, W[kMatO]);
     for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
 

@@ -58,6 +58,23 @@ struct gb_session {
   bool lazy_ready[GB_GEAR_COUNT];
   float *lazy_row;                          // (max cols) dequantized source row
 
+  // Batched prefill (prefill.cpp): chunks of up to pf_batch positions; with
+  // pf_batch == 1 nothing below is carved.
+  uint32_t pf_batch;       // positions per chunk
+  uint32_t pf_panel_rows;  // weight rows per panel
+  uint32_t pf_slots;       // panels in pf_panel: threads that expand panels at once
+  gb_gemm_fn pf_gemm;      // OpenBLAS's sgemm or the kernel table's GEMM
+  int32_t *pf_tok;         // (pf_batch) tokens of the chunk
+  float *pf_x;             // (pf_batch, dim) residual streams
+  float *pf_xb;            // (pf_batch, max(dim, q_dim)) normed inputs / attention outputs
+  float *pf_xb2;           // (pf_batch, dim)
+  float *pf_hb, *pf_hb2;   // (pf_batch, hidden_dim)
+  float *pf_q;             // (pf_batch, q_dim)
+  float *pf_k, *pf_v;      // (pf_batch, kv_dim)
+  float *pf_xa;            // (pf_batch, wide) activations as the q8/q4 kernels see them
+  float *pf_panel;         // (pf_slots, pf_panel_rows, wide) weight rows expanded to f32
+  float *pf_logits;        // (pf_batch, vocab) for monitor calibration, else nullptr
+
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)
   gb_gear prewarmed;            // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
@@ -69,6 +86,19 @@ namespace gb {
 // Run one token at position s->pos through the model: s->logits gets the
 // next-token logits and s->pos advances. Caller checks pos < n_ctx.
 void forward(gb_session *s, int32_t token, bool want_logits);
+// Run the chunk tokens[0..m) at positions s->pos.. through the model at once
+// (GEMMs on weight panels, attention per position); s->pos advances by m.
+// want_logits: s->pf_logits gets each position's next-token logits.
+// Caller checks 2 <= m <= pf_batch and pos + m <= n_ctx.
+void forward_batch(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits);
+// Pieces of the forward pass shared by forward() and forward_batch().
+void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
+// Store one position's key and value (kv_dim each) in the cache of layer l.
+void kv_store(gb_session *s, uint32_t l, uint32_t pos, const float *k, const float *v);
+// Attention of one position over the cache t <= pos of layer l: q (q_dim)
+// in, xout (q_dim) out; uses s->att.
+void attend(gb_session *s, uint32_t l, uint32_t pos, const float *q, float *xout);
 // Point the session's matrices at gear g (no copy).
 void set_gear(gb_session *s, gb_gear g);
 // The precision manager's shift: set_gear, then hint the new tier in and

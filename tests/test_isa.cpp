@@ -40,10 +40,12 @@ uint32_t isas_with_kernels() {
 #define GB_GEMV(fmt, isa, req) m |= (req);
 #define GB_ROW(fmt, isa, req) m |= (req);
 #define GB_QUANT_ACT(isa, req) m |= (req);
+#define GB_GEMM(fmt, isa, req) m |= (req);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_GEMM
   return m & ~(uint32_t)GB_ISA_GENERIC;
 }
 
