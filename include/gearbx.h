@@ -354,7 +354,7 @@ typedef struct gb_session_options {
                                   for sessions that calibrate the monitor
                                   (GB_GEAR_AUTO, monitor.calibrate = 1: the
                                   calibration needs the entropy of every
-                                  prefill position). Default 32              */
+                                  prefill position). Default 64              */
   uint32_t prefill_panel_rows; /* weight rows expanded per panel, 1..65536;
                                   the arena holds max(1, n_threads) panels of
                                   prefill_panel_rows * max(dim, q_dim,

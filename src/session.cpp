@@ -285,7 +285,7 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->monitor.classify_high = 4.0f;
   o->monitor.classify_mid = 1.5f;
   o->lazy_tiers = 1;
-  o->prefill_batch = 32;
+  o->prefill_batch = 64;
   o->prefill_panel_rows = 64;
   o->prefill_blas = 1;
 }

@@ -269,7 +269,7 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o = options(GB_GEAR_HIGH, 0, 0, 9);
   o.struct_size = offsetof(gb_session_options, prefill_batch);
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 32u);
+  EXPECT_EQ(s->pf_batch, 64u);
   EXPECT_EQ(s->pf_panel_rows, 64u);
   EXPECT_EQ(s->pf_gemm, gb_gemm_blas() ? gb_gemm_blas() : s->k.gemm_f32);
   gb_session_destroy(s);
