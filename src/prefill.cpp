@@ -77,8 +77,10 @@ void matmul_batch(gb_session *s, float *Y, const float *X, uint32_t m, const Ten
     }
     A = s->pf_xa;
   }
+  // As many tasks as threads, panels and panel slots allow, and none with
+  // less work than a GEMV task's minimum (m products per weight).
   const uint32_t panels = (w.rows + s->pf_panel_rows - 1) / s->pf_panel_rows;
-  uint32_t n = gb_port_pool_threads(s->pool);
+  uint32_t n = gemv_tasks(s, w.rows, (uint64_t)w.cols * m);
   if (n > s->pf_slots) n = s->pf_slots;
   if (n > panels) n = panels;
   GemmTask task{s, &w, Y, A, m};

@@ -76,13 +76,15 @@ struct Trace {
   std::vector<int32_t> tokens;
 };
 
-Trace run(gb_model *m, gb_gear gear, uint32_t threads, const std::vector<int32_t> &prompt, uint32_t steps) {
+Trace run(gb_model *m, gb_gear gear, uint32_t threads, uint32_t blas, const std::vector<int32_t> &prompt, uint32_t steps) {
   Trace tr;
   gb_session_options o;
   gb_session_options_init(&o);
   o.log = gbt::quiet_log;
   o.gear = gear;
   o.n_threads = threads;
+  o.prefill_blas = blas;
+  o.prefill_batch = 16;  // the prompt runs as chunks of 16, 16 and a rest
   o.sampler.temperature = 0.0f;
   gb_session *s = nullptr;
   EXPECT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
@@ -114,17 +116,19 @@ void expect_thread_invariant(const std::string &path) {
   size_t n = 0;
   ASSERT_EQ(gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, toks, 256, &n), GB_OK);
   const std::vector<int32_t> prompt(toks, toks + n);
-  for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO}) {
-    const Trace ref = run(m, g, 1, prompt, 24);
-    ASSERT_FALSE(ref.logits.empty());
-    for (uint32_t t : {2u, 3u, 4u}) {
-      const Trace tr = run(m, g, t, prompt, 24);
-      EXPECT_EQ(tr.tokens, ref.tokens) << "gear " << g << " threads " << t;
-      ASSERT_EQ(tr.logits.size(), ref.logits.size());
-      EXPECT_EQ(0, memcmp(tr.logits.data(), ref.logits.data(), ref.logits.size() * sizeof(float)))
-          << "gear " << g << ": logits with " << t << " threads differ from 1 thread";
+  // Both prefill GEMMs: the built-in one and OpenBLAS (when linked).
+  for (uint32_t blas : {0u, 1u})
+    for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO}) {
+      const Trace ref = run(m, g, 1, blas, prompt, 24);
+      ASSERT_FALSE(ref.logits.empty());
+      for (uint32_t t : {2u, 3u, 4u}) {
+        const Trace tr = run(m, g, t, blas, prompt, 24);
+        EXPECT_EQ(tr.tokens, ref.tokens) << "gear " << g << " threads " << t;
+        ASSERT_EQ(tr.logits.size(), ref.logits.size());
+        EXPECT_EQ(0, memcmp(tr.logits.data(), ref.logits.data(), ref.logits.size() * sizeof(float)))
+            << "gear " << g << " prefill_blas " << blas << ": logits with " << t << " threads differ from 1 thread";
+      }
     }
-  }
   gb_model_close(m);
 }
 
