@@ -44,11 +44,19 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
     k->kv_dequant = gb_kv_dequant__##isa; \
     k->isa_mask |= (req);                \
   }
+#define GB_GEMM(fmt, isa, req)          \
+  if (((req) & avail) == (req)) {       \
+    k->gemm_f32 = gb_##fmt##_gemm__##isa; \
+    k->isa_mask |= (req);               \
+  }
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
+#undef GB_ATTN
+#undef GB_KV_DEQUANT
+#undef GB_GEMM
   // Pass 2: gemv and gemvm of each format from the same folder, so that the
   // multi-position pass equals the one-position one bit for bit.
 #define GB_GEMV(fmt, isa, req)
@@ -65,6 +73,4 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
 #undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
-#undef GB_ATTN
-#undef GB_KV_DEQUANT
 }

@@ -35,6 +35,13 @@ typedef struct gb_q8x_block {
  * xq: ceil(cols/32) activation blocks (used by q8/q4: integer products per
  * block, one float multiply-add per block). y is indexed by absolute row.
  * Over-read allowance: none (kernels read exactly the rows' bytes). */
+/* Rows a gemv kernel handles together (its row tile): kernels step through
+ * [row_begin, row_end) in groups of at most this many rows, starting at
+ * row_begin. Splitting a matrix between threads at multiples of it gives
+ * every row the same grouping as one call over the whole matrix, so results
+ * do not depend on the split. */
+#define GB_GEMV_ROW_TILE 4
+
 typedef void (*gb_gemv_fn)(float *y, const uint8_t *W, const float *x, const gb_q8x_block *xq,
                            size_t row_begin, size_t row_end, size_t cols);
 
@@ -129,6 +136,26 @@ typedef void (*gb_attn_finish_fn)(const gb_attn_state *st, uint32_t n, const flo
  * baseline and requantization): out is (count, 2, n_kv_heads, head_dim). */
 typedef void (*gb_kv_dequant_fn)(float *out, const uint8_t *records, const uint32_t *slots, const uint16_t *scales,
                                  uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
+/* C[i][j] = sum_p A[i][p] * B[j][p] for i < m, j < n, i.e. C = A B^T (a
+ * block of positions times a panel of weight rows, batched prefill).
+ * A: (m, k), row stride lda; B: (n, k), row stride ldb; C: (m, n), row
+ * stride ldc; all f32, strides in elements. Each C element's sum runs in an
+ * order fixed by k alone (kernels document it), so splitting B's rows gives
+ * identical results. Writes exactly C's m x n elements; reads exactly A's and
+ * B's. */
+typedef void (*gb_gemm_fn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t m,
+                           size_t n, size_t k);
+
+/* The f32 GEMM of OpenBLAS (cblas_sgemm, row-major, B transposed) when the
+ * library was built with it (GEARBX_WITH_OPENBLAS), else NULL. Its summation
+ * order is OpenBLAS's: it depends on the CPU it runs on, not on how the
+ * caller splits B. OpenBLAS allocates its own working buffers (once, at its
+ * initialisation or first use). */
+gb_gemm_fn gb_gemm_blas(void);
+/* Make OpenBLAS run each call on the calling thread only (process-wide
+ * openblas_set_num_threads(1)): gearbx splits prefill between its own
+ * threads. No-op without OpenBLAS. */
+void gb_gemm_blas_single_threaded(void);
 
 /* Instruction sets, one bit each (also the CPU feature bits the dispatcher
  * is given). */
@@ -156,6 +183,7 @@ typedef struct gb_kernels {
   gb_attn_finish_fn attn_finish;
   gb_kv_dequant_fn kv_dequant;
   const char *attn_name;
+  gb_gemm_fn gemm_f32;             /* the built-in GEMM (batched prefill)  */
 } gb_kernels;
 
 /* Declarations of every kernel in kernels.inc. */
@@ -176,6 +204,9 @@ typedef struct gb_kernels {
 #define GB_KV_DEQUANT(isa, req)                                                                             \
   void gb_kv_dequant__##isa(float *out, const uint8_t *records, const uint32_t *slots, const uint16_t *scales, \
                             uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
+#define GB_GEMM(fmt, isa, req)                                                                            \
+  void gb_##fmt##_gemm__##isa(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, \
+                              size_t m, size_t n, size_t k);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
@@ -183,6 +214,7 @@ typedef struct gb_kernels {
 #undef GB_QUANT_ACT
 #undef GB_ATTN
 #undef GB_KV_DEQUANT
+#undef GB_GEMM
 
 /* Fill *k with the best kernel of each slot whose ISA requirement is in
  * `isa_available` (GB_ISA_GENERIC is always assumed; pass GB_ISA_GENERIC

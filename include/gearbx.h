@@ -376,7 +376,15 @@ typedef struct gb_session_options {
                              in loss and bits read on both shared models   */
   gb_managed_set managed; /* default GB_MANAGED_ALL                          */
   gb_gear base_gear;      /* tier of unmanaged matrices; default HIGH        */
-  uint32_t n_threads;     /* 0 or 1 = the calling thread only                */
+  uint32_t n_threads;     /* threads running GEMVs and prefill GEMMs, the
+                             calling thread included; 0 or 1 = the calling
+                             thread only; at most 256. The workers are
+                             started once by gb_session_create (a persistent
+                             pool: no thread is created per step) and stopped
+                             by gb_session_destroy. Each output row is
+                             computed by one thread, so logits never depend
+                             on n_threads. Matrices too small to be worth a
+                             hand-off stay on the calling thread. Default 1 */
   uint64_t mem_budget;    /* bytes for arena + resident weight tiers; 0 = none */
   gb_sampler_options sampler;
   gb_monitor_options monitor;
@@ -403,6 +411,45 @@ typedef struct gb_session_options {
                              tiers (tens of µs per 10 MB). Default 0: the
                              field reads 0                                  */
   gb_kv_options kv;       /* the KV pool (issue #6)                        */
+  /* Batched prefill. gb_prefill runs its positions in chunks of up to
+   * prefill_batch; each weight matrix then multiplies the whole chunk at
+   * once (a GEMM): panels of prefill_panel_rows weight rows of the current
+   * gear's tier are expanded to f32 in the arena and multiplied by OpenBLAS
+   * (cblas_sgemm) or by the built-in GEMM. Activations of q8/q4 matrices are
+   * quantized exactly as the decode kernels quantize them, so prefill
+   * matches token-by-token decoding up to float summation order. Attention
+   * runs per position, causally, over the KV cache. Panels sit at fixed row
+   * offsets and each is multiplied by one thread, so results do not depend
+   * on n_threads (they do depend on the GEMM: built-in or OpenBLAS). */
+  uint32_t prefill_batch;      /* positions per chunk, 1..4096 (capped at
+                                  n_ctx); 1 = token by token through the
+                                  decode kernels, no scratch. A chunk of one
+                                  position always runs that way. The arena
+                                  grows by about prefill_batch * (5 * dim +
+                                  3 * hidden_dim) floats, plus
+                                  prefill_batch * vocab_size floats of logits
+                                  for sessions that calibrate the monitor
+                                  (GB_GEAR_AUTO, monitor.calibrate = 1: the
+                                  calibration needs the entropy of every
+                                  prefill position). Default 64              */
+  uint32_t prefill_panel_rows; /* weight rows expanded per panel, 1..65536;
+                                  the arena holds max(1, n_threads) panels of
+                                  prefill_panel_rows * max(dim, q_dim,
+                                  hidden_dim) floats. Default 64             */
+  uint32_t prefill_blas;       /* 0: the built-in GEMM; 1: OpenBLAS when the
+                                  library was built with it (CMake
+                                  GEARBX_WITH_OPENBLAS, posix builds), else
+                                  the built-in GEMM; 2: OpenBLAS, or
+                                  GB_ERR_UNAVAILABLE when it is not built in.
+                                  With deterministic = 1 the built-in GEMM is
+                                  used (and 2 is GB_ERR_INVALID_ARGUMENT).
+                                  OpenBLAS allocates its own buffers outside
+                                  the arena (at its load and first use, not
+                                  counted by gb_session_mem_size), and a
+                                  session that uses it calls
+                                  openblas_set_num_threads(1) at creation,
+                                  for the whole process: gearbx divides the
+                                  panels among its own n_threads. Default 1  */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -430,7 +477,9 @@ gb_status gb_session_create(const gb_model *model, const gb_session_options *opt
  * the options' seed). Keeps the arena. */
 gb_status gb_session_reset(gb_session *s);
 
-/* NULL is a no-op. Frees the arena only if the library obtained it. */
+/* Stops the session's worker threads (n_threads > 1), so it must be called
+ * for sessions in caller memory too. NULL is a no-op. Frees the arena only
+ * if the library obtained it. */
 void gb_session_destroy(gb_session *s);
 
 /* One decode step's report. The caller sets struct_size; the library writes
@@ -474,7 +523,11 @@ typedef struct gb_step_info {
 } gb_step_info;
 
 /* Feed prompt tokens. All but the last are run through the model into the KV
- * cache; the last becomes the pending input of the next gb_decode_step().
+ * cache (batched: see prefill_batch); the last becomes the pending input of
+ * the next gb_decode_step(). The first prefill of a GB_GEAR_AUTO session
+ * with monitor.calibrate computes the logits of those positions to
+ * calibrate the monitor's thresholds. Runs on the current gear; does not
+ * allocate.
  * May be called repeatedly to extend the context. Errors:
  * GB_ERR_TOKEN_OUT_OF_RANGE (nothing fed), GB_ERR_CONTEXT_FULL (nothing fed
  * if the tokens would not fit: past n_ctx, or more tokens than the KV pool

@@ -66,6 +66,32 @@ typedef void (*gb_port_task_fn)(void *ctx, uint32_t task, uint32_t n_tasks);
  * port runs them in order on the caller's thread. */
 void gb_port_parallel_for(uint32_t n_threads, uint32_t n_tasks, gb_port_task_fn fn, void *ctx);
 
+/* A persistent pool: workers started once (at session creation) and reused
+ * by every parallel section, so a GEMV does not pay for thread creation.
+ * The pool lives in caller memory (the session arena): starting it places
+ * its state there and starts n_threads - 1 workers (creating a thread may
+ * allocate inside the OS / C library, at start only); running a section
+ * allocates nothing. */
+typedef struct gb_port_pool gb_port_pool;
+/* Bytes of memory (64-byte aligned) a pool of n_threads needs (the caller's
+ * thread included; 0 and 1 mean the caller only). Never 0. */
+size_t gb_port_pool_mem_size(uint32_t n_threads);
+/* Place a pool in mem (gb_port_pool_mem_size(n_threads) bytes) and start its
+ * workers. Never fails: workers that cannot be started are left out, and
+ * their share of the tasks runs on the threads that exist (see
+ * gb_port_pool_threads). Ports without threads run everything inline. */
+gb_port_pool *gb_port_pool_start(void *mem, uint32_t n_threads);
+/* Threads that run tasks, the caller's included (>= 1). */
+uint32_t gb_port_pool_threads(const gb_port_pool *pool);
+/* Run fn(ctx, i, n_tasks) once for every i in [0, n_tasks) on the pool's
+ * workers and the calling thread; returns when all are done. Which thread
+ * runs which task is unspecified. One caller at a time (a session is used
+ * by one thread at a time). n_tasks <= 1 runs inline without waking anyone. */
+void gb_port_pool_run(gb_port_pool *pool, uint32_t n_tasks, gb_port_task_fn fn, void *ctx);
+/* Stop and join the workers; the memory may be reused afterwards. NULL is a
+ * no-op. */
+void gb_port_pool_stop(gb_port_pool *pool);
+
 /* ---- CPU features (GB_ISA_* bits of arch/kernels.h) --------------------- */
 uint32_t gb_port_cpu_features(void);
 

@@ -23,7 +23,6 @@
 #include "session.h"
 
 namespace gb {
-namespace {
 
 void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps) {
   double ss = 0.0;
@@ -33,6 +32,8 @@ void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float e
   for (uint32_t i = 0; i < n; i++) out[i] = g[i] * (x[i] * scale);
 }
 
+namespace {
+
 struct GemvTask {
   const gb_kernels *k;
   const TensorRef *w;
@@ -41,13 +42,33 @@ struct GemvTask {
   const gb_q8x_block *xq;
 };
 
+// Task t of n: rows of whole kernel row tiles (GB_GEMV_ROW_TILE), so each
+// row is computed by one thread exactly as a single-threaded call would:
+// results do not depend on the thread count (no cross-thread reductions).
 void gemv_task(void *ctx, uint32_t t, uint32_t n) {
   const GemvTask *g = static_cast<const GemvTask *>(ctx);
   const size_t rows = g->w->rows;
-  // Chunks of whole rows: results do not depend on the thread count.
-  const size_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
-  g->k->gemv[g->w->format](g->y, g->w->data, g->x, g->xq, r0, r1, g->w->cols);
+  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  const size_t r0 = tiles * t / n * GB_GEMV_ROW_TILE;
+  size_t r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
+  if (r1 > rows) r1 = rows;
+  if (r0 < r1) g->k->gemv[g->w->format](g->y, g->w->data, g->x, g->xq, r0, r1, g->w->cols);
 }
+
+}  // namespace
+
+uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols) {
+  // A task below kMinTaskWeights costs more to hand out than it saves.
+  constexpr uint64_t kMinTaskWeights = 16384;
+  const uint64_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  uint64_t n = gb_port_pool_threads(s->pool);
+  if (n > tiles) n = tiles;
+  const uint64_t by_work = rows * cols / kMinTaskWeights;
+  if (n > by_work) n = by_work;
+  return n ? (uint32_t)n : 1u;
+}
+
+namespace {
 
 // y = W x on W's format. Block formats first quantize x into s->xq.
 void matmul(gb_session *s, float *y, const float *x, const TensorRef &w) {
@@ -57,15 +78,12 @@ void matmul(gb_session *s, float *y, const float *x, const TensorRef &w) {
     xq = s->xq;
   }
   GemvTask task{&s->k, &w, y, x, xq};
-  const uint32_t threads = s->opt.n_threads;
-  if (threads > 1 && (uint64_t)w.rows * w.cols >= (1u << 16)) {
-    gb_port_parallel_for(threads, threads, gemv_task, &task);
-  } else {
-    gemv_task(&task, 0, 1);
-  }
+  gb_port_pool_run(s->pool, gemv_tasks(s, w.rows, w.cols), gemv_task, &task);
   s->bytes_read += w.nbytes;
   s->weights_read += (uint64_t)w.rows * w.cols;
 }
+
+}  // namespace
 
 void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
   const uint32_t half = rope_dim / 2;
@@ -84,7 +102,6 @@ void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, ui
   }
 }
 
-}  // namespace
 
 void set_gear(gb_session *s, gb_gear g) {
   const gb_model *m = s->model;

@@ -53,6 +53,16 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
                raw_enum(o->base_gear));
   GB_RETURN_IF(o->deterministic > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: deterministic must be 0 or 1");
   GB_RETURN_IF(o->n_threads > 256, *log, GB_ERR_INVALID_ARGUMENT, "session options: n_threads %u > 256", o->n_threads);
+  GB_RETURN_IF(o->prefill_batch == 0 || o->prefill_batch > 4096, *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: prefill_batch %u must be in 1..4096 (1 = token by token)", o->prefill_batch);
+  GB_RETURN_IF(o->prefill_panel_rows == 0 || o->prefill_panel_rows > 65536, *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: prefill_panel_rows %u must be in 1..65536", o->prefill_panel_rows);
+  GB_RETURN_IF(o->prefill_blas > 2, *log, GB_ERR_INVALID_ARGUMENT, "session options: prefill_blas %u must be 0, 1 or 2",
+               o->prefill_blas);
+  GB_RETURN_IF(o->prefill_blas == 2 && o->deterministic, *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: prefill_blas 2 (OpenBLAS required) conflicts with deterministic 1 (portable kernels only)");
+  GB_RETURN_IF(o->prefill_blas == 2 && !gb_gemm_blas(), *log, GB_ERR_UNAVAILABLE,
+               "session options: prefill_blas 2 needs OpenBLAS, and this library was built without it (GEARBX_WITH_OPENBLAS)");
   GB_TRY(sampler_validate(o->sampler, *log));
   GB_TRY(monitor_validate(o->monitor, *log));
   // Every tier the session may enter must be in the file.
@@ -123,11 +133,35 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
       t->lazy_cls[g] = TensorRef{d, fmt, cs.rows, cs.cols, nb};
     }
   }
+  // Batched prefill scratch (none when chunks are single positions).
+  const uint32_t M = o.prefill_batch < o.n_ctx ? o.prefill_batch : o.n_ctx;
+  t->pf_batch = M > 1 ? M : 1;
+  t->pf_panel_rows = o.prefill_panel_rows;
+  t->pf_slots = o.n_threads > 1 ? o.n_threads : 1;
+  t->pf_tok = nullptr;
+  t->pf_x = t->pf_xb = t->pf_xb2 = t->pf_hb = t->pf_hb2 = t->pf_q = t->pf_k = t->pf_v = t->pf_xa = t->pf_panel = nullptr;
+  t->pf_logits = nullptr;
+  if (M > 1) {
+    t->pf_tok = a.array<int32_t>(M);
+    t->pf_x = a.array<float>((size_t)M * c.dim);
+    t->pf_xb = a.array<float>((size_t)M * (qd > c.dim ? qd : c.dim));
+    t->pf_xb2 = a.array<float>((size_t)M * c.dim);
+    t->pf_hb = a.array<float>((size_t)M * c.hidden_dim);
+    t->pf_hb2 = a.array<float>((size_t)M * c.hidden_dim);
+    t->pf_q = a.array<float>((size_t)M * qd);
+    t->pf_k = a.array<float>((size_t)M * kvd);
+    t->pf_v = a.array<float>((size_t)M * kvd);
+    t->pf_xa = a.array<float>((size_t)M * wide);
+    t->pf_panel = a.array<float>((size_t)t->pf_slots * o.prefill_panel_rows * wide);
+    t->pf_logits = calibrating ? a.array<float>((size_t)M * c.vocab_size) : nullptr;
+  }
   const uint32_t max_cols = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
   t->lazy_row = any_lazy ? a.array<float>(max_cols) : nullptr;
+  void *pmem = a.alloc(gb_port_pool_mem_size(o.n_threads), 64);
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
   if (!s) return nullptr;
+  s->pool = gb_port_pool_start(pmem, o.n_threads);
   sampler_init(&s->sampler, o.sampler, c.vocab_size, smem);
   monitor_init(&s->monitor, o.monitor, c.vocab_size, mmem);
   return s;
@@ -282,6 +316,9 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->kv.rank_threshold = 0.05f;
   o->kv.rank_intervals = 2;
   o->kv.drift_kl = 0.02f;
+  o->prefill_batch = 64;
+  o->prefill_panel_rows = 64;
+  o->prefill_blas = 1;
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
@@ -343,6 +380,12 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   for (uint32_t i = 0; i < c.rope_dim / 2; i++)
     s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
   s->base_mats = m->mats[o.base_gear];
+  // Prefill GEMM: OpenBLAS unless the options or deterministic mode say no.
+  s->pf_gemm = s->k.gemm_f32;
+  if (o.prefill_blas >= 1 && !o.deterministic && gb_gemm_blas()) {
+    s->pf_gemm = gb_gemm_blas();
+    gb_gemm_blas_single_threaded();
+  }
   gb_session_reset(s);
   s->pending = -1;
   s->pos = 0;
@@ -371,6 +414,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
 
 extern "C" void gb_session_destroy(gb_session *s) {
   if (!s) return;
+  gb_port_pool_stop(s->pool);
   if (s->owns_mem) gb_port_aligned_free(s->mem);
 }
 
@@ -392,7 +436,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   // the entropies of its positions (computing their logits).
   const bool calib = s->calib && !s->monitor.calibrated;
   size_t nc = 0;
-  auto run = [&](int32_t t) {
+  auto run1 = [&](int32_t t) {
     const gb_status st = forward(s, t, calib);
     if (st != GB_OK) return st;
     if (calib) {
@@ -401,9 +445,30 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     }
     return GB_OK;
   };
-  if (s->pending >= 0) GB_TRY(run(s->pending));
-  s->pending = -1;
-  for (size_t i = 0; i + 1 < n; i++) GB_TRY(run(tokens[i]));
+  // The positions to run: the pending token, then all but the last new one;
+  // in chunks of up to pf_batch (a single position runs as a decode pass, and
+  // so does every position when the KV policy moves tokens between
+  // precisions: its decisions are made token by token).
+  const int32_t pending = s->pending;
+  const size_t total = (pending >= 0 ? 1 : 0) + (n - 1);
+  auto token_at = [&](size_t i) { return pending >= 0 ? (i == 0 ? pending : tokens[i - 1]) : tokens[i]; };
+  for (size_t i = 0; i < total;) {
+    uint32_t m = (uint32_t)(total - i < s->pf_batch ? total - i : s->pf_batch);
+    if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
+    if (m == 1) {
+      GB_TRY(run1(token_at(i)));
+    } else {
+      for (uint32_t j = 0; j < m; j++) s->pf_tok[j] = token_at(i + j);
+      GB_TRY(forward_batch(s, s->pf_tok, m, calib));
+      for (uint32_t j = 0; calib && j < m; j++) {
+        float *lg = s->pf_logits + (size_t)j * V;
+        nan_guard(lg, V);
+        s->calib[nc++] = entropy_bits(lg, V);
+      }
+    }
+    s->pending = -1;  // it ran in the first chunk
+    i += m;
+  }
   s->pending = tokens[n - 1];
   if (calib && monitor_calibrate(&s->monitor, s->calib, nc))
     s->log.log(GB_LOG_INFO, "monitor calibrated from %zu prefill entropies: theta_low %.3f, theta_high %.3f bits", nc,

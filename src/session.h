@@ -6,6 +6,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "gearbx_port.h"
 #include "kernels.h"
 #include "kv.h"
 #include "model.h"
@@ -20,6 +21,7 @@ struct gb_session {
   size_t mem_bytes;
   bool owns_mem;     // obtained by the library, freed on destroy
   gb_kernels k;      // kernel table chosen at creation
+  gb_port_pool *pool;  // worker threads (opt.n_threads, caller included), in the arena
 
   uint32_t n_ctx;
   uint32_t pos;      // tokens in the KV cache
@@ -55,6 +57,23 @@ struct gb_session {
   bool lazy_ready[GB_GEAR_COUNT];
   float *lazy_row;                          // (max cols) dequantized source row
 
+  // Batched prefill (prefill.cpp): chunks of up to pf_batch positions; with
+  // pf_batch == 1 nothing below is carved.
+  uint32_t pf_batch;       // positions per chunk
+  uint32_t pf_panel_rows;  // weight rows per panel
+  uint32_t pf_slots;       // panels in pf_panel: threads that expand panels at once
+  gb_gemm_fn pf_gemm;      // OpenBLAS's sgemm or the kernel table's GEMM
+  int32_t *pf_tok;         // (pf_batch) tokens of the chunk
+  float *pf_x;             // (pf_batch, dim) residual streams
+  float *pf_xb;            // (pf_batch, max(dim, q_dim)) normed inputs / attention outputs
+  float *pf_xb2;           // (pf_batch, dim)
+  float *pf_hb, *pf_hb2;   // (pf_batch, hidden_dim)
+  float *pf_q;             // (pf_batch, q_dim)
+  float *pf_k, *pf_v;      // (pf_batch, kv_dim)
+  float *pf_xa;            // (pf_batch, wide) activations as the q8/q4 kernels see them
+  float *pf_panel;         // (pf_slots, pf_panel_rows, wide) weight rows expanded to f32
+  float *pf_logits;        // (pf_batch, vocab) for monitor calibration, else nullptr
+
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)
   gb_gear prewarmed;            // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
@@ -70,6 +89,15 @@ namespace gb {
 // next-token logits and s->pos advances. Caller checks pos < n_ctx.
 // GB_ERR_CONTEXT_FULL (nothing run) when the KV pool has no room.
 gb_status forward(gb_session *s, int32_t token, bool want_logits);
+// Run the chunk tokens[0..m) at positions s->pos.. through the model at once
+// (GEMMs on weight panels, attention per position); s->pos advances by m.
+// want_logits: s->pf_logits gets each position's next-token logits.
+// Caller checks 2 <= m <= pf_batch, pos + m <= n_ctx and kv_batchable
+// (GB_ERR_CONTEXT_FULL, nothing run, otherwise).
+gb_status forward_batch(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits);
+// Pieces of the forward pass shared by forward() and forward_batch().
+void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
 // Point the session's matrices at gear g (no copy).
 void set_gear(gb_session *s, gb_gear g);
 // The precision manager's shift: set_gear, hint the new tier in (unless it
@@ -83,6 +111,9 @@ void release_work(gb_session *s, bool all);
 // Quantize a lazy tier from its source tier (first entry; logs a warning
 // when the source looks already quantized).
 void lazy_quantize(gb_session *s, gb_gear g);
+// Tasks a GEMV of rows x cols is split into on the session's pool: whole
+// row tiles, at most one per thread, none smaller than a minimum of work.
+uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols);
 // Weight-tier bytes resident in this process (0 when the port cannot tell).
 uint64_t measure_resident(const gb_session *s);
 }  // namespace gb

@@ -21,9 +21,12 @@ QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
 SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
 
 # ---- dependencies -------------------------------------------------------------
-PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils"
-[ $QUICK = 1 ] || PKGS="$PKGS g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64"
+PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils libopenblas-dev"
+[ $QUICK = 1 ] || PKGS="$PKGS g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64 libopenblas-dev:arm64"
 bash tests/deps.sh $PKGS
+# OpenBLAS's own thread server (started at load) spins forever under
+# qemu-user, and gearbx runs OpenBLAS single-threaded anyway.
+export OPENBLAS_NUM_THREADS=1
 
 TOTAL_PASS=0
 TOTAL_FAIL=0

@@ -43,6 +43,7 @@ uint32_t isas_with_kernels() {
 #define GB_QUANT_ACT(isa, req) m |= (req);
 #define GB_ATTN(isa, req) m |= (req);
 #define GB_KV_DEQUANT(isa, req) m |= (req);
+#define GB_GEMM(fmt, isa, req) m |= (req);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
@@ -50,6 +51,7 @@ uint32_t isas_with_kernels() {
 #undef GB_QUANT_ACT
 #undef GB_ATTN
 #undef GB_KV_DEQUANT
+#undef GB_GEMM
   return m & ~(uint32_t)GB_ISA_GENERIC;
 }
 

@@ -144,6 +144,7 @@ struct Entry {
   gb_gemv_fn gemv;
   gb_row_to_f32_fn row;
   gb_quantize_act_fn qa;
+  gb_gemm_fn gemm = nullptr;
 };
 
 uint32_t fmt_of(const char *f) { return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : 3); }
@@ -156,6 +157,7 @@ std::vector<Entry> all_kernels() {
 #define GB_QUANT_ACT(isa, req) v.push_back({"q8x_quantize__" #isa, req, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
 #define GB_ATTN(isa, req)        // tests/test_attention.cpp
 #define GB_KV_DEQUANT(isa, req)  // tests/test_attention.cpp
+#define GB_GEMM(fmt, isa, req) v.push_back({#fmt "_gemm__" #isa, req, 3, 0, nullptr, nullptr, nullptr, gb_##fmt##_gemm__##isa});
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
@@ -163,6 +165,7 @@ std::vector<Entry> all_kernels() {
 #undef GB_QUANT_ACT
 #undef GB_ATTN
 #undef GB_KV_DEQUANT
+#undef GB_GEMM
   return v;
 }
 
@@ -189,6 +192,19 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
     printf("testing %s (seed %u)\n", e.name.c_str(), seed);
     std::mt19937 rng(seed);
     tested++;
+    if (e.op == 3) {
+      for (size_t k : kCols)
+        for (size_t n : kRows) {
+          const size_t m = 1 + (k + n) % 9;
+          std::vector<float> A = make_vector(m * k, rng), B = make_vector(n * k, rng);
+          std::vector<float> a(m * n + 8, -3.0f), b(m * n + 8, -3.0f);
+          gb_f32_gemm__generic(a.data(), n, A.data(), k, B.data(), k, m, n, k);
+          e.gemm(b.data(), n, A.data(), k, B.data(), k, m, n, k);
+          for (size_t i = 0; i < m * n; i++) ASSERT_NEAR(a[i], b[i], tol(4.0 * (double)k)) << e.name << " k " << k;
+          for (size_t i = m * n; i < m * n + 8; i++) ASSERT_EQ(b[i], -3.0f) << e.name << " wrote past C";
+        }
+      continue;
+    }
     for (size_t cols : kCols) {
       std::vector<float> x = make_vector(cols, rng);
       if (e.op == 2) {
@@ -371,6 +387,57 @@ TEST(Kernels, DispatchPairsGemvmWithGemvOfTheSameFolder) {
     s = (s - bits) & bits;
   } while (s != 0);
   printf("%d ISA masks checked\n", masks);
+}
+
+// The generic GEMM against a double-precision reference, with strides wider
+// than the shapes; any split of B's rows (how threads and panels divide a
+// matrix) gives bit-identical outputs; nothing outside C is written.
+TEST(Kernels, GenericGemmMatchesReferenceAndIsSplitInvariant) {
+  std::mt19937 rng(seed_for("gemm"));
+  for (size_t k : kCols)
+    for (size_t m : {1, 2, 3, 4, 5, 7, 9, 32}) {
+      const size_t n = 1 + (k * 7 + m) % 23, lda = k + 3, ldb = k + 1, ldc = n + 5;
+      std::vector<float> A = make_vector(m * lda, rng), B = make_vector(n * ldb, rng);
+      std::vector<float> C(m * ldc + 8, -3.0f), D(m * ldc + 8, -3.0f);
+      gb_f32_gemm__generic(C.data(), ldc, A.data(), lda, B.data(), ldb, m, n, k);
+      for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < ldc; j++) {
+          if (j >= n) {
+            ASSERT_EQ(C[i * ldc + j], -3.0f) << "wrote outside C";
+            continue;
+          }
+          double ref = 0, mag = 0;
+          for (size_t p = 0; p < k; p++) {
+            ref += (double)A[i * lda + p] * B[j * ldb + p];
+            mag += fabs((double)A[i * lda + p] * B[j * ldb + p]);
+          }
+          ASSERT_NEAR(C[i * ldc + j], ref, tol(mag)) << "m " << m << " n " << n << " k " << k;
+        }
+      // B's rows in pieces of 1, 2 and 3.
+      for (size_t j = 0, piece = 1; j < n; j += piece, piece = piece % 3 + 1) {
+        const size_t w = j + piece <= n ? piece : n - j;
+        gb_f32_gemm__generic(D.data() + j, ldc, A.data(), lda, B.data() + j * ldb, ldb, m, w, k);
+      }
+      ASSERT_EQ(0, memcmp(C.data(), D.data(), C.size() * sizeof(float))) << "split changed the result, k " << k;
+    }
+}
+
+// OpenBLAS (when linked) against the generic GEMM.
+TEST(Kernels, BlasGemmMatchesGeneric) {
+  const gb_gemm_fn blas = gb_gemm_blas();
+  if (!blas) GTEST_SKIP() << "built without OpenBLAS";
+  gb_gemm_blas_single_threaded();
+  std::mt19937 rng(seed_for("blas"));
+  for (size_t k : kCols)
+    for (size_t m : {1, 3, 32}) {
+      const size_t n = 1 + (k * 5 + m) % 67;
+      std::vector<float> A = make_vector(m * k, rng), B = make_vector(n * k, rng);
+      std::vector<float> a(m * n + 8, -3.0f), b(m * n + 8, -3.0f);
+      gb_f32_gemm__generic(a.data(), n, A.data(), k, B.data(), k, m, n, k);
+      blas(b.data(), n, A.data(), k, B.data(), k, m, n, k);
+      for (size_t i = 0; i < m * n; i++) ASSERT_NEAR(a[i], b[i], tol(4.0 * (double)k)) << "k " << k;
+      for (size_t i = m * n; i < m * n + 8; i++) ASSERT_EQ(b[i], -3.0f);
+    }
 }
 
 // The dispatcher never picks a kernel whose ISA is missing, and picks the

@@ -19,4 +19,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # flags in arch/ and are chosen at run time.
 set(CMAKE_C_FLAGS_INIT "-march=armv8-a")
 set(CMAKE_CXX_FLAGS_INIT "-march=armv8-a")
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# OPENBLAS_NUM_THREADS=1: OpenBLAS's thread server, started when the library
+# loads, spins forever under qemu-user; gearbx runs OpenBLAS single-threaded
+# anyway (it splits prefill between its own threads).
+set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;qemu-aarch64;-L;/usr/aarch64-linux-gnu)

@@ -52,11 +52,17 @@ extern "C" void gb_q4_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, con
 }
 
 extern "C" void gb_q4_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
-  for (size_t c = 0; c < cols; c++) {
-    const uint8_t *blk = row + (c / 32) * 18;
+  // Block by block (one scale conversion per 32 weights): this expands the
+  // weight panels of batched prefill.
+  for (size_t c0 = 0; c0 < cols; c0 += 32) {
+    const uint8_t *blk = row + (c0 / 32) * 18;
     const float d = gb::f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
-    const size_t j = c % 32;
-    const int q = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
-    out[c] = d * (float)(q - 8);
+    float v[32];
+    for (int j = 0; j < 16; j++) {
+      v[j] = d * (float)((int)(blk[2 + j] & 15) - 8);
+      v[j + 16] = d * (float)((int)(blk[2 + j] >> 4) - 8);
+    }
+    const size_t n = cols - c0 < 32 ? cols - c0 : 32;
+    for (size_t j = 0; j < n; j++) out[c0 + j] = v[j];
   }
 }

@@ -45,6 +45,22 @@ void gb_port_parallel_for(uint32_t, uint32_t n_tasks, gb_port_task_fn fn, void *
   for (uint32_t t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks);
 }
 
+// No threads: a pool is one counter, and sections run on the caller.
+struct gb_port_pool {
+  uint32_t n_threads;
+};
+size_t gb_port_pool_mem_size(uint32_t) { return sizeof(gb_port_pool); }
+gb_port_pool *gb_port_pool_start(void *mem, uint32_t) {
+  gb_port_pool *p = static_cast<gb_port_pool *>(mem);
+  p->n_threads = 1;
+  return p;
+}
+uint32_t gb_port_pool_threads(const gb_port_pool *) { return 1; }
+void gb_port_pool_run(gb_port_pool *, uint32_t n_tasks, gb_port_task_fn fn, void *ctx) {
+  for (uint32_t t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks);
+}
+void gb_port_pool_stop(gb_port_pool *) {}
+
 uint32_t gb_port_cpu_features(void) {
   uint32_t f = GB_ISA_GENERIC;
 #if defined(__aarch64__) && defined(__ARM_NEON)

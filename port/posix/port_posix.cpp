@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -14,6 +15,9 @@
 #if defined(__linux__)
 #include <sys/auxv.h>
 #endif
+
+#include <atomic>
+#include <new>
 
 #include "../../arch/kernels.h"
 #include "../gearbx_port.h"
@@ -173,6 +177,163 @@ void gb_port_parallel_for(uint32_t n_threads, uint32_t n_tasks, gb_port_task_fn 
     thread_main(&jobs[i]);
   }
   for (uint32_t i = 1; i < started; i++) pthread_join(th[i], nullptr);
+}
+
+// ---- the persistent pool ----------------------------------------------------
+// A section is published by bumping `gen`; idle workers poll it for a short
+// while (decode runs one GEMV after another, microseconds apart), then
+// sleep on the condition variable. Tasks are claimed from `claim`, which
+// holds the section's generation next to the next task index, so a worker
+// that arrives late (descheduled, still waking up) can never claim a task
+// of a section other than the one it read: the caller claims tasks too and
+// waits only for the tasks that were claimed, never for a worker to show up.
+// The section's function and context sit in one of two slots (by generation
+// parity); a slot is rewritten only after every task of the section two
+// generations back has finished.
+struct gb_port_pool {
+  uint32_t n_threads;  // the caller's included
+  uint32_t n_workers;  // started
+  uint32_t cur;        // generation of the last section (caller only)
+  std::atomic<uint32_t> gen;       // published generation (wake-ups)
+  std::atomic<uint64_t> claim;     // (generation << 32) | next task index
+  std::atomic<uint32_t> finished;  // tasks of the current section done
+  std::atomic<uint32_t> sleeping;  // workers blocked on cv
+  std::atomic<bool> stop;
+  struct Section {
+    std::atomic<gb_port_task_fn> fn;
+    std::atomic<void *> ctx;
+    std::atomic<uint32_t> n_tasks;
+  } sec[2];
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t *threads;  // (n_workers) right after this struct
+};
+
+namespace {
+constexpr uint64_t kSpinNs = 100000;  // how long an idle worker polls before sleeping
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Claim and run tasks of section g until none is left (or the pool moved on).
+void pool_work(gb_port_pool *p, uint32_t g) {
+  const gb_port_pool::Section &S = p->sec[g & 1];
+  for (;;) {
+    uint64_t c = p->claim.load(std::memory_order_acquire);
+    if ((uint32_t)(c >> 32) != g) return;
+    const uint32_t n = S.n_tasks.load(std::memory_order_relaxed);
+    const uint32_t t = (uint32_t)c;
+    if (t >= n) return;
+    if (!p->claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+    // The claim succeeded, so section g is unfinished and its slot is stable.
+    S.fn.load(std::memory_order_relaxed)(S.ctx.load(std::memory_order_relaxed), t, n);
+    p->finished.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void *pool_worker(void *arg) {
+  gb_port_pool *p = static_cast<gb_port_pool *>(arg);
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t g = p->gen.load(std::memory_order_acquire);
+    if (g == seen) {
+      const uint64_t t0 = gb_port_now_ns();
+      for (uint32_t i = 1; (g = p->gen.load(std::memory_order_acquire)) == seen; i++) {
+        if (p->stop.load(std::memory_order_acquire)) return nullptr;
+        cpu_relax();
+        if (i % 64 == 0 && gb_port_now_ns() - t0 > kSpinNs) break;
+      }
+      if (g == seen) {
+        pthread_mutex_lock(&p->mu);
+        // seq_cst pairs with the caller's gen store / sleeping load: either
+        // this thread sees the new section or the caller sees it asleep.
+        p->sleeping.fetch_add(1);
+        while ((g = p->gen.load()) == seen && !p->stop.load()) pthread_cond_wait(&p->cv, &p->mu);
+        p->sleeping.fetch_sub(1);
+        pthread_mutex_unlock(&p->mu);
+      }
+    }
+    if (p->stop.load(std::memory_order_acquire)) return nullptr;
+    seen = g;
+    pool_work(p, g);
+  }
+}
+}  // namespace
+
+size_t gb_port_pool_mem_size(uint32_t n_threads) {
+  const uint32_t workers = n_threads > 1 ? n_threads - 1 : 0;
+  return sizeof(gb_port_pool) + workers * sizeof(pthread_t);
+}
+
+gb_port_pool *gb_port_pool_start(void *mem, uint32_t n_threads) {
+  gb_port_pool *p = new (mem) gb_port_pool();
+  p->threads = reinterpret_cast<pthread_t *>(p + 1);
+  p->n_workers = 0;
+  p->cur = 0;
+  p->gen.store(0);
+  p->claim.store(0);
+  p->finished.store(0);
+  p->sleeping.store(0);
+  p->stop.store(false);
+  for (gb_port_pool::Section &S : p->sec) {
+    S.fn.store(nullptr);
+    S.ctx.store(nullptr);
+    S.n_tasks.store(0);
+  }
+  pthread_mutex_init(&p->mu, nullptr);
+  pthread_cond_init(&p->cv, nullptr);
+  for (uint32_t i = 1; i < n_threads; i++) {
+    if (pthread_create(&p->threads[p->n_workers], nullptr, pool_worker, p) != 0) break;
+    p->n_workers++;
+  }
+  p->n_threads = p->n_workers + 1;
+  return p;
+}
+
+uint32_t gb_port_pool_threads(const gb_port_pool *p) { return p ? p->n_threads : 1; }
+
+void gb_port_pool_run(gb_port_pool *p, uint32_t n_tasks, gb_port_task_fn fn, void *ctx) {
+  if (!p || p->n_workers == 0 || n_tasks <= 1) {
+    for (uint32_t t = 0; t < n_tasks; t++) fn(ctx, t, n_tasks);
+    return;
+  }
+  const uint32_t g = ++p->cur;
+  gb_port_pool::Section &S = p->sec[g & 1];
+  S.fn.store(fn, std::memory_order_relaxed);
+  S.ctx.store(ctx, std::memory_order_relaxed);
+  S.n_tasks.store(n_tasks, std::memory_order_relaxed);
+  p->finished.store(0, std::memory_order_relaxed);
+  p->claim.store((uint64_t)g << 32, std::memory_order_release);
+  p->gen.store(g);  // seq_cst: publishes the section
+  if (p->sleeping.load() > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  pool_work(p, g);
+  for (uint32_t i = 1; p->finished.load(std::memory_order_acquire) < n_tasks; i++) {
+    cpu_relax();
+    if (i % 1024 == 0) sched_yield();  // the worker running the last task may be descheduled
+  }
+}
+
+void gb_port_pool_stop(gb_port_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  p->stop.store(true);
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (uint32_t i = 0; i < p->n_workers; i++) pthread_join(p->threads[i], nullptr);
+  p->n_workers = 0;
+  p->n_threads = 1;
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+  p->~gb_port_pool();
 }
 
 uint32_t gb_port_cpu_features(void) {
