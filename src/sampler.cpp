@@ -95,11 +95,14 @@ void nan_guard(float *logits, size_t n) {
   }
 }
 
-int32_t sampler_sample(Sampler *s, const float *logits) {
+namespace {
+
+// The candidates of a temperature > 0 draw: s->scratch[0..m) holds the kept
+// tokens with their normalized probabilities, s->work the scaled logits and
+// *mx_out their maximum. Returns m.
+size_t candidates(Sampler *s, const float *logits, float *mx_out) {
   const uint32_t n = s->n_vocab;
-  if (n == 0) return -1;
   const gb_sampler_options &o = s->opt;
-  if (o.temperature == 0.0f) return argmax(logits, n);
 
   // Scaled logits; a tiny temperature must not turn them into inf or NaN.
   float *x = s->work;
@@ -155,7 +158,21 @@ int32_t sampler_sample(Sampler *s, const float *logits) {
     m = keep;
     normalize(c, m);
   }
+  *mx_out = mx;
+  return m;
+}
 
+}  // namespace
+
+int32_t sampler_sample(Sampler *s, const float *logits) {
+  const uint32_t n = s->n_vocab;
+  if (n == 0) return -1;
+  const gb_sampler_options &o = s->opt;
+  if (o.temperature == 0.0f) return argmax(logits, n);
+  float mx = 0.0f;
+  const size_t m = candidates(s, logits, &mx);
+  const float *x = s->work;
+  const ProbIndex *c = s->scratch;
   if (o.method == GB_SAMPLE_GUMBEL) {
     // argmax of log p_i + G_i; log p_i is x_i minus a constant, which does
     // not move the argmax, so the exact scaled logit is used.
@@ -176,6 +193,37 @@ int32_t sampler_sample(Sampler *s, const float *logits) {
     if (r < cdf) return c[j].i;
   }
   return c[m - 1].i;  // rounding: r landed past the last partial sum
+}
+
+void sampler_probs(Sampler *s, const float *logits, float *probs) {
+  const uint32_t n = s->n_vocab;
+  for (uint32_t i = 0; i < n; i++) probs[i] = 0.0f;
+  if (n == 0) return;
+  if (s->opt.temperature == 0.0f) {
+    probs[argmax(logits, n)] = 1.0f;
+    return;
+  }
+  float mx = 0.0f;
+  const size_t m = candidates(s, logits, &mx);
+  for (size_t j = 0; j < m; j++) probs[s->scratch[j].i] = s->scratch[j].p;
+}
+
+int32_t sampler_draw(Sampler *s, const float *probs) {
+  const uint32_t n = s->n_vocab;
+  double total = 0.0;
+  for (uint32_t i = 0; i < n; i++) total += probs[i];
+  int32_t last = -1;
+  if (total > 0.0) {
+    const double r = (double)sampler_uniform(s) * total;
+    double cdf = 0.0;
+    for (uint32_t i = 0; i < n; i++) {
+      if (probs[i] <= 0.0f) continue;
+      cdf += probs[i];
+      last = (int32_t)i;
+      if (r < cdf) return (int32_t)i;
+    }
+  }
+  return last >= 0 ? last : argmax(probs, n);
 }
 
 }  // namespace gb

@@ -43,6 +43,16 @@ void nan_guard(float *logits, size_t n);
 // Pick the next token from guarded logits (not modified).
 int32_t sampler_sample(Sampler *s, const float *logits);
 
+// The distribution sampler_sample draws from, as a dense vector of n_vocab
+// probabilities (zero outside the kept candidates; one-hot at the argmax for
+// temperature 0). Speculative decoding compares the draft's and the
+// verifier's distributions with it.
+void sampler_probs(Sampler *s, const float *logits, float *probs);
+
+// Draw a token from non-negative weights (normalized here) by inverse CDF
+// with the sampler's RNG; the argmax if they are all zero.
+int32_t sampler_draw(Sampler *s, const float *probs);
+
 // Uniform float in [0, 1) from the sampler's RNG (24 random bits).
 float sampler_uniform(Sampler *s);
 
