@@ -132,6 +132,9 @@ typedef enum gb_gear {
   GB_GEAR_COUNT = 4,
   /* Session policies, not tiers: */
   GB_GEAR_AUTO = 16, /* entropy-routed among low / mid / high             */
+  GB_GEAR_SPEC = 17, /* speculative: drafts on spec_draft_gear, verified in
+                        one batched pass by spec_verify_gear; the verifier's
+                        exact tokens (greedy) or distribution (sampling)  */
   GB_GEAR_MAX_ENUM = 0x7fffffff
 } gb_gear;
 
@@ -450,6 +453,21 @@ typedef struct gb_session_options {
                                   openblas_set_num_threads(1) at creation,
                                   for the whole process: gearbx divides the
                                   panels among its own n_threads. Default 1  */
+  /* GB_GEAR_SPEC (issue #7). Each round drafts up to spec_k tokens on the
+   * draft tier (with its own KV pool in the arena), runs the verifying tier
+   * once over the k + 1 positions (multi-position GEMV kernels: each weight
+   * read once), keeps the longest agreeing prefix plus the verifier's own
+   * next token and rolls both KV pools back past it. Greedy output equals
+   * the verifying tier's alone bit for bit; with sampling the acceptance
+   * rule of speculative sampling keeps the verifier's distribution.
+   * gb_decode_step still returns one token per call. Needs a single-level
+   * KV policy (f32, f16, uniformN) without eviction. */
+  uint32_t spec_k;             /* most drafted tokens per round, 1..15; default 8 */
+  gb_gear spec_verify_gear;    /* HIGH (default), MID or F32                  */
+  gb_gear spec_draft_gear;     /* LOW (default) or MID; below the verifier    */
+  float spec_stop_entropy;     /* stop drafting at a draft position whose
+                                  entropy (bits, T = 1) exceeds this: it is
+                                  likely rejected; 0 = never. Default 0      */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -520,6 +538,12 @@ typedef struct gb_step_info {
   uint64_t kv_reallocations;  /* allocator runs since creation / reset      */
   uint64_t kv_requantized;    /* (token, layer) step-downs since reset      */
   uint64_t kv_evicted;        /* tokens evicted since creation / reset      */
+  /* GB_GEAR_SPEC: the round this token came from (reported with each of
+   * its tokens); weight_bytes_read is the round's drafting + verification
+   * on the call that ran it and 0 on the calls that hand out its tokens. */
+  uint32_t spec_drafted;      /* tokens the draft proposed                   */
+  uint32_t spec_accepted;     /* of those, accepted by the verifier          */
+  uint32_t spec_round;        /* 1 if this call ran a round                  */
 } gb_step_info;
 
 /* Feed prompt tokens. All but the last are run through the model into the KV

@@ -46,7 +46,21 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   if (o->n_ctx == 0) o->n_ctx = c.seq_len;
   GB_RETURN_IF(o->n_ctx > (1u << 22), *log, GB_ERR_INVALID_ARGUMENT, "session options: n_ctx %u too large", o->n_ctx);
   const bool fixed = (uint32_t)raw_enum(o->gear) < GB_GEAR_COUNT;
-  GB_RETURN_IF(!fixed && raw_enum(o->gear) != GB_GEAR_AUTO, *log, GB_ERR_INVALID_ARGUMENT, "session options: gear %d unknown", raw_enum(o->gear));
+  const bool spec = raw_enum(o->gear) == GB_GEAR_SPEC;
+  GB_RETURN_IF(!fixed && !spec && raw_enum(o->gear) != GB_GEAR_AUTO, *log, GB_ERR_INVALID_ARGUMENT, "session options: gear %d unknown",
+               raw_enum(o->gear));
+  if (spec) {
+    GB_RETURN_IF(o->spec_k < 1 || o->spec_k + 1 > GB_GEMVM_MAX_M, *log, GB_ERR_INVALID_ARGUMENT,
+                 "session options: spec_k %u must be in 1..%u", o->spec_k, GB_GEMVM_MAX_M - 1);
+    const int32_t vg = raw_enum(o->spec_verify_gear), dg = raw_enum(o->spec_draft_gear);
+    GB_RETURN_IF(vg < GB_GEAR_MID || vg > GB_GEAR_F32, *log, GB_ERR_INVALID_ARGUMENT,
+                 "session options: spec_verify_gear %d must be MID, HIGH or F32", vg);
+    GB_RETURN_IF(dg < GB_GEAR_LOW || dg >= vg, *log, GB_ERR_INVALID_ARGUMENT,
+                 "session options: spec_draft_gear %d must be a tier below spec_verify_gear %d", dg, vg);
+    GB_RETURN_IF(!(o->spec_stop_entropy >= 0.0f) || isinf(o->spec_stop_entropy), *log, GB_ERR_INVALID_ARGUMENT,
+                 "session options: spec_stop_entropy must be a finite number >= 0");
+    GB_RETURN_IF(o->kv.evict, *log, GB_ERR_INVALID_ARGUMENT, "session options: the spec gear cannot roll back an evicting KV pool (kv.evict)");
+  }
   GB_RETURN_IF((uint32_t)raw_enum(o->managed) > GB_MANAGED_ATTENTION, *log, GB_ERR_INVALID_ARGUMENT, "session options: managed set %d unknown",
                raw_enum(o->managed));
   GB_RETURN_IF((uint32_t)raw_enum(o->base_gear) >= GB_GEAR_COUNT, *log, GB_ERR_INVALID_ARGUMENT, "session options: base_gear %d invalid",
@@ -67,7 +81,9 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   GB_TRY(monitor_validate(o->monitor, *log));
   // Every tier the session may enter must be in the file.
   uint32_t need = 1u << o->base_gear;
-  need |= fixed ? 1u << o->gear : (1u << GB_GEAR_LOW) | (1u << GB_GEAR_MID) | (1u << GB_GEAR_HIGH);
+  need |= spec    ? (1u << o->spec_verify_gear) | (1u << o->spec_draft_gear)
+          : fixed ? 1u << o->gear
+                  : (1u << GB_GEAR_LOW) | (1u << GB_GEAR_MID) | (1u << GB_GEAR_HIGH);
   GB_RETURN_IF(o->lazy_tiers > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: lazy_tiers must be 0 or 1");
   GB_RETURN_IF(o->measure_residency > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: measure_residency must be 0 or 1");
   GB_RETURN_IF(o->release_steps > 65536, *log, GB_ERR_INVALID_ARGUMENT, "session options: release_steps %u > 65536",
@@ -76,7 +92,10 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
     GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1) && !lazy_tier(m, *o, g), *log, GB_ERR_UNAVAILABLE,
                  "session options: the %s tier is not in the model file%s", gear_name(g),
                  g <= GB_GEAR_MID && !o->lazy_tiers ? " (lazy_tiers is off)" : "");
-  return kv_plan(c, *o, *log, kv);
+  GB_TRY(kv_plan(c, *o, *log, kv));
+  GB_RETURN_IF(spec && (kv->policy >= GB_KV_SEED), *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: the spec gear needs a single-level KV policy (f32, f16, uniformN) to roll drafts back");
+  return GB_OK;
 }
 
 // The arena layout of a session (counting when a is counting).
@@ -108,7 +127,9 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     t->lazy_mats[g] = nullptr;
     t->lazy_ready[g] = false;
-    const bool enters = fixed_gear ? (uint32_t)o.gear == g : g <= GB_GEAR_HIGH;
+    const bool enters = o.gear == GB_GEAR_SPEC ? (g == (uint32_t)o.spec_verify_gear || g == (uint32_t)o.spec_draft_gear)
+                        : fixed_gear           ? (uint32_t)o.gear == g
+                                               : g <= GB_GEAR_HIGH;
     if (!enters || !lazy_tier(m, o, g)) continue;
     any_lazy = true;
     const uint32_t fmt = g == GB_GEAR_LOW ? kFmtQ4 : kFmtQ8;
@@ -155,6 +176,30 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
     t->pf_panel = a.array<float>((size_t)t->pf_slots * o.prefill_panel_rows * wide);
     t->pf_logits = calibrating ? a.array<float>((size_t)M * c.vocab_size) : nullptr;
   }
+  // Speculative gear: the draft's pool, the history and the verify pass.
+  t->spec = o.gear == GB_GEAR_SPEC;
+  t->hist = nullptr;
+  t->sp_m = 0;
+  if (t->spec) {
+    const uint32_t S = o.spec_k + 1, V = c.vocab_size;
+    kv_carve(&t->dkv, a, c, o, kvp);
+    t->hist = a.array<int32_t>(o.n_ctx);
+    t->sp_m = S;
+    t->sp_x = a.array<float>((size_t)S * c.dim);
+    t->sp_xb = a.array<float>((size_t)S * (qd > c.dim ? qd : c.dim));
+    t->sp_xb2 = a.array<float>((size_t)S * c.dim);
+    t->sp_hb = a.array<float>((size_t)S * c.hidden_dim);
+    t->sp_hb2 = a.array<float>((size_t)S * c.hidden_dim);
+    t->sp_q = a.array<float>((size_t)S * qd);
+    t->sp_k = a.array<float>((size_t)S * kvd);
+    t->sp_v = a.array<float>((size_t)S * kvd);
+    t->sp_xq = a.array<gb_q8x_block>((size_t)S * ((wide + 31) / 32));
+    t->sp_logits = a.array<float>((size_t)S * V);
+    t->sp_draft_p = a.array<float>((size_t)o.spec_k * V);
+    t->sp_p = a.array<float>(V);
+    t->sp_tok = a.array<int32_t>(S);
+    t->sp_out = a.array<int32_t>(S);
+  }
   const uint32_t max_cols = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
   t->lazy_row = any_lazy ? a.array<float>(max_cols) : nullptr;
   void *pmem = a.alloc(gb_port_pool_mem_size(o.n_threads), 64);
@@ -176,7 +221,12 @@ gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t ar
   const bool fixed = (unsigned)o.gear < GB_GEAR_COUNT;
   uint64_t tiers = m->gear_section[o.base_gear].size;
   if (fixed && o.gear != o.base_gear) tiers += m->gear_section[o.gear].size;
-  if (!fixed) {
+  if (o.gear == GB_GEAR_SPEC) {
+    // Spec: the draft and the verifying tiers (plus the base tier).
+    tiers = m->gear_section[o.spec_verify_gear].size + m->gear_section[o.spec_draft_gear].size;
+    if (o.managed == GB_MANAGED_ATTENTION && o.base_gear != o.spec_verify_gear && o.base_gear != o.spec_draft_gear)
+      tiers += m->gear_section[o.base_gear].size;
+  } else if (!fixed) {
     // Auto: the largest managed tier resident at a time, plus the base tier.
     uint64_t biggest = 0;
     for (uint32_t g = GB_GEAR_LOW; g <= GB_GEAR_HIGH; g++)
@@ -264,6 +314,42 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   return GB_OK;
 }
 
+// A decode step of the speculative gear: the next token of the current
+// round, or a new round. The info reports the verifier's distribution for
+// the token, the round's counts, and its weight bytes on the call that ran it.
+gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint64_t t0) {
+  if (s->sp_out_i >= s->sp_out_n && s->pos >= s->n_ctx)
+    return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
+  int32_t tok = -1;
+  const float *lg = nullptr;
+  bool ran = false;
+  GB_TRY(spec_next(s, &tok, &lg, &ran));
+  if (token_out) *token_out = tok;
+  if (!info) return GB_OK;
+  const uint32_t V = s->model->meta.vocab_size;
+  StepResult sr;
+  sr.gear = s->opt.spec_verify_gear;
+  sr.tokens_in_gear = s->sp_out_i;
+  sr.H = entropy_bits(lg, V);
+  sr.Hs = sr.H;
+  const uint64_t bytes = s->bytes_read, weights = s->weights_read;
+  s->bytes_read = ran ? s->sp_round_bytes : 0;
+  s->weights_read = ran ? s->sp_round_weights : 0;
+  const float *keep = s->logits;
+  s->logits = const_cast<float *>(lg);
+  fill_info(s, info, tok, s->sp_pos0 + s->sp_out_i - 1, sr, t0);
+  s->logits = const_cast<float *>(keep);
+  s->bytes_read = bytes;
+  s->weights_read = weights;
+  const size_t size = info->struct_size;
+  if (size >= offsetof(gb_step_info, spec_round) + sizeof(uint32_t)) {
+    info->spec_drafted = s->sp_drafted;
+    info->spec_accepted = s->sp_accepted;
+    info->spec_round = ran ? 1u : 0u;
+  }
+  return GB_OK;
+}
+
 }  // namespace
 }  // namespace gb
 
@@ -316,6 +402,10 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->kv.rank_threshold = 0.05f;
   o->kv.rank_intervals = 2;
   o->kv.drift_kl = 0.02f;
+  o->spec_k = 8;
+  o->spec_verify_gear = GB_GEAR_HIGH;
+  o->spec_draft_gear = GB_GEAR_LOW;
+  o->spec_stop_entropy = 0.0f;
   o->prefill_batch = 64;
   o->prefill_panel_rows = 64;
   o->prefill_blas = 1;
@@ -400,10 +490,11 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
   kv_reset(&s->kv);
   sampler_reset(&s->sampler);
   monitor_reset(&s->monitor);
-  if ((unsigned)s->opt.gear < GB_GEAR_COUNT) {
-    s->monitor.gear = s->opt.gear;
+  if ((unsigned)s->opt.gear < GB_GEAR_COUNT || s->spec) {
+    s->monitor.gear = s->spec ? s->opt.spec_verify_gear : s->opt.gear;
     s->monitor.locked = true;
   }
+  spec_reset(s);
   s->prewarmed = GB_GEAR_COUNT;
   s->release_pending = 0;
   s->resident_bytes = 0;
@@ -425,6 +516,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   for (size_t i = 0; i < n; i++)
     GB_RETURN_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= V, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                  "gb_prefill: token %d at index %zu outside [0, %u)", tokens[i], i, V);
+  spec_settle(s);  // tokens of a round not handed out yet leave the context
   // A pending token is run first; then all but the last new token.
   const uint64_t needed = (uint64_t)s->pos + (s->pending >= 0 ? 1 : 0) + (n - 1);
   GB_RETURN_IF(needed >= s->n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->pos,
@@ -452,6 +544,8 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   const int32_t pending = s->pending;
   const size_t total = (pending >= 0 ? 1 : 0) + (n - 1);
   auto token_at = [&](size_t i) { return pending >= 0 ? (i == 0 ? pending : tokens[i - 1]) : tokens[i]; };
+  if (s->spec)  // the draft catches up from the history at its next round
+    for (size_t i = 0; i < total; i++) s->hist[s->pos + i] = token_at(i);
   for (size_t i = 0; i < total;) {
     uint32_t m = (uint32_t)(total - i < s->pf_batch ? total - i : s->pf_batch);
     if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
@@ -499,6 +593,7 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   if (!s) return GB_ERR_NULL_POINTER;
   const uint64_t t0 = gb_port_now_ns();
   GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
+  if (s->spec) return spec_step(s, token_out, info, t0);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
   const uint32_t pos = s->pos;
   StepResult sr;
@@ -515,8 +610,10 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   const uint64_t t0 = gb_port_now_ns();
   GB_RETURN_IF(token < 0 || (uint32_t)token >= s->model->meta.vocab_size, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                "gb_feed: token %d out of range", token);
+  spec_settle(s);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->n_ctx);
   s->pending = -1;
+  if (s->spec) s->hist[s->pos] = token;
   const uint32_t pos = s->pos;
   StepResult sr;
   GB_TRY(step(s, token, &sr));

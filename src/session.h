@@ -74,6 +74,26 @@ struct gb_session {
   float *pf_panel;         // (pf_slots, pf_panel_rows, wide) weight rows expanded to f32
   float *pf_logits;        // (pf_batch, vocab) for monitor calibration, else nullptr
 
+  // Speculative gear (spec.cpp), carved only for GB_GEAR_SPEC. The main KV
+  // pool holds the verifier's entries, dkv the draft's; hist the token at
+  // every position, for the draft to catch up with.
+  bool spec;
+  gb::KvPool dkv;          // the draft's KV pool (same plan as kv)
+  uint32_t dpos;           // positions in dkv
+  int32_t *hist;           // (n_ctx) token at each position of kv
+  uint32_t sp_m;           // spec_k + 1: positions of a verify pass
+  float *sp_x, *sp_xb, *sp_xb2, *sp_hb, *sp_hb2, *sp_q, *sp_k, *sp_v;  // (sp_m, ...) as pf_*
+  gb_q8x_block *sp_xq;     // (sp_m, wide / 32) quantized activations per position
+  float *sp_logits;        // (sp_m, vocab) the verifier's logits per position
+  float *sp_draft_p;       // (spec_k, vocab) the draft's sampling distributions
+  float *sp_p;             // (vocab) the verifier's distribution at a position
+  int32_t *sp_tok;         // (sp_m) the pass's tokens: pending, then the drafts
+  int32_t *sp_out;         // (sp_m) tokens of the last round still to hand out
+  uint32_t sp_out_n, sp_out_i;  // tokens in sp_out, next to hand out
+  uint32_t sp_pos0;        // position of the last round's pending token
+  uint32_t sp_drafted, sp_accepted;  // of the last round
+  uint64_t sp_round_bytes, sp_round_weights;  // weights read by the last round
+
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)
   gb_gear prewarmed;            // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
@@ -95,6 +115,16 @@ gb_status forward(gb_session *s, int32_t token, bool want_logits);
 // Caller checks 2 <= m <= pf_batch, pos + m <= n_ctx and kv_batchable
 // (GB_ERR_CONTEXT_FULL, nothing run, otherwise).
 gb_status forward_batch(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits);
+// GB_GEAR_SPEC: the next token, from the queue of the last round or from
+// a new round (draft, verify, accept, roll back). *logits: the verifier's
+// distribution that produced it; *ran_round: whether this call ran one.
+gb_status spec_next(gb_session *s, int32_t *token, const float **logits, bool *ran_round);
+// Forget the spec state (reset).
+void spec_reset(gb_session *s);
+// Before new input (gb_prefill, gb_feed): the tokens of the last round not
+// handed out yet leave both KV pools, and the last handed-out token becomes
+// pending again, as if the session had decoded one token at a time.
+void spec_settle(gb_session *s);
 // Pieces of the forward pass shared by forward() and forward_batch().
 void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
 void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);

@@ -91,7 +91,7 @@ for spec in "cortex-a53|neon|" "cortex-a76|neon,dotprod|" "max,sve-max-vq=1|neon
             "max,sve-max-vq=2|neon,dotprod,i8mm,sve|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve|512"; do
   IFS='|' read -r cpu isa bits <<<"$spec"
   name="aarch64-${cpu//,sve-max-vq=/-vq}"
-  envs=(QEMU_CPU="$cpu" GB_EXPECT_ISA="$isa")
+  envs=(QEMU_CPU="$cpu" GB_EXPECT_ISA="$isa" GB_TEST_SCALE=0.15)
   [ -z "$bits" ] || envs+=(GB_EXPECT_SVE_BITS="$bits")
   run_ctest "$name" "$A64" "${envs[@]}"
   a=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s260k.gbx"); b=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s5m.gbx")

@@ -1,0 +1,264 @@
+// spec.cpp — the speculative gear (GB_GEAR_SPEC, issue #7): the low tier
+// drafts, the high tier verifies, and the output is the high tier's.
+//
+// A round, with pos tokens in the verifier's KV pool and t the pending token:
+//
+//   1. The draft catches up (its pool may lag by a token) and runs t,
+//      d1, ... on the draft tier, one position at a time, each draft token
+//      sampled from the draft's distribution q_i (argmax when greedy); it
+//      stops after spec_k tokens, or before a position whose draft entropy
+//      exceeds spec_stop_entropy.
+//   2. The verifier runs [t, d1..dk] at positions pos..pos+k in one pass:
+//      every matrix multiplies the k + 1 positions with the multi-position
+//      GEMV (each weight read once), whose per-position arithmetic is the
+//      one-position GEMV's, and attention runs per position over the pool,
+//      causally (the batch's later tokens hidden). So logits L_0..L_k are
+//      bit for bit those of k + 1 single decode steps.
+//   3. Acceptance: d_{i+1} is kept with probability min(1, p_i(d)/q_i(d))
+//      (p_i: the verifier's sampling distribution from L_i); the first
+//      rejection draws the bonus token from max(0, p_i - q_i) normalized;
+//      if all k are kept the bonus comes from p_k. Greedy: kept iff d_{i+1}
+//      is the argmax of L_i, the bonus is that argmax. This is the standard
+//      speculative-sampling rule: every emitted token has the verifier's
+//      distribution exactly.
+//   4. Both pools drop the positions past the kept prefix (kv_truncate);
+//      the a kept drafts and the bonus are handed out one per
+//      gb_decode_step call, the bonus becoming the next pending token.
+#include <math.h>
+#include <string.h>
+
+#include <utility>
+
+#include "format.h"
+#include "gearbx_port.h"
+#include "session.h"
+
+namespace gb {
+namespace {
+
+struct GemvmTask {
+  const gb_kernels *k;
+  const TensorRef *w;
+  float *Y;                  // (m, w.rows)
+  const float *X;            // (m, w.cols)
+  const gb_q8x_block *XQ;    // (m, xq_stride)
+  size_t xq_stride;
+  uint32_t m;
+};
+
+// Rows in whole kernel tiles per task, as the one-position GEMV splits them.
+void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
+  const GemvmTask *g = static_cast<const GemvmTask *>(ctx);
+  const size_t rows = g->w->rows;
+  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  const size_t r0 = tiles * t / n * GB_GEMV_ROW_TILE;
+  size_t r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
+  if (r1 > rows) r1 = rows;
+  if (r0 < r1)
+    g->k->gemvm[g->w->format](g->Y, rows, g->w->data, g->X, g->w->cols, g->XQ, g->xq_stride, g->m, r0, r1, g->w->cols);
+}
+
+// Y (m, w.rows) = X (m, w.cols) W^T, reading W once; block formats first
+// quantize each position's activations as the one-position matmul does.
+void matmul_m(gb_session *s, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+  const size_t stride = (w.cols + 31) / 32;
+  const gb_q8x_block *XQ = nullptr;
+  if (w.format == kFmtQ8 || w.format == kFmtQ4) {
+    for (uint32_t i = 0; i < m; i++) s->k.quantize_act(s->sp_xq + i * stride, X + (size_t)i * w.cols, w.cols);
+    XQ = s->sp_xq;
+  }
+  GemvmTask task{&s->k, &w, Y, X, XQ, stride, m};
+  gb_port_pool_run(s->pool, gemv_tasks(s, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
+  s->bytes_read += w.nbytes;
+  s->weights_read += (uint64_t)w.rows * w.cols;
+}
+
+// The verifier over tokens tok[0..m) at positions s->pos..: forward() for m
+// positions at once. sp_logits gets each position's logits.
+gb_status forward_verify(gb_session *s, const int32_t *tok, uint32_t m) {
+  const gb_model *mod = s->model;
+  const Meta &c = mod->meta;
+  const uint32_t dim = c.dim, hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim, pos = s->pos;
+  const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
+  float *X = s->sp_x, *XB = s->sp_xb, *XB2 = s->sp_xb2, *HB = s->sp_hb, *HB2 = s->sp_hb2;
+  GB_RETURN_IF(!kv_batchable(&s->kv, m), s->log, GB_ERR_CONTEXT_FULL, "spec: no room for %u tokens in the KV pool", m);
+  GB_TRY(kv_begin_batch(&s->kv, s->k, pos, m, s->log));
+  s->bytes_read = 0;
+  s->weights_read = 0;
+
+  const uint64_t erow = row_bytes(mod->embd.format, dim);
+  for (uint32_t i = 0; i < m; i++)
+    s->k.row_to_f32[mod->embd.format](X + (size_t)i * dim, mod->embd.data + (uint64_t)tok[i] * erow, dim);
+
+  for (uint32_t l = 0; l < c.n_layers; l++) {
+    const TensorRef *W = s->mats + (size_t)l * kMatsPerLayer;
+    const TensorRef *Wb = attn_only ? s->base_mats + (size_t)l * kMatsPerLayer : W;
+    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->attn_norm[l], dim, c.norm_eps);
+    matmul_m(s, s->sp_q, XB, m, W[kMatQ]);
+    matmul_m(s, s->sp_k, XB, m, W[kMatK]);
+    matmul_m(s, s->sp_v, XB, m, W[kMatV]);
+    for (uint32_t i = 0; i < m; i++) {
+      float *q = s->sp_q + (size_t)i * qd, *k = s->sp_k + (size_t)i * kvd;
+      rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos + i);
+      rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos + i);
+      kv_store_slot(&s->kv, l, s->kv.batch_slot[i], k, s->sp_v + (size_t)i * kvd);
+    }
+    for (uint32_t i = 0; i < m; i++) kv_attend(&s->kv, s->k, l, s->sp_q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
+    matmul_m(s, XB2, XB, m, W[kMatO]);
+    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
+    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->ffn_norm[l], dim, c.norm_eps);
+    matmul_m(s, HB, XB, m, Wb[kMat1]);
+    matmul_m(s, HB2, XB, m, Wb[kMat3]);
+    for (size_t i = 0; i < (size_t)m * hid; i++) {
+      const float g = HB[i];
+      HB[i] = g / (1.0f + expf(-g)) * HB2[i];
+    }
+    matmul_m(s, XB2, HB, m, Wb[kMat2]);
+    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
+  }
+  for (uint32_t i = 0; i < m; i++) kv_end(&s->kv);
+  s->pos = pos + m;
+  for (uint32_t i = 0; i < m; i++) rmsnorm(X + (size_t)i * dim, X + (size_t)i * dim, mod->out_norm, dim, c.norm_eps);
+  matmul_m(s, s->sp_logits, X, m, *s->classifier);
+  for (uint32_t i = 0; i < m; i++) nan_guard(s->sp_logits + (size_t)i * c.vocab_size, c.vocab_size);
+  return GB_OK;
+}
+
+// One draft forward pass: token at position s->dpos on the draft tier and
+// pool; logits in s->logits when asked.
+gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
+  const uint32_t vpos = s->pos;
+  const gb_gear vgear = s->gear;
+  std::swap(s->kv, s->dkv);
+  set_gear(s, s->opt.spec_draft_gear);
+  s->pos = s->dpos;
+  const gb_status st = forward(s, token, want_logits);
+  s->dpos = s->pos;
+  s->pos = vpos;
+  set_gear(s, vgear);
+  std::swap(s->kv, s->dkv);
+  s->sp_round_bytes += s->bytes_read;
+  s->sp_round_weights += s->weights_read;
+  return st;
+}
+
+gb_status round(gb_session *s) {
+  const Meta &c = s->model->meta;
+  const uint32_t V = c.vocab_size, pos = s->pos;
+  const bool greedy = s->opt.sampler.temperature == 0.0f;
+  s->sp_round_bytes = s->sp_round_weights = 0;
+  s->sp_pos0 = pos;
+  // 1. Catch up, then draft.
+  while (s->dpos < pos) GB_TRY(draft_forward(s, s->hist[s->dpos], false));
+  uint32_t k = s->opt.spec_k;
+  if (pos + k + 1 > s->n_ctx) k = s->n_ctx - pos - 1;  // the verify pass must fit the context
+  if (kv_room(&s->kv) < k + 1) k = kv_room(&s->kv) > 0 ? kv_room(&s->kv) - 1 : 0;
+  s->sp_tok[0] = s->pending;
+  uint32_t n = 0;  // drafted
+  for (int32_t cur = s->pending; n < k;) {
+    GB_TRY(draft_forward(s, cur, true));
+    nan_guard(s->logits, V);
+    if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(s->logits, V) > s->opt.spec_stop_entropy) break;
+    if (greedy) {
+      cur = sampler_sample(&s->sampler, s->logits);
+    } else {
+      float *q = s->sp_draft_p + (size_t)n * V;
+      sampler_probs(&s->sampler, s->logits, q);
+      cur = sampler_draw(&s->sampler, q);
+    }
+    s->sp_tok[++n] = cur;
+  }
+  // 2. Verify the pending token and the n drafts in one pass.
+  GB_TRY(forward_verify(s, s->sp_tok, n + 1));
+  s->sp_round_bytes += s->bytes_read;
+  s->sp_round_weights += s->weights_read;
+  // 3. Accept the longest agreeing prefix, then the verifier's own token.
+  uint32_t a = 0;
+  int32_t bonus = -1;
+  for (; a < n; a++) {
+    const float *L = s->sp_logits + (size_t)a * V;
+    const int32_t d = s->sp_tok[a + 1];
+    if (greedy) {
+      const int32_t best = sampler_sample(&s->sampler, L);
+      if (best != d) {
+        bonus = best;
+        break;
+      }
+      continue;
+    }
+    sampler_probs(&s->sampler, L, s->sp_p);
+    const float *q = s->sp_draft_p + (size_t)a * V;
+    const float ratio = q[d] > 0.0f ? s->sp_p[d] / q[d] : 0.0f;
+    if (sampler_uniform(&s->sampler) < ratio) continue;
+    for (uint32_t j = 0; j < V; j++) s->sp_p[j] = s->sp_p[j] > q[j] ? s->sp_p[j] - q[j] : 0.0f;
+    bonus = sampler_draw(&s->sampler, s->sp_p);
+    break;
+  }
+  if (bonus < 0) {
+    const float *L = s->sp_logits + (size_t)n * V;
+    if (greedy) {
+      bonus = sampler_sample(&s->sampler, L);
+    } else {
+      sampler_probs(&s->sampler, L, s->sp_p);
+      bonus = sampler_draw(&s->sampler, s->sp_p);
+    }
+  }
+  // 4. Keep positions pos..pos+a (the pending token and the a kept drafts).
+  kv_truncate(&s->kv, pos + a + 1);
+  s->pos = pos + a + 1;
+  if (s->dpos > s->pos) {
+    std::swap(s->kv, s->dkv);
+    kv_truncate(&s->kv, s->pos);
+    std::swap(s->kv, s->dkv);
+    s->dpos = s->pos;
+  }
+  for (uint32_t i = 0; i <= a; i++) s->hist[pos + i] = s->sp_tok[i];
+  for (uint32_t i = 0; i < a; i++) s->sp_out[i] = s->sp_tok[i + 1];
+  s->sp_out[a] = bonus;
+  s->sp_out_n = a + 1;
+  s->sp_out_i = 0;
+  s->pending = bonus;
+  s->sp_drafted = n;
+  s->sp_accepted = a;
+  return GB_OK;
+}
+
+}  // namespace
+
+gb_status spec_next(gb_session *s, int32_t *token, const float **logits, bool *ran_round) {
+  *ran_round = false;
+  if (s->sp_out_i >= s->sp_out_n) {
+    GB_TRY(round(s));
+    *ran_round = true;
+  }
+  const uint32_t i = s->sp_out_i++;
+  *token = s->sp_out[i];
+  *logits = s->sp_logits + (size_t)i * s->model->meta.vocab_size;
+  return GB_OK;
+}
+
+void spec_settle(gb_session *s) {
+  if (!s->spec || s->sp_out_i >= s->sp_out_n) return;
+  const uint32_t keep = s->sp_pos0 + s->sp_out_i;  // positions of the tokens before the last handed out
+  kv_truncate(&s->kv, keep);
+  s->pos = keep;
+  s->pending = s->sp_out_i ? s->sp_out[s->sp_out_i - 1] : s->sp_tok[0];
+  if (s->dpos > keep) {
+    std::swap(s->kv, s->dkv);
+    kv_truncate(&s->kv, keep);
+    std::swap(s->kv, s->dkv);
+    s->dpos = keep;
+  }
+  s->sp_out_n = s->sp_out_i = 0;
+}
+
+void spec_reset(gb_session *s) {
+  if (!s->spec) return;
+  kv_reset(&s->dkv);
+  s->dpos = 0;
+  s->sp_out_n = s->sp_out_i = 0;
+  s->sp_drafted = s->sp_accepted = 0;
+  s->sp_round_bytes = s->sp_round_weights = 0;
+}
+
+}  // namespace gb

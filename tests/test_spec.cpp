@@ -1,0 +1,330 @@
+// test_spec.cpp — the speculative gear (GB_GEAR_SPEC, issue #7): greedy
+// output bit-identical to the verifying tier alone, the sampling rule keeping
+// the verifier's distribution (a chi-square test, with a negative control
+// showing the test would catch the draft's distribution), rollback when new
+// input arrives mid-round, telemetry, and bad options.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace {
+
+// GB_TEST_SCALE (tests/run.sh sets it for the emulated aarch64 runs) shrinks
+// the token and sample counts; 1 on native runs.
+double scale() {
+  const char *e = getenv("GB_TEST_SCALE");
+  const double v = e ? atof(e) : 1.0;
+  return v > 0.0 && v <= 1.0 ? v : 1.0;
+}
+size_t scaled(size_t n, size_t at_least) {
+  const size_t v = (size_t)((double)n * scale());
+  return v > at_least ? v : at_least;
+}
+
+struct Model {
+  gb_model *m = nullptr;
+  explicit Model(const std::string &path) { EXPECT_EQ(gb_model_open_file(path.c_str(), nullptr, &m), GB_OK); }
+  ~Model() { gb_model_close(m); }
+};
+
+std::vector<int32_t> prompt_tokens(gb_model *m, const char *text) {
+  std::vector<int32_t> t(512);
+  size_t n = 0;
+  EXPECT_EQ(gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, t.data(), t.size(), &n), GB_OK);
+  t.resize(n);
+  return t;
+}
+
+// Greedy tokens of a session with these options after the prompt.
+std::vector<int32_t> generate(gb_model *m, gb_session_options so, const std::vector<int32_t> &prompt, size_t n,
+                              uint64_t *rounds = nullptr, uint64_t *accepted = nullptr, uint64_t *drafted = nullptr) {
+  so.sampler.temperature = 0.0f;
+  gb_session *s = nullptr;
+  std::vector<int32_t> out;
+  if (gb_session_create(m, &so, nullptr, 0, &s) != GB_OK) return out;
+  EXPECT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
+  for (size_t i = 0; i < n; i++) {
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    int32_t t;
+    const gb_status st = gb_decode_step(s, &t, &info);
+    if (st == GB_ERR_CONTEXT_FULL) break;
+    EXPECT_EQ(st, GB_OK);
+    if (st != GB_OK) break;
+    if (info.spec_round) {
+      if (rounds) ++*rounds;
+      if (accepted) *accepted += info.spec_accepted;
+      if (drafted) *drafted += info.spec_drafted;
+      EXPECT_LE(info.spec_accepted, info.spec_drafted);
+      EXPECT_GT(info.weight_bytes_read, 0u);
+    }
+    out.push_back(t);
+  }
+  gb_session_destroy(s);
+  return out;
+}
+
+gb_session_options spec_options(gb_gear verify = GB_GEAR_HIGH) {
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = GB_GEAR_SPEC;
+  so.spec_verify_gear = verify;
+  so.log = gbt::quiet_log;
+  return so;
+}
+
+gb_session_options plain_options(gb_gear g) {
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = g;
+  so.log = gbt::quiet_log;
+  return so;
+}
+
+const char *kPrompts[] = {"Once upon a time", "Tom and his mom went to the park. They saw a big", "The little bird"};
+
+void expect_same_as_verifier(const std::string &path, size_t tokens_per_prompt, double min_accept) {
+  Model md(path);
+  ASSERT_NE(md.m, nullptr);
+  size_t total = 0;
+  uint64_t rounds = 0, accepted = 0, drafted = 0;
+  for (const char *p : kPrompts) {
+    const std::vector<int32_t> prompt = prompt_tokens(md.m, p);
+    // The context holds the whole generation: the n_ctx limit is its own test.
+    gb_session_options ps = plain_options(GB_GEAR_HIGH), ss = spec_options();
+    const uint32_t ctx = (uint32_t)(prompt.size() + tokens_per_prompt + 1);
+    ps.n_ctx = ss.n_ctx = ctx;
+    const std::vector<int32_t> want = generate(md.m, ps, prompt, tokens_per_prompt);
+    const std::vector<int32_t> got = generate(md.m, ss, prompt, tokens_per_prompt, &rounds, &accepted, &drafted);
+    ASSERT_EQ(want.size(), got.size()) << p;
+    for (size_t i = 0; i < want.size(); i++) ASSERT_EQ(want[i], got[i]) << "prompt '" << p << "', token " << i;
+    total += got.size();
+  }
+  printf("%s: %zu greedy tokens identical to the high tier alone; %llu rounds, %llu of %llu drafts accepted\n", path.c_str(), total,
+         (unsigned long long)rounds, (unsigned long long)accepted, (unsigned long long)drafted);
+  EXPECT_GT((double)accepted, min_accept * (double)drafted);  // the low tier is a useful draft of the high one
+}
+
+TEST(Spec, GreedyIsTheVerifierBitForBitStories260K) { expect_same_as_verifier(gbt::stories260k_gbx(), scaled(700, 100), 0.4); }
+
+TEST(Spec, GreedyIsTheVerifierBitForBitStories5M) { expect_same_as_verifier(gbt::stories5m_gbx(), scaled(240, 40), 0.7); }
+
+// Other settings keep the identity: mid as verifier, threads, a draft that
+// stops early on entropy, short drafts, the generic kernels.
+TEST(Spec, GreedyIdentityAcrossOptions) {
+  Model md(gbt::stories5m_gbx());
+  const std::vector<int32_t> prompt = prompt_tokens(md.m, kPrompts[1]);
+  const size_t n = scaled(120, 30);
+  struct Case {
+    const char *name;
+    gb_gear verify;
+    uint32_t k, threads, deterministic;
+    float stop;
+  } cases[] = {{"verify mid", GB_GEAR_MID, 8, 1, 0, 0.0f},
+               {"2 threads", GB_GEAR_HIGH, 8, 2, 0, 0.0f},
+               {"entropy stop 1.5 bits", GB_GEAR_HIGH, 15, 1, 0, 1.5f},
+               {"k = 1", GB_GEAR_HIGH, 1, 1, 0, 0.0f},
+               {"generic kernels", GB_GEAR_HIGH, 4, 1, 1, 0.0f}};
+  for (const Case &c : cases) {
+    gb_session_options ps = plain_options(c.verify), ss = spec_options(c.verify);
+    ps.n_threads = ss.n_threads = c.threads;
+    ps.deterministic = ss.deterministic = c.deterministic;
+    ss.spec_k = c.k;
+    ss.spec_stop_entropy = c.stop;
+    uint64_t rounds = 0, accepted = 0, drafted = 0;
+    const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
+    const std::vector<int32_t> got = generate(md.m, ss, prompt, n, &rounds, &accepted, &drafted);
+    EXPECT_EQ(want, got) << c.name;
+    EXPECT_GT(rounds, 0u) << c.name;
+    if (c.k == 1) {
+      EXPECT_GE(rounds, n / 2) << c.name;  // at most two tokens per round
+    }
+  }
+}
+
+// New input in the middle of a round: the tokens not handed out leave the
+// context, and the session continues as the verifier alone would.
+TEST(Spec, PrefillMidRoundRollsBack) {
+  Model md(gbt::stories260k_gbx());
+  const std::vector<int32_t> prompt = prompt_tokens(md.m, kPrompts[0]);
+  const std::vector<int32_t> more = prompt_tokens(md.m, " and the dog");
+  std::vector<int32_t> seq[2];
+  for (int v = 0; v < 2; v++) {
+    gb_session_options so = v ? spec_options() : plain_options(GB_GEAR_HIGH);
+    so.sampler.temperature = 0.0f;
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(md.m, &so, nullptr, 0, &s), GB_OK);
+    ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
+    int32_t t;
+    for (int i = 0; i < 3; i++) {  // mid-round: a round hands out several tokens
+      ASSERT_EQ(gb_decode_step(s, &t, nullptr), GB_OK);
+      seq[v].push_back(t);
+    }
+    ASSERT_EQ(gb_prefill(s, more.data() + 1, more.size() - 1), GB_OK);  // without BOS
+    uint32_t pos = 0;
+    gb_session_position(s, &pos, nullptr);
+    seq[v].push_back((int32_t)pos);
+    for (int i = 0; i < 3; i++) {
+      ASSERT_EQ(gb_decode_step(s, &t, nullptr), GB_OK);
+      seq[v].push_back(t);
+    }
+    // Teacher forcing mid-round: the next-token logits are the verifier's.
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(gb_feed(s, more[1], &info), GB_OK);
+    int32_t best = 0;
+    for (uint32_t j = 1; j < info.n_vocab; j++) best = info.logits[j] > info.logits[best] ? (int32_t)j : best;
+    seq[v].push_back(best);
+    ASSERT_EQ(gb_prefill(s, &best, 1), GB_OK);
+    for (int i = 0; i < 40; i++) {
+      ASSERT_EQ(gb_decode_step(s, &t, nullptr), GB_OK);
+      seq[v].push_back(t);
+    }
+    gb_session_destroy(s);
+  }
+  EXPECT_EQ(seq[0], seq[1]);
+}
+
+// Chi-square statistic of counts against probabilities (bins with an
+// expected count below 5 pooled), its degrees of freedom, and the critical
+// value at p = 1e-4 (Wilson-Hilferty).
+struct Chi2 {
+  double stat = 0, crit = 0;
+  int df = 0;
+};
+Chi2 chi2(const std::map<int32_t, int> &counts, const std::vector<float> &p, int n) {
+  Chi2 r;
+  double pool_e = 0, pool_o = 0;
+  int bins = 0;
+  for (size_t t = 0; t < p.size(); t++) {
+    const double e = (double)p[t] * n;
+    const auto it = counts.find((int32_t)t);
+    const double o = it == counts.end() ? 0.0 : it->second;
+    if (e < 5.0) {
+      pool_e += e;
+      pool_o += o;
+      continue;
+    }
+    r.stat += (o - e) * (o - e) / e;
+    bins++;
+  }
+  if (pool_e > 0.0) {
+    r.stat += (pool_o - pool_e) * (pool_o - pool_e) / (pool_e > 1e-9 ? pool_e : 1e-9);
+    bins++;
+  }
+  r.df = bins - 1;
+  const double k = r.df, z = 3.719;
+  r.crit = k * pow(1.0 - 2.0 / (9.0 * k) + z * sqrt(2.0 / (9.0 * k)), 3.0);
+  return r;
+}
+
+// The first token after a prompt, sampled at T = 1 over many seeds, against
+// the high tier's softmax. The spec gear's tokens come from drafts accepted
+// with probability min(1, p/q) or from the residual max(0, p - q): if the
+// rule were wrong the mix would drift toward the low tier's q. The negative
+// control samples the low tier itself and must fail the same test.
+TEST(Spec, SamplingKeepsTheVerifierDistribution) {
+  Model md(gbt::stories260k_gbx());
+  const std::vector<int32_t> prompt = prompt_tokens(md.m, "Once upon a time, there was a");
+  const int N = (int)scaled(3000, 500);
+  // p: the high tier's distribution of the first token.
+  std::vector<float> p;
+  {
+    gb_session_options so = plain_options(GB_GEAR_HIGH);
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(md.m, &so, nullptr, 0, &s), GB_OK);
+    ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(gb_decode_step(s, nullptr, &info), GB_OK);
+    double mx = -1e30, z = 0;
+    for (uint32_t i = 0; i < info.n_vocab; i++) mx = info.logits[i] > mx ? info.logits[i] : mx;
+    p.resize(info.n_vocab);
+    for (uint32_t i = 0; i < info.n_vocab; i++) z += exp(info.logits[i] - mx);
+    for (uint32_t i = 0; i < info.n_vocab; i++) p[i] = (float)(exp(info.logits[i] - mx) / z);
+    gb_session_destroy(s);
+  }
+  auto sample_first = [&](gb_gear g, std::map<int32_t, int> *counts, uint64_t *accepted_first) {
+    gb_session_options so = g == GB_GEAR_SPEC ? spec_options() : plain_options(g);
+    so.sampler.temperature = 1.0f;
+    size_t bytes = 0;
+    ASSERT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_OK);
+    void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    for (int r = 0; r < N; r++) {
+      so.sampler.seed = 1000 + (uint64_t)r;
+      gb_session *s = nullptr;
+      ASSERT_EQ(gb_session_create(md.m, &so, mem, bytes, &s), GB_OK);
+      ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
+      gb_step_info info;
+      info.struct_size = sizeof info;
+      int32_t t;
+      ASSERT_EQ(gb_decode_step(s, &t, &info), GB_OK);
+      (*counts)[t]++;
+      if (accepted_first && info.spec_accepted > 0) ++*accepted_first;
+      gb_session_destroy(s);
+    }
+    free(mem);
+  };
+  std::map<int32_t, int> spec_counts, low_counts;
+  uint64_t accepted_first = 0;
+  sample_first(GB_GEAR_SPEC, &spec_counts, &accepted_first);
+  sample_first(GB_GEAR_LOW, &low_counts, nullptr);
+  const Chi2 cs = chi2(spec_counts, p, N), cl = chi2(low_counts, p, N);
+  printf("spec vs high softmax: chi2 %.1f, df %d, critical %.1f (p = 1e-4); first draft accepted in %llu of %d runs\n", cs.stat, cs.df,
+         cs.crit, (unsigned long long)accepted_first, N);
+  printf("negative control, low tier vs high softmax: chi2 %.1f, df %d, critical %.1f\n", cl.stat, cl.df, cl.crit);
+  EXPECT_LT(cs.stat, cs.crit);
+  EXPECT_GT(cl.stat, cl.crit) << "the test cannot tell the draft's distribution from the verifier's";
+  EXPECT_GT(accepted_first, (uint64_t)N / 2) << "the acceptance path was barely exercised";
+  EXPECT_LT(accepted_first, (uint64_t)N) << "the rejection path was never exercised";
+}
+
+TEST(Spec, BadOptionsAreRefused) {
+  Model md(gbt::stories260k_gbx());
+  size_t bytes = 0;
+  gb_session_options so = spec_options();
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_OK);
+  so.spec_k = 0;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so.spec_k = 16;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so = spec_options();
+  so.spec_verify_gear = GB_GEAR_LOW;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so = spec_options();
+  so.spec_draft_gear = GB_GEAR_HIGH;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so = spec_options();
+  so.spec_stop_entropy = NAN;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so = spec_options();
+  so.kv.policy = GB_KV_WINDOW;
+  so.kv.beta = 0.5f;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so = spec_options();
+  so.kv.evict = 1;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+}
+
+// The end of the context: rounds shrink to fit, then context-full, with every
+// token still the verifier's.
+TEST(Spec, ContextEndIsTheVerifiers) {
+  Model md(gbt::stories260k_gbx());
+  const std::vector<int32_t> prompt = prompt_tokens(md.m, kPrompts[0]);
+  gb_session_options ps = plain_options(GB_GEAR_HIGH), ss = spec_options();
+  ps.n_ctx = ss.n_ctx = 40;
+  const std::vector<int32_t> want = generate(md.m, ps, prompt, 100);
+  const std::vector<int32_t> got = generate(md.m, ss, prompt, 100);
+  EXPECT_EQ(want, got);
+  EXPECT_LT(got.size(), 100u);
+}
+
+}  // namespace
