@@ -23,10 +23,12 @@ struct RunArgs {
 
 int run_usage() {
   fprintf(stderr,
-          "usage: gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto]\n"
+          "usage: gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto|spec]\n"
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
           "                  [--ctx N] [--threads N] [--trace FILE.csv] [--plot FILE.svg] [--quiet]\n"
-          "                  [--deterministic]\n"
+          "                  [--deterministic] [--spec-k K] [--spec-verify mid|high|f32] [--spec-draft low|mid]\n"
+          "                  [--spec-stop BITS]\n"
+          "  --gear spec       draft on the low tier, verify on high in one batched pass: high's tokens\n"
           "  --trace FILE.csv  one row of telemetry per decode step\n"
           "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"
           "  --deterministic   portable generic kernels only: the same tokens on every CPU\n"
@@ -110,6 +112,10 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &a.threads);
     else if (!strcmp(o, "--trace")) a.trace = v;
     else if (!strcmp(o, "--plot")) a.plot = v;
+    else if (!strcmp(o, "--spec-k")) ok = cli_parse_u32(C, o, v, &so.spec_k);
+    else if (!strcmp(o, "--spec-verify")) ok = cli_parse_gear(C, v, &so.spec_verify_gear);
+    else if (!strcmp(o, "--spec-draft")) ok = cli_parse_gear(C, v, &so.spec_draft_gear);
+    else if (!strcmp(o, "--spec-stop")) ok = cli_parse_f32(C, o, v, &so.spec_stop_entropy);
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
@@ -167,7 +173,7 @@ int gb_cli_run(int argc, char **argv) {
     uint32_t per_gear[GB_GEAR_COUNT] = {0}, shifts = 0, made = 0;
     gb_step_info last;
     memset(&last, 0, sizeof last);
-    uint64_t total_ns = 0;
+    uint64_t total_ns = 0, sp_rounds = 0, sp_drafted = 0, sp_accepted = 0, bytes_total = 0;
     for (uint32_t step = 0; step < a.n; step++) {
       gb_step_info info;
       info.struct_size = sizeof info;
@@ -182,6 +188,12 @@ int gb_cli_run(int argc, char **argv) {
       per_gear[g]++;
       shifts += info.shifted;
       total_ns += info.step_ns;
+      bytes_total += info.weight_bytes_read;
+      if (info.spec_round) {
+        sp_rounds++;
+        sp_drafted += info.spec_drafted;
+        sp_accepted += info.spec_accepted;
+      }
       strip[made++] = "LMHF"[g];
       last = info;
       if (trace.f)
@@ -220,6 +232,13 @@ int gb_cli_run(int argc, char **argv) {
       fprintf(stderr, "policy %s: %u tokens, low %.0f%% mid %.0f%% high %.0f%% f32 %.0f%%, %u shifts, %.1f tok/s\n",
               cli_gear_name(so.gear), made, 100.0 * per_gear[0] / made, 100.0 * per_gear[1] / made, 100.0 * per_gear[2] / made,
               100.0 * per_gear[3] / made, shifts, total_ns ? made / (total_ns / 1e9) : 0.0);
+      if (so.gear == GB_GEAR_SPEC && sp_rounds > 0)
+        fprintf(stderr, "spec: %llu rounds, %llu drafted, %llu accepted (%.0f%%), %.2f tokens per verify pass, %.3f MB of weights read per token\n",
+                (unsigned long long)sp_rounds, (unsigned long long)sp_drafted, (unsigned long long)sp_accepted,
+                sp_drafted ? 100.0 * (double)sp_accepted / (double)sp_drafted : 0.0, (double)made / (double)sp_rounds,
+                (double)bytes_total / made / 1e6);
+      else
+        fprintf(stderr, "%.3f MB of weights read per token\n", (double)bytes_total / made / 1e6);
       fprintf(stderr,
               "kv %s: %u tokens cached, %llu of %llu pool bytes, %.2f bits/element (2/3/4/8/16/32-bit token-layers %u/%u/%u/%u/%u/%u), "
               "%llu reallocations, %llu step-downs, %llu evicted\n",

@@ -52,18 +52,19 @@ const char *cli_gear_name(int g) {
     case GB_GEAR_HIGH: return "high";
     case GB_GEAR_F32: return "f32";
     case GB_GEAR_AUTO: return "auto";
+    case GB_GEAR_SPEC: return "spec";
     default: return "?";
   }
 }
 
 bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out) {
-  static const gb_gear all[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO};
+  static const gb_gear all[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC};
   for (gb_gear g : all)
     if (s && strcmp(s, cli_gear_name(g)) == 0) {
       *out = g;
       return true;
     }
-  cli_error(cmd, "unknown gear '%s' (low, mid, high, f32, auto)", s ? s : "");
+  cli_error(cmd, "unknown gear '%s' (low, mid, high, f32, auto, spec)", s ? s : "");
   return false;
 }
 
