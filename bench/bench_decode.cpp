@@ -19,7 +19,8 @@
 // --keep. `--synthetic tinyllama-1.1b` is TinyLlama-1.1B's shape with random
 // weights (~3.9 GB for low,mid,high: free disk space is checked first).
 //   usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]
-//                              [--gears low,mid,high,f32,auto] [--threads 1,2] [--tokens N]
+//                              [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]
+//                              [--prompt-file TEXT] [--prompt-tokens N]
 //                              [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]
 #include <stdint.h>
 #include <stdio.h>
@@ -63,7 +64,8 @@ struct GearSpec {
   const char *name;
   gb_gear gear;
 };
-const GearSpec kGears[] = {{"low", GB_GEAR_LOW}, {"mid", GB_GEAR_MID}, {"high", GB_GEAR_HIGH}, {"f32", GB_GEAR_F32}, {"auto", GB_GEAR_AUTO}};
+const GearSpec kGears[] = {{"low", GB_GEAR_LOW},   {"mid", GB_GEAR_MID},   {"high", GB_GEAR_HIGH},
+                           {"f32", GB_GEAR_F32},   {"auto", GB_GEAR_AUTO}, {"spec", GB_GEAR_SPEC}};
 
 struct Row {
   std::string gear, phase, blas = "n/a";
@@ -71,6 +73,10 @@ struct Row {
   double tok_s = 0, bytes_per_tok = 0, bits_per_weight = 0, bw = 0;
   uint64_t mix[3] = {0, 0, 0};  // auto: decode steps per gear (low, mid, high)
   double vs_high = 0, vs_1t = 0;
+  // spec: tokens per verify pass, accepted / drafted, and the weight bits
+  // read per generated token per weight of one pass (= bits/weight for the
+  // other gears).
+  double tokens_per_verify = 0, acceptance = 0, bits_per_token = 0;
 };
 
 // Bytes of a synthetic model's file, from its spec (preset and key=value
@@ -117,7 +123,8 @@ bool parse_tiers(const std::string &s, uint32_t *out) {
 
 void print_usage() {
   printf("usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
-         "                           [--gears low,mid,high,f32,auto] [--threads 1,2] [--tokens N]\n"
+         "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
+         "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
          "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
          "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]\n");
 }
@@ -125,7 +132,9 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  std::string model, synthetic, json, gear_list = "low,mid,high,f32,auto", tier_list = "low,mid,high";
+  std::string model, synthetic, json, gear_list = "low,mid,high,f32,auto,spec", tier_list = "low,mid,high", prompt_file;
+  int prompt_tokens = 16, spec_k = 0;
+  float spec_stop = -1.0f;
   int tokens = -1, prefill = -1, reps = -1;
   bool quick = false, keep = false;
   std::vector<uint32_t> threads = {1, 2};
@@ -150,6 +159,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--prefill")) prefill = atoi(v);
     else if (!strcmp(o, "--reps")) reps = atoi(v);
     else if (!strcmp(o, "--json")) json = v;
+    else if (!strcmp(o, "--prompt-file")) prompt_file = v;
+    else if (!strcmp(o, "--prompt-tokens")) prompt_tokens = atoi(v);
+    else if (!strcmp(o, "--spec-k")) spec_k = atoi(v);
+    else if (!strcmp(o, "--spec-stop")) spec_stop = (float)atof(v);
     else if (!strcmp(o, "--threads")) {
       if (!gbbench::parse_uint_list(v, &threads)) return fprintf(stderr, "--threads: a list like 1,2\n"), 1;
     } else return fprintf(stderr, "unknown option %s\n", o), 1;
@@ -225,19 +238,48 @@ int main(int argc, char **argv) {
     rs = rs * 6364136223846793005ull + 1442695040888963407ull;
     prompt.push_back((int32_t)(3 + (rs >> 33) % (mi.vocab_size > 3 ? mi.vocab_size - 3 : 1)));
   }
+  // Decode prompts: BOS alone, or (--prompt-file) BOS + prompt_tokens tokens
+  // of the text, a different slice for each run.
+  std::vector<int32_t> text_tokens;
+  if (!prompt_file.empty()) {
+    FILE *f = fopen(prompt_file.c_str(), "rb");
+    if (!f) return fprintf(stderr, "cannot read %s\n", prompt_file.c_str()), 1;
+    std::string text(1 << 16, '\0');
+    text.resize(fread(&text[0], 1, text.size(), f));
+    fclose(f);
+    const size_t nl = text.rfind('\n');  // whole lines: no UTF-8 sequence cut in two
+    if (nl != std::string::npos) text.resize(nl + 1);
+    text_tokens.resize(GB_TOKENIZE_CAPACITY(text.size()));
+    size_t n = 0;
+    if (gb_tokenize(m, text.data(), text.size(), 0, text_tokens.data(), text_tokens.size(), &n) != GB_OK || prompt_tokens < 1)
+      return fprintf(stderr, "cannot tokenize %s\n", prompt_file.c_str()), 1;
+    text_tokens.resize(n);
+  }
+  auto decode_prompt = [&](int run) {
+    std::vector<int32_t> p(1, mi.bos_id >= 0 ? mi.bos_id : 1);
+    if (!text_tokens.empty()) {
+      const size_t at = ((size_t)run * (size_t)prompt_tokens * 7) % (text_tokens.size() > (size_t)prompt_tokens ? text_tokens.size() - prompt_tokens : 1);
+      for (int i = 0; i < prompt_tokens && at + i < text_tokens.size(); i++) p.push_back(text_tokens[at + i]);
+    }
+    return p;
+  };
+  double w_pass = 0;  // weights of one forward pass, from a plain gear's row
   const std::vector<int> blas_modes = kHavePrefillBlas ? std::vector<int>{0, 1} : std::vector<int>{-1};
 
   std::vector<Row> rows;
   for (size_t ti = 0; ti < threads.size(); ti++)
     for (const GearSpec *g : gears) {
-      if (g->gear != GB_GEAR_AUTO && !(mi.gears & (1u << g->gear))) continue;
+      if ((unsigned)g->gear < GB_GEAR_COUNT && !(mi.gears & (1u << g->gear))) continue;
       if (g->gear == GB_GEAR_AUTO && (mi.gears & 7u) != 7u) continue;  // auto routes among low / mid / high
+      if (g->gear == GB_GEAR_SPEC && (mi.gears & 5u) != 5u) continue;  // drafts on low, verifies on high
       for (int blas : blas_modes) {
         gb_session_options so;
         gb_session_options_init(&so);
         so.gear = g->gear;
         so.n_threads = threads[ti];
-        const uint32_t want = (uint32_t)std::max(tokens, prefill) + 2;
+        if (spec_k > 0) so.spec_k = (uint32_t)spec_k;
+        if (spec_stop >= 0.0f) so.spec_stop_entropy = spec_stop;
+        const uint32_t want = (uint32_t)std::max(tokens + prompt_tokens + 16, prefill) + 2;
         so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
         so.sampler.temperature = 0.0f;
         if (blas >= 0) set_prefill_blas(so, blas == 1);
@@ -254,10 +296,12 @@ int main(int argc, char **argv) {
           row.threads = threads[ti];
           row.bw = bw[ti].bytes_per_s;
           std::vector<double> rates;
-          const int steps = std::min(tokens, (int)so.n_ctx - 1);
+          uint64_t rounds = 0, drafted = 0, accepted = 0, made = 0, bytes_all = 0;
           for (int r = 0; r < reps + 1; r++) {  // run 0 warms up
             gb_session_reset(s);
-            gb_prefill(s, prompt.data(), 1);
+            const std::vector<int32_t> dp = decode_prompt(r);
+            gb_prefill(s, dp.data(), dp.size());
+            const int steps = std::min(tokens, (int)so.n_ctx - 1 - (int)dp.size());
             uint64_t bytes = 0, weights = 0, mix[3] = {0, 0, 0};
             int done = 0;
             const uint64_t t0 = gb_port_now_ns();
@@ -268,17 +312,32 @@ int main(int argc, char **argv) {
               bytes += info.weight_bytes_read;
               weights += info.weights_read;
               if ((unsigned)info.gear < 3) mix[info.gear]++;
+              if (r > 0 && info.spec_round) {
+                rounds++;
+                drafted += info.spec_drafted;
+                accepted += info.spec_accepted;
+              }
             }
             const uint64_t t1 = gb_port_now_ns();
             if (done == 0) return fprintf(stderr, "decode failed (%s)\n", g->name), 1;
             if (r > 0) {
               rates.push_back(done / ((double)(t1 - t0) * 1e-9));
               for (int k = 0; k < 3; k++) row.mix[k] += mix[k];
+              made += done;
+              bytes_all += bytes;
             }
             row.bytes_per_tok = (double)bytes / done;
             row.bits_per_weight = weights ? 8.0 * bytes / weights : 0;
+            if (g->gear != GB_GEAR_SPEC && weights) w_pass = (double)weights / done;
           }
           row.tok_s = median(rates);
+          if (made) row.bytes_per_tok = (double)bytes_all / made;
+          if (g->gear == GB_GEAR_SPEC) {
+            row.tokens_per_verify = rounds ? (double)made / rounds : 0;
+            row.acceptance = drafted ? (double)accepted / drafted : 0;
+            row.bits_per_weight = w_pass > 0 ? 8.0 * row.bytes_per_tok / w_pass : 0;
+          }
+          row.bits_per_token = row.bits_per_weight;
           rows.push_back(row);
         }
 
@@ -316,14 +375,14 @@ int main(int argc, char **argv) {
   printf("gearbx-bench-decode%s: model %s: dim %u, layers %u, hidden %u, heads %u/%u kv, vocab %u, %.3f G weights/tier\n",
          quick ? " --quick" : "", mi.name, mi.dim, mi.n_layers, mi.hidden_dim, mi.n_heads, mi.n_kv_heads, mi.vocab_size,
          (double)mi.n_params * 1e-9);
-  printf("decode: %d tokens from BOS; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s\n", tokens,
-         prefill, reps, kHavePrefillBlas ? "gb_session_options.prefill_blas" : "absent (the library has no BLAS path yet: n/a)");
+  printf("decode: %d tokens after %s; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s\n", tokens,
+         prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps, kHavePrefillBlas ? "gb_session_options.prefill_blas" : "absent (the library has no BLAS path yet: n/a)");
   for (size_t ti = 0; ti < threads.size(); ti++)
     printf("measured streaming read bandwidth, %u thread%s: %.2f GB/s (best probe: %s)\n", threads[ti], threads[ti] > 1 ? "s" : "",
            bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
   printf("load average (1 min) at start %.2f, at end %.2f on %ld online CPUs\n\n", load0, gbbench::loadavg(),
          sysconf(_SC_NPROCESSORS_ONLN));
-  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | vs high | vs %ut | auto: low/mid/high steps |\n",
+  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, acceptance |\n",
          threads[0]);
   printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Row &r : rows) {
@@ -332,6 +391,7 @@ int main(int argc, char **argv) {
     if (r.gear == "auto" && r.phase == "decode")
       snprintf(mix, sizeof mix, "%llu/%llu/%llu", (unsigned long long)r.mix[0], (unsigned long long)r.mix[1],
                (unsigned long long)r.mix[2]);
+    if (r.gear == "spec" && r.phase == "decode") snprintf(mix, sizeof mix, "%.2f, %.1f%%", r.tokens_per_verify, 100.0 * r.acceptance);
     if (r.phase == "decode")
       printf("| decode | %s | %s | %u | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.2fx | %.2fx | %s |\n", r.gear.c_str(), r.blas.c_str(),
              r.threads, r.bits_per_weight, r.bytes_per_tok * 1e-6, r.tok_s, gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0,
@@ -351,11 +411,12 @@ int main(int argc, char **argv) {
               "  {\"gear\": \"%s\", \"threads\": %u, \"phase\": \"%s\", \"tok_s\": %.4f, \"blas\": \"%s\", \"model\": %s, "
               "\"tokens\": %d, \"reps\": %d, \"bytes_per_token\": %.0f, \"bits_per_weight\": %.4f, \"weight_gbps\": %.4f, "
               "\"pct_bw\": %.3f, \"bw_gbps\": %.4f, \"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
-              "\"quick\": %s}%s\n",
+              "\"tokens_per_verify\": %.4f, \"acceptance\": %.4f, \"bits_per_token\": %.4f, \"quick\": %s}%s\n",
               r.gear.c_str(), r.threads, r.phase.c_str(), r.tok_s, r.blas.c_str(), gbbench::json_str(mi.name).c_str(),
               r.phase == "decode" ? tokens : prefill, reps, r.phase == "decode" ? r.bytes_per_tok : 0.0, r.bits_per_weight,
               gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0, r.bw * 1e-9, r.vs_high, threads[0], r.vs_1t,
-              (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2], quick ? "true" : "false",
+              (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2], r.tokens_per_verify,
+              r.acceptance, r.phase == "decode" ? r.bits_per_token : 0.0, quick ? "true" : "false",
               i + 1 < rows.size() ? "," : "");
     }
     fprintf(f, "]\n");
