@@ -125,6 +125,7 @@ void print_usage() {
   printf("usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
          "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
          "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
+         "                           [--spec-adapt 0|1]\n"
          "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
          "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]\n");
 }
@@ -135,6 +136,7 @@ int main(int argc, char **argv) {
   std::string model, synthetic, json, gear_list = "low,mid,high,f32,auto,spec", tier_list = "low,mid,high", prompt_file;
   int prompt_tokens = 16, spec_k = 0;
   float spec_stop = -1.0f;
+  int spec_adapt = -1;
   int tokens = -1, prefill = -1, reps = -1;
   bool quick = false, keep = false;
   std::vector<uint32_t> threads = {1, 2};
@@ -163,6 +165,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--prompt-tokens")) prompt_tokens = atoi(v);
     else if (!strcmp(o, "--spec-k")) spec_k = atoi(v);
     else if (!strcmp(o, "--spec-stop")) spec_stop = (float)atof(v);
+    else if (!strcmp(o, "--spec-adapt")) spec_adapt = atoi(v);
     else if (!strcmp(o, "--threads")) {
       if (!gbbench::parse_uint_list(v, &threads)) return fprintf(stderr, "--threads: a list like 1,2\n"), 1;
     } else return fprintf(stderr, "unknown option %s\n", o), 1;
@@ -279,6 +282,7 @@ int main(int argc, char **argv) {
         so.n_threads = threads[ti];
         if (spec_k > 0) so.spec_k = (uint32_t)spec_k;
         if (spec_stop >= 0.0f) so.spec_stop_entropy = spec_stop;
+        if (spec_adapt >= 0) so.spec_adapt = (uint32_t)spec_adapt;
         const uint32_t want = (uint32_t)std::max(tokens + prompt_tokens + 16, prefill) + 2;
         so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
         so.sampler.temperature = 0.0f;

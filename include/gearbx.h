@@ -462,12 +462,20 @@ typedef struct gb_session_options {
    * rule of speculative sampling keeps the verifier's distribution.
    * gb_decode_step still returns one token per call. Needs a single-level
    * KV policy (f32, f16, uniformN) without eviction. */
-  uint32_t spec_k;             /* most drafted tokens per round, 1..15; default 8 */
+  uint32_t spec_k;             /* most drafted tokens per round, 1..15; default 15 */
   gb_gear spec_verify_gear;    /* HIGH (default), MID or F32                  */
   gb_gear spec_draft_gear;     /* LOW (default) or MID; below the verifier    */
   float spec_stop_entropy;     /* stop drafting at a draft position whose
                                   entropy (bits, T = 1) exceeds this: it is
                                   likely rejected; 0 = never. Default 0      */
+  uint32_t spec_adapt;         /* 1: each round drafts the k <= spec_k that
+                                  minimizes the expected weight bytes per
+                                  token, from the acceptance rate so far
+                                  (per-position acceptance a: a round of k
+                                  drafts yields 1 + a(1 - a^k)/(1 - a) tokens
+                                  for k draft passes and one verify pass).
+                                  0: always spec_k. Default 1 (measured: fewer
+                                  bytes per token on both shared models)     */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);

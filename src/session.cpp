@@ -59,6 +59,7 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
                  "session options: spec_draft_gear %d must be a tier below spec_verify_gear %d", dg, vg);
     GB_RETURN_IF(!(o->spec_stop_entropy >= 0.0f) || isinf(o->spec_stop_entropy), *log, GB_ERR_INVALID_ARGUMENT,
                  "session options: spec_stop_entropy must be a finite number >= 0");
+    GB_RETURN_IF(o->spec_adapt > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: spec_adapt must be 0 or 1");
     GB_RETURN_IF(o->kv.evict, *log, GB_ERR_INVALID_ARGUMENT, "session options: the spec gear cannot roll back an evicting KV pool (kv.evict)");
   }
   GB_RETURN_IF((uint32_t)raw_enum(o->managed) > GB_MANAGED_ATTENTION, *log, GB_ERR_INVALID_ARGUMENT, "session options: managed set %d unknown",
@@ -402,10 +403,11 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->kv.rank_threshold = 0.05f;
   o->kv.rank_intervals = 2;
   o->kv.drift_kl = 0.02f;
-  o->spec_k = 8;
+  o->spec_k = 15;  // with spec_adapt: measured best bytes/token (docs/RESULTS.md, issue #7)
   o->spec_verify_gear = GB_GEAR_HIGH;
   o->spec_draft_gear = GB_GEAR_LOW;
   o->spec_stop_entropy = 0.0f;
+  o->spec_adapt = 1;
   o->prefill_batch = 64;
   o->prefill_panel_rows = 64;
   o->prefill_blas = 1;

@@ -142,6 +142,24 @@ gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
   return st;
 }
 
+// The draft length minimizing expected weight bytes per token when each
+// draft is accepted with probability a (independently): k draft passes of
+// D bytes and one verify pass of V bytes yield 1 + a(1 - a^k)/(1 - a)
+// tokens.
+uint32_t best_k(double a, uint32_t kmax, double D, double V) {
+  uint32_t best = kmax;
+  double best_cost = 0.0;
+  for (uint32_t k = 1; k <= kmax; k++) {
+    const double tokens = a >= 1.0 ? 1.0 + k : 1.0 + a * (1.0 - pow(a, (double)k)) / (1.0 - a);
+    const double cost = (k * D + V) / tokens;
+    if (k == 1 || cost < best_cost) {
+      best_cost = cost;
+      best = k;
+    }
+  }
+  return best;
+}
+
 gb_status round(gb_session *s) {
   const Meta &c = s->model->meta;
   const uint32_t V = c.vocab_size, pos = s->pos;
@@ -151,6 +169,11 @@ gb_status round(gb_session *s) {
   // 1. Catch up, then draft.
   while (s->dpos < pos) GB_TRY(draft_forward(s, s->hist[s->dpos], false));
   uint32_t k = s->opt.spec_k;
+  if (s->opt.spec_adapt && s->sp_trials > 0.0) {
+    const gb_model *m = s->model;
+    const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
+    k = best_k(s->sp_succ / s->sp_trials, k, db, vb > 0.0 ? vb : 1.0);
+  }
   if (pos + k + 1 > s->n_ctx) k = s->n_ctx - pos - 1;  // the verify pass must fit the context
   if (kv_room(&s->kv) < k + 1) k = kv_room(&s->kv) > 0 ? kv_room(&s->kv) - 1 : 0;
   s->sp_tok[0] = s->pending;
@@ -220,6 +243,9 @@ gb_status round(gb_session *s) {
   s->pending = bonus;
   s->sp_drafted = n;
   s->sp_accepted = a;
+  // Acceptance so far (decayed): a successes in a + [a < n] trials.
+  s->sp_succ = 0.9 * s->sp_succ + a;
+  s->sp_trials = 0.9 * s->sp_trials + a + (a < n ? 1 : 0);
   return GB_OK;
 }
 
@@ -259,6 +285,7 @@ void spec_reset(gb_session *s) {
   s->sp_out_n = s->sp_out_i = 0;
   s->sp_drafted = s->sp_accepted = 0;
   s->sp_round_bytes = s->sp_round_weights = 0;
+  s->sp_succ = s->sp_trials = 0.0;
 }
 
 }  // namespace gb

@@ -128,17 +128,20 @@ TEST(Spec, GreedyIdentityAcrossOptions) {
     gb_gear verify;
     uint32_t k, threads, deterministic;
     float stop;
-  } cases[] = {{"verify mid", GB_GEAR_MID, 8, 1, 0, 0.0f},
-               {"2 threads", GB_GEAR_HIGH, 8, 2, 0, 0.0f},
-               {"entropy stop 1.5 bits", GB_GEAR_HIGH, 15, 1, 0, 1.5f},
-               {"k = 1", GB_GEAR_HIGH, 1, 1, 0, 0.0f},
-               {"generic kernels", GB_GEAR_HIGH, 4, 1, 1, 0.0f}};
+    uint32_t adapt;
+  } cases[] = {{"verify mid", GB_GEAR_MID, 8, 1, 0, 0.0f, 1},
+               {"2 threads", GB_GEAR_HIGH, 8, 2, 0, 0.0f, 1},
+               {"entropy stop 1.5 bits", GB_GEAR_HIGH, 15, 1, 0, 1.5f, 1},
+               {"k = 1", GB_GEAR_HIGH, 1, 1, 0, 0.0f, 1},
+               {"fixed k = 8", GB_GEAR_HIGH, 8, 1, 0, 0.0f, 0},
+               {"generic kernels", GB_GEAR_HIGH, 4, 1, 1, 0.0f, 1}};
   for (const Case &c : cases) {
     gb_session_options ps = plain_options(c.verify), ss = spec_options(c.verify);
     ps.n_threads = ss.n_threads = c.threads;
     ps.deterministic = ss.deterministic = c.deterministic;
     ss.spec_k = c.k;
     ss.spec_stop_entropy = c.stop;
+    ss.spec_adapt = c.adapt;
     uint64_t rounds = 0, accepted = 0, drafted = 0;
     const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
     const std::vector<int32_t> got = generate(md.m, ss, prompt, n, &rounds, &accepted, &drafted);

@@ -27,7 +27,7 @@ int run_usage() {
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
           "                  [--ctx N] [--threads N] [--trace FILE.csv] [--plot FILE.svg] [--quiet]\n"
           "                  [--deterministic] [--spec-k K] [--spec-verify mid|high|f32] [--spec-draft low|mid]\n"
-          "                  [--spec-stop BITS]\n"
+          "                  [--spec-stop BITS] [--spec-adapt 0|1]\n"
           "  --gear spec       draft on the low tier, verify on high in one batched pass: high's tokens\n"
           "  --trace FILE.csv  one row of telemetry per decode step\n"
           "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"
@@ -116,6 +116,7 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--spec-verify")) ok = cli_parse_gear(C, v, &so.spec_verify_gear);
     else if (!strcmp(o, "--spec-draft")) ok = cli_parse_gear(C, v, &so.spec_draft_gear);
     else if (!strcmp(o, "--spec-stop")) ok = cli_parse_f32(C, o, v, &so.spec_stop_entropy);
+    else if (!strcmp(o, "--spec-adapt")) ok = cli_parse_u32(C, o, v, &so.spec_adapt);
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
