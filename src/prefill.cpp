@@ -89,15 +89,15 @@ void matmul_batch(gb_session *s, float *Y, const float *X, uint32_t m, const Ten
 
 }  // namespace
 
-gb_status forward_batch(gb_session *s, const int32_t *tok, uint32_t m, bool want_logits) {
+gb_status forward_rows(gb_session *s, const int32_t *tok, uint32_t m, const BatchBuffers &b, BatchMatmulFn mm) {
   const gb_model *mod = s->model;
   const Meta &c = mod->meta;
   const uint32_t dim = c.dim, hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim, pos = s->pos;
   const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
-  float *X = s->pf_x, *XB = s->pf_xb, *XB2 = s->pf_xb2, *HB = s->pf_hb, *HB2 = s->pf_hb2;
+  float *X = b.x, *XB = b.xb, *XB2 = b.xb2, *HB = b.hb, *HB2 = b.hb2;
   // Places in the KV pool for the m tokens (a single-level policy: they
   // enter as m single tokens would, in position order).
-  GB_RETURN_IF(!kv_batchable(&s->kv, m), s->log, GB_ERR_CONTEXT_FULL, "batched prefill: no room for %u tokens in the KV pool", m);
+  GB_RETURN_IF(!kv_batchable(&s->kv, m), s->log, GB_ERR_CONTEXT_FULL, "batched forward: no room for %u tokens in the KV pool", m);
   GB_TRY(kv_begin_batch(&s->kv, s->k, pos, m, s->log));
   s->bytes_read = 0;
   s->weights_read = 0;
@@ -111,38 +111,43 @@ gb_status forward_batch(gb_session *s, const int32_t *tok, uint32_t m, bool want
     const TensorRef *Wb = attn_only ? s->base_mats + (size_t)l * kMatsPerLayer : W;
 
     for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->attn_norm[l], dim, c.norm_eps);
-    matmul_batch(s, s->pf_q, XB, m, W[kMatQ]);
-    matmul_batch(s, s->pf_k, XB, m, W[kMatK]);
-    matmul_batch(s, s->pf_v, XB, m, W[kMatV]);
+    mm(s, b.q, XB, m, W[kMatQ]);
+    mm(s, b.k, XB, m, W[kMatK]);
+    mm(s, b.v, XB, m, W[kMatV]);
     for (uint32_t i = 0; i < m; i++) {
-      float *q = s->pf_q + (size_t)i * qd, *k = s->pf_k + (size_t)i * kvd;
+      float *q = b.q + (size_t)i * qd, *k = b.k + (size_t)i * kvd;
       rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos + i);
       rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos + i);
-      kv_store_slot(&s->kv, l, s->kv.batch_slot[i], k, s->pf_v + (size_t)i * kvd);
+      kv_store_slot(&s->kv, l, s->kv.batch_slot[i], k, b.v + (size_t)i * kvd);
     }
-    // Position i attends to t <= pos + i only: the chunk's m - 1 - i later
+    // Position i attends to t <= pos + i only: the batch's m - 1 - i later
     // tokens, already cached, are hidden from it.
-    for (uint32_t i = 0; i < m; i++) kv_attend(&s->kv, s->k, l, s->pf_q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
-    matmul_batch(s, XB2, XB, m, W[kMatO]);
+    for (uint32_t i = 0; i < m; i++) kv_attend(&s->kv, s->k, l, b.q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
+    mm(s, XB2, XB, m, W[kMatO]);
     for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
 
     for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->ffn_norm[l], dim, c.norm_eps);
-    matmul_batch(s, HB, XB, m, Wb[kMat1]);
-    matmul_batch(s, HB2, XB, m, Wb[kMat3]);
+    mm(s, HB, XB, m, Wb[kMat1]);
+    mm(s, HB2, XB, m, Wb[kMat3]);
     for (size_t i = 0; i < (size_t)m * hid; i++) {
       const float g = HB[i];
       HB[i] = g / (1.0f + expf(-g)) * HB2[i];
     }
-    matmul_batch(s, XB2, HB, m, Wb[kMat2]);
+    mm(s, XB2, HB, m, Wb[kMat2]);
     for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(&s->kv);
   s->pos = pos + m;
-  if (!want_logits) return GB_OK;
+  if (!b.logits) return GB_OK;
   for (uint32_t i = 0; i < m; i++) rmsnorm(X + (size_t)i * dim, X + (size_t)i * dim, mod->out_norm, dim, c.norm_eps);
-  matmul_batch(s, s->pf_logits, X, m, *s->classifier);
+  mm(s, b.logits, X, m, *s->classifier);
   return GB_OK;
+}
+
+gb_status forward_batch(gb_session *s, const int32_t *tok, uint32_t m, bool want_logits) {
+  const BatchBuffers b{s->pf_x, s->pf_xb, s->pf_xb2, s->pf_hb, s->pf_hb2, s->pf_q, s->pf_k, s->pf_v, want_logits ? s->pf_logits : nullptr};
+  return forward_rows(s, tok, m, b, matmul_batch);
 }
 
 }  // namespace gb

@@ -116,6 +116,16 @@ gb_status forward(gb_session *s, int32_t token, bool want_logits);
 // Caller checks 2 <= m <= pf_batch, pos + m <= n_ctx and kv_batchable
 // (GB_ERR_CONTEXT_FULL, nothing run, otherwise).
 gb_status forward_batch(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits);
+// The batched forward itself, for prefill and the speculative verify pass:
+// every matrix multiplies the m positions through mm (Y (m, rows) = X (m,
+// cols) W^T), attention runs per position over the pool (later positions
+// hidden), and logits (when b.logits is set) get each position's logits.
+struct BatchBuffers {
+  float *x, *xb, *xb2, *hb, *hb2, *q, *k, *v;  // (m, dim), (m, max(dim, q_dim)), (m, dim), (m, hidden) x2, (m, q_dim), (m, kv_dim) x2
+  float *logits;                               // (m, vocab) or nullptr
+};
+typedef void (*BatchMatmulFn)(gb_session *s, float *Y, const float *X, uint32_t m, const TensorRef &w);
+gb_status forward_rows(gb_session *s, const int32_t *tokens, uint32_t m, const BatchBuffers &b, BatchMatmulFn mm);
 // GB_GEAR_SPEC: the next token, from the queue of the last round or from
 // a new round (draft, verify, accept, roll back). *logits: the verifier's
 // distribution that produced it; *ran_round: whether this call ran one.

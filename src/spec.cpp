@@ -74,53 +74,13 @@ void matmul_m(gb_session *s, float *Y, const float *X, uint32_t m, const TensorR
 }
 
 // The verifier over tokens tok[0..m) at positions s->pos..: forward() for m
-// positions at once. sp_logits gets each position's logits.
+// positions at once, each weight read once. sp_logits gets each position's
+// logits (NaN/inf guarded, as a decode step's are).
 gb_status forward_verify(gb_session *s, const int32_t *tok, uint32_t m) {
-  const gb_model *mod = s->model;
-  const Meta &c = mod->meta;
-  const uint32_t dim = c.dim, hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim, pos = s->pos;
-  const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
-  float *X = s->sp_x, *XB = s->sp_xb, *XB2 = s->sp_xb2, *HB = s->sp_hb, *HB2 = s->sp_hb2;
-  GB_RETURN_IF(!kv_batchable(&s->kv, m), s->log, GB_ERR_CONTEXT_FULL, "spec: no room for %u tokens in the KV pool", m);
-  GB_TRY(kv_begin_batch(&s->kv, s->k, pos, m, s->log));
-  s->bytes_read = 0;
-  s->weights_read = 0;
-
-  const uint64_t erow = row_bytes(mod->embd.format, dim);
-  for (uint32_t i = 0; i < m; i++)
-    s->k.row_to_f32[mod->embd.format](X + (size_t)i * dim, mod->embd.data + (uint64_t)tok[i] * erow, dim);
-
-  for (uint32_t l = 0; l < c.n_layers; l++) {
-    const TensorRef *W = s->mats + (size_t)l * kMatsPerLayer;
-    const TensorRef *Wb = attn_only ? s->base_mats + (size_t)l * kMatsPerLayer : W;
-    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->attn_norm[l], dim, c.norm_eps);
-    matmul_m(s, s->sp_q, XB, m, W[kMatQ]);
-    matmul_m(s, s->sp_k, XB, m, W[kMatK]);
-    matmul_m(s, s->sp_v, XB, m, W[kMatV]);
-    for (uint32_t i = 0; i < m; i++) {
-      float *q = s->sp_q + (size_t)i * qd, *k = s->sp_k + (size_t)i * kvd;
-      rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos + i);
-      rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos + i);
-      kv_store_slot(&s->kv, l, s->kv.batch_slot[i], k, s->sp_v + (size_t)i * kvd);
-    }
-    for (uint32_t i = 0; i < m; i++) kv_attend(&s->kv, s->k, l, s->sp_q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
-    matmul_m(s, XB2, XB, m, W[kMatO]);
-    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
-    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->ffn_norm[l], dim, c.norm_eps);
-    matmul_m(s, HB, XB, m, Wb[kMat1]);
-    matmul_m(s, HB2, XB, m, Wb[kMat3]);
-    for (size_t i = 0; i < (size_t)m * hid; i++) {
-      const float g = HB[i];
-      HB[i] = g / (1.0f + expf(-g)) * HB2[i];
-    }
-    matmul_m(s, XB2, HB, m, Wb[kMat2]);
-    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
-  }
-  for (uint32_t i = 0; i < m; i++) kv_end(&s->kv);
-  s->pos = pos + m;
-  for (uint32_t i = 0; i < m; i++) rmsnorm(X + (size_t)i * dim, X + (size_t)i * dim, mod->out_norm, dim, c.norm_eps);
-  matmul_m(s, s->sp_logits, X, m, *s->classifier);
-  for (uint32_t i = 0; i < m; i++) nan_guard(s->sp_logits + (size_t)i * c.vocab_size, c.vocab_size);
+  const BatchBuffers b{s->sp_x, s->sp_xb, s->sp_xb2, s->sp_hb, s->sp_hb2, s->sp_q, s->sp_k, s->sp_v, s->sp_logits};
+  GB_TRY(forward_rows(s, tok, m, b, matmul_m));
+  const uint32_t V = s->model->meta.vocab_size;
+  for (uint32_t i = 0; i < m; i++) nan_guard(s->sp_logits + (size_t)i * V, V);
   return GB_OK;
 }
 
