@@ -207,7 +207,7 @@ TEST(Prefill, ArenaAccountsForScratchAndNothingAllocates) {
 
   for (uint32_t blas : {0u, 1u})
     for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_HIGH, GB_GEAR_AUTO}) {
-      o = options(g, 7, 40, blas, 4);
+      o = options(g, 7, 40, blas, gbt::threads_available() ? 4 : 1);
       size_t need = 0;
       ASSERT_EQ(gb_session_mem_size(m, &o, &need), GB_OK);
       unsigned char *mem = static_cast<unsigned char *>(aligned_alloc(64, (need + 63) / 64 * 64 + 64));
