@@ -216,9 +216,8 @@ inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
-  // isb, not yield: yield is a no-op on most cores (Rust's spin_loop made
-  // the same choice), and qemu-user turns it into an exit from translated
-  // code that starves the other threads (a pool test hung there).
+  // isb, not yield: yield is a no-op on most cores, isb waits a few cycles
+  // (Rust's spin_loop hint made the same choice).
   __asm__ __volatile__("isb" ::: "memory");
 #endif
 }
