@@ -439,13 +439,16 @@ typedef struct gb_session_options {
                                   the arena holds max(1, n_threads) panels of
                                   prefill_panel_rows * max(dim, q_dim,
                                   hidden_dim) floats. Default 64             */
-  uint32_t prefill_blas;       /* 0: the built-in GEMM; 1: OpenBLAS when the
-                                  library was built with it (CMake
+  uint32_t prefill_blas;       /* 0: the built-in GEMM (portable, same
+                                  results on every CPU, but slow: about a
+                                  third of token-by-token speed for q4/q8
+                                  tiers on an AVX2 host); 1: OpenBLAS when
+                                  the library was built with it (CMake
                                   GEARBX_WITH_OPENBLAS, posix builds), else
-                                  the built-in GEMM; 2: OpenBLAS, or
+                                  token by token; 2: OpenBLAS, or
                                   GB_ERR_UNAVAILABLE when it is not built in.
-                                  With deterministic = 1 the built-in GEMM is
-                                  used (and 2 is GB_ERR_INVALID_ARGUMENT).
+                                  With deterministic = 1, 1 runs token by
+                                  token (and 2 is GB_ERR_INVALID_ARGUMENT).
                                   OpenBLAS allocates its own buffers outside
                                   the arena (at its load and first use, not
                                   counted by gb_session_mem_size), and a

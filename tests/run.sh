@@ -24,8 +24,9 @@ SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
 PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils libopenblas-dev"
 [ $QUICK = 1 ] || PKGS="$PKGS g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64 libopenblas-dev:arm64"
 bash tests/deps.sh $PKGS
-# OpenBLAS's own thread server (started at load) spins forever under
-# qemu-user, and gearbx runs OpenBLAS single-threaded anyway.
+# qemu-user here hangs in pthread_create: OpenBLAS must not start its thread
+# server at load (gearbx runs it single-threaded anyway). The aarch64
+# toolchain's emulator command also sets GB_TEST_NO_THREADS for ctest.
 export OPENBLAS_NUM_THREADS=1
 
 TOTAL_PASS=0

@@ -185,15 +185,15 @@ TEST(Prefill, ArenaAccountsForScratchAndNothingAllocates) {
   ASSERT_EQ(gb_model_open_file(gbt::stories5m_gbx().c_str(), &mo, &m), GB_OK);
   const std::vector<int32_t> prompt = tokenize(m, kPrompt);
   size_t tbt = 0, b32 = 0, b64 = 0, p128 = 0, t4 = 0;
-  gb_session_options o = options(GB_GEAR_MID, 1, 64, 1);
+  gb_session_options o = options(GB_GEAR_MID, 1, 64, 0);
   ASSERT_EQ(gb_session_mem_size(m, &o, &tbt), GB_OK);
-  o = options(GB_GEAR_MID, 32, 64, 1);
+  o = options(GB_GEAR_MID, 32, 64, 0);
   ASSERT_EQ(gb_session_mem_size(m, &o, &b32), GB_OK);
-  o = options(GB_GEAR_MID, 64, 64, 1);
+  o = options(GB_GEAR_MID, 64, 64, 0);
   ASSERT_EQ(gb_session_mem_size(m, &o, &b64), GB_OK);
-  o = options(GB_GEAR_MID, 32, 128, 1);
+  o = options(GB_GEAR_MID, 32, 128, 0);
   ASSERT_EQ(gb_session_mem_size(m, &o, &p128), GB_OK);
-  o = options(GB_GEAR_MID, 32, 64, 1, 4);
+  o = options(GB_GEAR_MID, 32, 64, 0, 4);
   ASSERT_EQ(gb_session_mem_size(m, &o, &t4), GB_OK);
   // stories5M: dim 256, hidden 768 (the widest row), vocab 512.
   EXPECT_GE(b32 - tbt, (size_t)32 * (4 * 256 + 3 * 768) * 4 + 64 * 768 * 4);
@@ -201,13 +201,13 @@ TEST(Prefill, ArenaAccountsForScratchAndNothingAllocates) {
   EXPECT_GE(p128 - b32, (size_t)64 * 768 * 4);
   EXPECT_GE(t4 - b32, (size_t)3 * 64 * 768 * 4);  // one panel per thread
   size_t autob = 0;
-  o = options(GB_GEAR_AUTO, 32, 64, 1);
+  o = options(GB_GEAR_AUTO, 32, 64, 0);
   ASSERT_EQ(gb_session_mem_size(m, &o, &autob), GB_OK);
   EXPECT_GE(autob - b32, (size_t)32 * 512 * 4);  // calibration logits
 
   for (uint32_t blas : {0u, 1u})
     for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_HIGH, GB_GEAR_AUTO}) {
-      o = options(g, 7, 40, blas, 4);
+      o = options(g, 7, 40, blas, gbt::threads_available() ? 4 : 1);
       size_t need = 0;
       ASSERT_EQ(gb_session_mem_size(m, &o, &need), GB_OK);
       unsigned char *mem = static_cast<unsigned char *>(aligned_alloc(64, (need + 63) / 64 * 64 + 64));
@@ -263,20 +263,28 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   EXPECT_EQ(gb_prefill(s, prompt.data(), 64), GB_OK);  // one chunk of 63 positions
   EXPECT_EQ(gb_decode_step(s, nullptr, nullptr), GB_OK);
   gb_session_destroy(s);
-  // Deterministic sessions never use OpenBLAS.
+  // Deterministic sessions never use OpenBLAS: token by token by default,
+  // the portable built-in GEMM when asked for.
   o = options(GB_GEAR_HIGH, 32, 64, 1);
   o.deterministic = 1;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
+  EXPECT_EQ(s->pf_batch, 1u);
+  gb_session_destroy(s);
+  o.prefill_blas = 0;
+  ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
+  EXPECT_EQ(s->pf_batch, 32u);
   EXPECT_EQ(s->pf_gemm, s->k.gemm_f32);
   gb_session_destroy(s);
   // Callers built against the header before the prefill options get the
-  // defaults.
+  // defaults: batches of 64 through OpenBLAS, or token by token without it.
   o = options(GB_GEAR_HIGH, 0, 0, 9);
   o.struct_size = offsetof(gb_session_options, prefill_batch);
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 64u);
+  EXPECT_EQ(s->pf_batch, gb_gemm_blas() ? 64u : 1u);
   EXPECT_EQ(s->pf_panel_rows, 64u);
-  EXPECT_EQ(s->pf_gemm, gb_gemm_blas() ? gb_gemm_blas() : s->k.gemm_f32);
+  if (gb_gemm_blas()) {
+    EXPECT_EQ(s->pf_gemm, gb_gemm_blas());
+  }
   gb_session_destroy(s);
   gb_model_close(m);
 }

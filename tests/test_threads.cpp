@@ -31,6 +31,7 @@ void count_task(void *ctx, uint32_t t, uint32_t n) {
 }
 
 TEST(Pool, EveryTaskRunsOnceInEverySection) {
+  if (!gbt::threads_available()) GTEST_SKIP() << "GB_TEST_NO_THREADS: this emulator cannot start threads";
   for (uint32_t threads : {0u, 1u, 2u, 3u, 4u, 8u}) {
     std::vector<uint8_t> mem(gb_port_pool_mem_size(threads) + 64);
     void *at = (void *)(((uintptr_t)mem.data() + 63) & ~(uintptr_t)63);
@@ -53,6 +54,7 @@ TEST(Pool, EveryTaskRunsOnceInEverySection) {
 // Small matrices stay on the calling thread; large ones get at most one task
 // per thread, each a whole number of kernel row tiles.
 TEST(Pool, GemvTaskCounts) {
+  if (!gbt::threads_available()) GTEST_SKIP() << "GB_TEST_NO_THREADS: this emulator cannot start threads";
   gb_model *m = nullptr;
   gb_model_options mo = gbt::quiet_model_options();
   ASSERT_EQ(gb_model_open_file(gbt::stories260k_gbx().c_str(), &mo, &m), GB_OK);
@@ -106,6 +108,7 @@ Trace run(gb_model *m, gb_gear gear, uint32_t threads, uint32_t blas, const std:
 }
 
 void expect_thread_invariant(const std::string &path) {
+  if (!gbt::threads_available()) GTEST_SKIP() << "GB_TEST_NO_THREADS: this emulator cannot start threads";
   gb_model *m = nullptr;
   gb_model_options mo = gbt::quiet_model_options();
   ASSERT_EQ(gb_model_open_file(path.c_str(), &mo, &m), GB_OK);

@@ -47,6 +47,11 @@ bool write_file(const std::string &path, const std::vector<uint8_t> &data) {
   return fclose(f) == 0 && ok;
 }
 
+bool threads_available() {
+  const char *e = getenv("GB_TEST_NO_THREADS");
+  return !(e && *e && strcmp(e, "0") != 0);
+}
+
 void quiet_log(void *, gb_log_level, const char *) {}
 
 gb_model_options quiet_model_options() {

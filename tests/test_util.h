@@ -23,6 +23,11 @@ const std::string &stories260k_gbx();       // from stories260K.bin + tok512.bin
 const std::string &stories260k_gguf_gbx();  // from stories260K.gguf
 const std::string &stories5m_gbx();         // from stories5M_distilled.bin + tok512.bin
 
+// False when GB_TEST_NO_THREADS is set (the aarch64 toolchain's emulator
+// command sets it: that qemu-user hangs in pthread_create): tests that start
+// worker threads then skip or use one thread.
+bool threads_available();
+
 // A log callback that swallows everything (malformed-input tests).
 void quiet_log(void *, gb_log_level, const char *);
 gb_model_options quiet_model_options();

@@ -19,7 +19,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # flags in arch/ and are chosen at run time.
 set(CMAKE_C_FLAGS_INIT "-march=armv8-a")
 set(CMAKE_CXX_FLAGS_INIT "-march=armv8-a")
-# OPENBLAS_NUM_THREADS=1: OpenBLAS's thread server, started when the library
-# loads, spins forever under qemu-user; gearbx runs OpenBLAS single-threaded
-# anyway (it splits prefill between its own threads).
-set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# Debian 12's qemu-user (7.2) hangs in pthread_create on this CI's host
+# kernel (even a two-line program does). So under the emulator:
+# OPENBLAS_NUM_THREADS=1 keeps OpenBLAS from starting its thread server when
+# it loads (gearbx runs it single-threaded anyway), and GB_TEST_NO_THREADS=1
+# makes the tests that start worker threads skip or run single-threaded.
+set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;GB_TEST_NO_THREADS=1;qemu-aarch64;-L;/usr/aarch64-linux-gnu)

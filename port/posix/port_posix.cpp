@@ -216,7 +216,9 @@ inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
+  // isb, not yield: yield is a no-op on most cores, isb waits a few cycles
+  // (Rust's spin_loop hint made the same choice).
+  __asm__ __volatile__("isb" ::: "memory");
 #endif
 }
 
