@@ -227,6 +227,7 @@ int gb_cli_run(int argc, char **argv) {
       prev = tok;
     }
     fputc('\n', stdout);
+    fflush(stdout);  // the story's last line before the summary on stderr
     strip[made] = 0;
     if (!a.quiet && made > 0) {
       fprintf(stderr, "gears (L=low M=mid H=high F=f32, one letter per token):\n%s\n", strip);
