@@ -47,11 +47,8 @@ struct GemvTask {
 // results do not depend on the thread count (no cross-thread reductions).
 void gemv_task(void *ctx, uint32_t t, uint32_t n) {
   const GemvTask *g = static_cast<const GemvTask *>(ctx);
-  const size_t rows = g->w->rows;
-  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
-  const size_t r0 = tiles * t / n * GB_GEMV_ROW_TILE;
-  size_t r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
-  if (r1 > rows) r1 = rows;
+  size_t r0, r1;
+  task_rows(g->w->rows, t, n, &r0, &r1);
   if (r0 < r1) g->k->gemv[g->w->format](g->y, g->w->data, g->x, g->xq, r0, r1, g->w->cols);
 }
 

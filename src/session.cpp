@@ -258,6 +258,9 @@ struct StepResult {
   gb_gear gear;             // tier used by the pass
   uint32_t tokens_in_gear;  // passes in that tier, this one included
   float H, Hs;              // entropy and its rolling mean
+  const float *logits;      // (vocab) the distribution the token came from
+  uint64_t bytes, weights;  // weights read for it (0 when handed out of a spec round)
+  uint32_t spec_drafted = 0, spec_accepted = 0, spec_round = 0;  // GB_GEAR_SPEC
 };
 
 void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, const StepResult &sr, uint64_t t0) {
@@ -275,10 +278,13 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.tokens_in_gear = sr.tokens_in_gear;
   r.entropy = sr.H;
   r.entropy_smoothed = sr.Hs;
-  r.logits = s->logits;
+  r.logits = sr.logits;
   r.n_vocab = s->model->meta.vocab_size;
-  r.weight_bytes_read = s->bytes_read;
-  r.weights_read = s->weights_read;
+  r.weight_bytes_read = sr.bytes;
+  r.weights_read = sr.weights;
+  r.spec_drafted = sr.spec_drafted;
+  r.spec_accepted = sr.spec_accepted;
+  r.spec_round = sr.spec_round;
   r.predicted_gear = s->monitor.predicted;
   r.catastrophic = s->monitor.catastrophic ? 1u : 0u;
   r.resident_weight_bytes = s->resident_bytes;
@@ -306,6 +312,9 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   GB_TRY(forward(s, token, true));
   const uint32_t V = s->model->meta.vocab_size;
   nan_guard(s->logits, V);
+  r.logits = s->logits;
+  r.bytes = s->bytes_read;
+  r.weights = s->weights_read;
   r.H = entropy_bits(s->logits, V);
   const gb_gear next = monitor_update(&s->monitor, r.H, &r.Hs);
   if (next != s->gear) shift_gear(s, next);  // a pointer swap; fixed policies never shift
@@ -343,21 +352,13 @@ gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint6
   sr.tokens_in_gear = s->sp_out_i;
   sr.H = entropy_bits(lg, V);
   sr.Hs = sr.H;
-  const uint64_t bytes = s->bytes_read, weights = s->weights_read;
-  s->bytes_read = ran ? s->sp_round_bytes : 0;
-  s->weights_read = ran ? s->sp_round_weights : 0;
-  const float *keep = s->logits;
-  s->logits = const_cast<float *>(lg);
+  sr.logits = lg;
+  sr.bytes = ran ? s->sp_round_bytes : 0;
+  sr.weights = ran ? s->sp_round_weights : 0;
+  sr.spec_drafted = s->sp_drafted;
+  sr.spec_accepted = s->sp_accepted;
+  sr.spec_round = ran ? 1u : 0u;
   fill_info(s, info, tok, s->sp_pos0 + s->sp_out_i - 1, sr, t0);
-  s->logits = const_cast<float *>(keep);
-  s->bytes_read = bytes;
-  s->weights_read = weights;
-  const size_t size = info->struct_size;
-  if (size >= offsetof(gb_step_info, spec_round) + sizeof(uint32_t)) {
-    info->spec_drafted = s->sp_drafted;
-    info->spec_accepted = s->sp_accepted;
-    info->spec_round = ran ? 1u : 0u;
-  }
   return GB_OK;
 }
 

@@ -155,6 +155,15 @@ void lazy_quantize(gb_session *s, gb_gear g);
 // Tasks a GEMV of rows x cols is split into on the session's pool: whole
 // row tiles, at most one per thread, none smaller than a minimum of work.
 uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols);
+// Rows [*r0, *r1) of task t of n over a matrix of `rows` rows: whole kernel
+// row tiles (GB_GEMV_ROW_TILE), so each row is computed as one call over the
+// whole matrix would compute it, whatever n is.
+inline void task_rows(size_t rows, uint32_t t, uint32_t n, size_t *r0, size_t *r1) {
+  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  *r0 = tiles * t / n * GB_GEMV_ROW_TILE;
+  *r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
+  if (*r1 > rows) *r1 = rows;
+}
 // Weight-tier bytes resident in this process (0 when the port cannot tell).
 uint64_t measure_resident(const gb_session *s);
 }  // namespace gb

@@ -50,10 +50,8 @@ struct GemvmTask {
 void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
   const GemvmTask *g = static_cast<const GemvmTask *>(ctx);
   const size_t rows = g->w->rows;
-  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
-  const size_t r0 = tiles * t / n * GB_GEMV_ROW_TILE;
-  size_t r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
-  if (r1 > rows) r1 = rows;
+  size_t r0, r1;
+  task_rows(rows, t, n, &r0, &r1);
   if (r0 < r1)
     g->k->gemvm[g->w->format](g->Y, rows, g->w->data, g->X, g->w->cols, g->XQ, g->xq_stride, g->m, r0, r1, g->w->cols);
 }
