@@ -1,16 +1,22 @@
 // AVX2 + FMA + F16C fused attention over packed KV records (layouts in
-// kernels.h). Per chunk of 32 records: each key row is unpacked once into
-// bytes (nibble / bit-pair / bit planes are contiguous quarters or halves of
-// the row, so one shift and mask per plane), dotted with every query head of
-// its group by vpmaddubsw (unsigned codes x int8 query; 8-bit keys use the
-// sign trick) into an exact int32 sum, and scaled late exactly as the
-// generic kernel does, so scores are bit-identical. The softmax weights of
-// the chunk come from a vector exp; each value row is widened to f32 once
-// and accumulated into every head of its group with FMAs (a different
-// rounding than generic's separate multiply and add: within the tests'
-// tolerance). Rows whose head_dim is not a multiple of 32 (or more than 64
-// query heads) go to the generic kernel. The finish step normalises the output and computes the attention
-// mass with the same vector exp.
+// kernels.h), chunk by chunk (32 records):
+//  - scores: per kv head, the chunk's key rows are unpacked once into bytes
+//    (nibble / bit-pair / bit planes are contiguous quarters or halves of the
+//    row, so one shift and mask per plane) in an L1 buffer; every query head
+//    of the group dots eight rows at a time (vpmaddubsw: unsigned codes x
+//    int8 query, 8-bit keys by the sign trick) into exact int32 sums, one
+//    horizontal reduction per eight rows, then scaled exactly as the generic
+//    kernel does (vector multiplies in the same order), so scores are
+//    bit-identical to generic;
+//  - softmax: running max per head, weights from a vector exp;
+//  - values: per kv head, quantized rows unpacked once to int8 (code -
+//    offset); each head of the group keeps its output row in registers for
+//    the whole chunk (64 columns at a time) and adds (p x sv) x value with
+//    FMAs (a different rounding than generic's separate multiply and add:
+//    within the tests' tolerance).
+// Rows whose head_dim is not a multiple of 32 (or more than 64 query heads)
+// go to the generic kernel. The finish step normalises the output and
+// computes the attention mass with the same vector exp.
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -49,113 +55,228 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
+inline uint64_t ld64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
 }
 
-// A packed row (bits 2, 3, 4) to unsigned codes u[0..d); d % 32 == 0.
-inline void unpack_codes(uint8_t *u, const uint8_t *row, uint32_t d, uint32_t bits) {
+// Store 16 / 32 codes minus bias.
+inline void put16(uint8_t *u, __m128i v, __m128i bias) {
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(u), _mm_sub_epi8(v, bias));
+}
+inline void put32(uint8_t *u, __m256i v, __m256i bias) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(u), _mm256_sub_epi8(v, bias));
+}
+
+// A packed row (bits 2, 3, 4) to codes u[0..d) minus `bias` (0: the
+// unsigned codes for the key dots; the level's offset: signed values for the
+// value sums); d % 32 == 0. Planes are read 32, 16 or 8 bytes at a time.
+inline void unpack_codes(uint8_t *u, const uint8_t *row, uint32_t d, uint32_t bits, uint8_t bias = 0) {
   const __m128i m3 = _mm_set1_epi8(3), m15 = _mm_set1_epi8(15), one = _mm_set1_epi8(1);
+  const __m128i b16 = _mm_set1_epi8((char)bias);
   if (bits == 4) {
     const uint32_t h = d / 2;
-    for (uint32_t c = 0; c < h; c += 16) {
+    uint32_t c = 0;
+    if (h % 32 == 0) {
+      const __m256i m = _mm256_set1_epi8(15), b32 = _mm256_set1_epi8((char)bias);
+      for (; c < h; c += 32) {
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + c));
+        put32(u + c, _mm256_and_si256(b, m), b32);
+        put32(u + h + c, _mm256_and_si256(_mm256_srli_epi16(b, 4), m), b32);
+      }
+    }
+    for (; c < h; c += 16) {
       const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + c));
-      _mm_storeu_si128(reinterpret_cast<__m128i *>(u + c), _mm_and_si128(b, m15));
-      _mm_storeu_si128(reinterpret_cast<__m128i *>(u + h + c), _mm_and_si128(_mm_srli_epi16(b, 4), m15));
+      put16(u + c, _mm_and_si128(b, m15), b16);
+      put16(u + h + c, _mm_and_si128(_mm_srli_epi16(b, 4), m15), b16);
     }
     return;
   }
   const uint32_t qd = d / 4;  // multiple of 8
-  for (uint32_t c = 0; c < qd; c += 8) {
+  // Whole 32-byte results built in registers where the shapes allow (a
+  // narrower store followed by a wider load of the same bytes would stall
+  // store-to-load forwarding).
+  const __m256i m3v = _mm256_set1_epi8(3), onev = _mm256_set1_epi8(1), bv = _mm256_set1_epi8((char)bias);
+  if (d == 64) {  // qd = 16: [plane 0 | plane 1], [plane 2 | plane 3]; e = 8
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row)));
+    __m256i l0 = _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)), m3v);
+    __m256i l1 = _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6)), m3v);
+    if (bits == 3) {
+      const __m256i y = _mm256_set1_epi64x((long long)ld64(row + 16));
+      l0 = _mm256_or_si256(l0, _mm256_slli_epi64(_mm256_and_si256(_mm256_srlv_epi64(y, _mm256_setr_epi64x(0, 1, 2, 3)), onev), 2));
+      l1 = _mm256_or_si256(l1, _mm256_slli_epi64(_mm256_and_si256(_mm256_srlv_epi64(y, _mm256_setr_epi64x(4, 5, 6, 7)), onev), 2));
+    }
+    put32(u, l0, bv);
+    put32(u + 32, l1, bv);
+    return;
+  }
+  if (d == 128) {  // qd = 32: one plane per vector; e = 16: two high planes per vector
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row));
+    const __m256i y = bits == 3 ? _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 32)))
+                                : _mm256_setzero_si256();
+    for (int k = 0; k < 4; k++) {
+      __m256i l = _mm256_and_si256(_mm256_srl_epi16(x, _mm_cvtsi32_si128(2 * k)), m3v);
+      if (bits == 3)
+        l = _mm256_or_si256(l, _mm256_slli_epi64(_mm256_and_si256(_mm256_srlv_epi64(y, _mm256_setr_epi64x(2 * k, 2 * k, 2 * k + 1, 2 * k + 1)), onev), 2));
+      put32(u + 32 * k, l, bv);
+    }
+    return;
+  }
+  // 3 bits: the low pairs without the bias (the high bits are or'ed in below).
+  const __m128i lb = bits == 2 ? b16 : _mm_setzero_si128();
+  uint32_t c = 0;
+  for (; c + 16 <= qd; c += 16) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + c));
+    put16(u + c, _mm_and_si128(b, m3), lb);
+    put16(u + qd + c, _mm_and_si128(_mm_srli_epi16(b, 2), m3), lb);
+    put16(u + 2 * qd + c, _mm_and_si128(_mm_srli_epi16(b, 4), m3), lb);
+    put16(u + 3 * qd + c, _mm_and_si128(_mm_srli_epi16(b, 6), m3), lb);
+  }
+  for (; c < qd; c += 8) {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + c));
     for (int k = 0; k < 4; k++)
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(u + k * qd + c), _mm_and_si128(_mm_srl_epi16(b, _mm_cvtsi32_si128(2 * k)), m3));
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(u + k * qd + c),
+                       _mm_sub_epi8(_mm_and_si128(_mm_srl_epi16(b, _mm_cvtsi32_si128(2 * k)), m3), lb));
   }
   if (bits == 3) {
     const uint32_t e = d / 8;  // multiple of 4
     const uint8_t *hi = row + qd;
-    if (e % 8 == 0) {
-      for (uint32_t c = 0; c < e; c += 8) {
-        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(hi + c));
+    if (e % 16 == 0) {
+      for (uint32_t c2 = 0; c2 < e; c2 += 16) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(hi + c2));
         for (int k = 0; k < 8; k++) {
-          __m128i *p = reinterpret_cast<__m128i *>(u + k * e + c);
+          __m128i *p = reinterpret_cast<__m128i *>(u + k * e + c2);
           const __m128i bit = _mm_and_si128(_mm_srl_epi16(b, _mm_cvtsi32_si128(k)), one);
-          _mm_storel_epi64(p, _mm_or_si128(_mm_loadl_epi64(p), _mm_slli_epi16(bit, 2)));
+          _mm_storeu_si128(p, _mm_sub_epi8(_mm_or_si128(_mm_loadu_si128(p), _mm_slli_epi16(bit, 2)), b16));
+        }
+      }
+    } else if (e % 8 == 0) {
+      for (uint32_t c2 = 0; c2 < e; c2 += 8) {
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(hi + c2));
+        for (int k = 0; k < 8; k++) {
+          __m128i *p = reinterpret_cast<__m128i *>(u + k * e + c2);
+          const __m128i bit = _mm_and_si128(_mm_srl_epi16(b, _mm_cvtsi32_si128(k)), one);
+          _mm_storel_epi64(p, _mm_sub_epi8(_mm_or_si128(_mm_loadl_epi64(p), _mm_slli_epi16(bit, 2)), b16));
         }
       }
     } else {
       for (uint32_t j = 0; j < e; j++)
-        for (uint32_t k = 0; k < 8; k++) u[j + k * e] = (uint8_t)(u[j + k * e] | (((hi[j] >> k) & 1) << 2));
+        for (uint32_t k = 0; k < 8; k++)
+          u[j + k * e] = (uint8_t)((u[j + k * e] | (((hi[j] >> k) & 1) << 2)) - bias);
     }
   }
 }
 
-// int32 dot of unsigned codes u[0..d) with the int8 query; d % 32 == 0.
-inline int32_t dot_u8_s8(const uint8_t *u, const int8_t *q, uint32_t d) {
+// Eight int32 vectors to the vector of their lane sums: [sum(a0) .. sum(a7)].
+inline __m256i reduce8_i32(const __m256i *a) {
+  const __m256i h01 = _mm256_hadd_epi32(a[0], a[1]), h23 = _mm256_hadd_epi32(a[2], a[3]);
+  const __m256i h45 = _mm256_hadd_epi32(a[4], a[5]), h67 = _mm256_hadd_epi32(a[6], a[7]);
+  const __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+inline __m256 reduce8_ps(const __m256 *a) {
+  const __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 q0 = _mm256_hadd_ps(h01, h23), q1 = _mm256_hadd_ps(h45, h67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+
+// Binary16 scales of the chunk's records for one row (kv head r of K, or
+// R + r of V) to f32 with F16C (exact, like gb::f16_to_f32).
+inline void chunk_scales(float *out, const uint16_t *scales, const uint32_t *slots, uint32_t n, size_t stride,
+                         size_t col) {
+  alignas(16) uint16_t h[kChunk];
+  for (uint32_t t = 0; t < n; t++) h[t] = scales[(size_t)slots[t] * stride + col];
+  for (uint32_t t = n; t < kChunk; t++) h[t] = 0;
+  for (uint32_t t = 0; t < kChunk; t += 8)
+    _mm256_storeu_ps(out + t, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(h + t))));
+}
+
+// Exact int32 dots of (up to) eight key rows of codes with one int8 query
+// row: lane i = row i (rows past nt are zero). Unsigned codes u (2/3/4 bits:
+// u8 x s8 products; the caller subtracts off x sum(q)) or signed int8 keys
+// (SIGNED: |q| x sign(k, q)).
+template <bool SIGNED, bool FULL>
+inline __m256i dots8_i8(const uint8_t *const *rows, uint32_t nt, const int8_t *q, uint32_t d) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc = _mm256_setzero_si256();
+  __m256i a[8];
+  for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
   for (uint32_t j = 0; j < d; j += 32) {
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(u + j));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + j));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
-  }
-  return hsum_i32(acc);
-}
-
-// int32 dot of signed int8 keys with the query: |q| x sign(k, q).
-inline int32_t dot_s8_s8(const int8_t *k, const int8_t *q, uint32_t d) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc = _mm256_setzero_si256();
-  for (uint32_t j = 0; j < d; j += 32) {
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(k + j));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + j));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(b), _mm256_sign_epi8(a, b)), ones));
-  }
-  return hsum_i32(acc);
-}
-
-inline float dot_f32(const float *q, const uint8_t *k, uint32_t d, uint32_t bits) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  for (uint32_t j = 0; j < d; j += 16) {
-    __m256 k0, k1;
-    if (bits == 16) {
-      k0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(k + 2 * j)));
-      k1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(k + 2 * j + 16)));
-    } else {
-      k0 = _mm256_loadu_ps(reinterpret_cast<const float *>(k + 4 * j));
-      k1 = _mm256_loadu_ps(reinterpret_cast<const float *>(k + 4 * j + 32));
-    }
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + j), k0, a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + j + 8), k1, a1);
-  }
-  return hsum(_mm256_add_ps(a0, a1));
-}
-
-// A value row widened to f32 (without its scale); d % 32 == 0.
-inline void widen_row(float *v, const uint8_t *row, uint32_t d, uint32_t bits, uint8_t *codes) {
-  if (bits == 32) {
-    memcpy(v, row, (size_t)d * 4);
-  } else if (bits == 16) {
-    for (uint32_t j = 0; j < d; j += 8)
-      _mm256_storeu_ps(v + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * j))));
-  } else if (bits == 8) {
-    for (uint32_t j = 0; j < d; j += 8)
-      _mm256_storeu_ps(v + j, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + j)))));
-  } else {
-    unpack_codes(codes, row, d, bits);
-    const __m256i off = _mm256_set1_epi32(1 << (bits - 1));
-    for (uint32_t j = 0; j < d; j += 8) {
-      const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(codes + j)));
-      _mm256_storeu_ps(v + j, _mm256_cvtepi32_ps(_mm256_sub_epi32(c, off)));
+    const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + j));
+    const __m256i qa = SIGNED ? _mm256_abs_epi8(qv) : qv;
+    for (uint32_t i = 0; i < 8; i++) {
+      if (!FULL && i >= nt) break;
+      const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows[i] + j));
+      const __m256i pr = SIGNED ? _mm256_maddubs_epi16(qa, _mm256_sign_epi8(k, qv)) : _mm256_maddubs_epi16(k, qv);
+      a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(pr, ones));
     }
   }
+  return reduce8_i32(a);
+}
+
+// Float dots of (up to) eight f16 / f32 key rows with the f32 query row.
+template <bool HALF, bool FULL>
+inline __m256 dots8_f(const uint8_t *const *rows, uint32_t nt, const float *q, uint32_t d) {
+  __m256 a[8];
+  for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+  for (uint32_t j = 0; j < d; j += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + j);
+    for (uint32_t i = 0; i < 8; i++) {
+      if (!FULL && i >= nt) break;
+      const __m256 k = HALF ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[i] + 2 * j)))
+                            : _mm256_loadu_ps(reinterpret_cast<const float *>(rows[i] + 4 * j));
+      a[i] = _mm256_fmadd_ps(qv, k, a[i]);
+    }
+  }
+  return reduce8_ps(a);
+}
+
+// Value element loaders: 8 consecutive elements of a row as f32 (int8
+// codes already offset; binary16; f32).
+struct LoadI8 {
+  static __m256 load(const uint8_t *p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+  }
+  static constexpr uint32_t kSize = 1;
+};
+struct LoadF16 {
+  static __m256 load(const uint8_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
+  static constexpr uint32_t kSize = 2;
+};
+struct LoadF32 {
+  static __m256 load(const uint8_t *p) { return _mm256_loadu_ps(reinterpret_cast<const float *>(p)); }
+  static constexpr uint32_t kSize = 4;
+};
+
+// acc[0 .. 8*NV) += sum over the chunk's rows t of w[t] * row_t[col ..], the
+// accumulators in registers for the whole chunk.
+template <class L, int NV>
+inline void accumulate_cols(float *acc, const uint8_t *const *rows, const float *w, uint32_t n, uint32_t col) {
+  __m256 a[NV];
+  for (int i = 0; i < NV; i++) a[i] = _mm256_loadu_ps(acc + 8 * i);
+  for (uint32_t t = 0; t < n; t++) {
+    const __m256 wt = _mm256_set1_ps(w[t]);
+    const uint8_t *p = rows[t] + (size_t)col * L::kSize;
+    for (int i = 0; i < NV; i++) a[i] = _mm256_fmadd_ps(wt, L::load(p + 8 * i * L::kSize), a[i]);
+  }
+  for (int i = 0; i < NV; i++) _mm256_storeu_ps(acc + 8 * i, a[i]);
+}
+
+template <class L>
+inline void accumulate_row(float *acc, const uint8_t *const *rows, const float *w, uint32_t n, uint32_t d) {
+  uint32_t c = 0;
+  for (; c + 64 <= d; c += 64) accumulate_cols<L, 8>(acc + c, rows, w, n, c);
+  if (c < d) accumulate_cols<L, 4>(acc + c, rows, w, n, c);  // d % 32 == 0
 }
 
 }  // namespace
 
+// The chunk's work in three passes: scores (eight records per reduction),
+// softmax weights, values (each head's accumulators stay in registers for
+// the whole chunk). Packed rows are unpacked once per chunk into a buffer
+// that stays in L1.
 extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count,
                                   uint32_t kbits, uint32_t vbits, uint32_t base) {
   const uint32_t H = st->n_heads, R = st->n_kv_heads, d = st->head_dim, G = H / R;
@@ -166,10 +287,11 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
   const uint32_t krow = d * kbits / 8, vrow = d * vbits / 8;
   const size_t rec = (size_t)R * (krow + vrow);
   const size_t stride = st->score_stride;
-  alignas(32) uint8_t codes[512];
-  alignas(32) float vf[512];
-  alignas(32) float p[64 * kChunk];  // (H, chunk) softmax weights
-  int32_t qsum[64];                   // off x sum(q8) per head
+  alignas(32) uint8_t codes[kChunk * 512];  // the chunk's rows of one kv head, unpacked
+  alignas(32) float p[64 * kChunk];         // (H, chunk) softmax weights (x the value scale)
+  alignas(32) float sc[kChunk];             // the chunk's scales of one row
+  const uint8_t *rows[kChunk];
+  int32_t qsum[64];  // off x sum(q8) per head
   if (kbits < 8)
     for (uint32_t h = 0; h < H; h++) {
       int32_t s = 0;
@@ -178,35 +300,65 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
     }
   for (uint32_t c0 = 0; c0 < count; c0 += kChunk) {
     const uint32_t n = count - c0 < kChunk ? count - c0 : kChunk;
-    for (uint32_t t = 0; t < n; t++) {
-      const uint8_t *r0 = records + (size_t)(c0 + t) * rec;
-      const uint32_t slot = slots[c0 + t];
-      for (uint32_t r = 0; r < R; r++) {
-        const uint8_t *kr = r0 + (size_t)r * krow;
-        const float sk = kbits <= 8 ? gb::f16_to_f32(st->scales[(size_t)slot * 2 * R + r]) : 0.0f;
-        if (kbits < 8) unpack_codes(codes, kr, d, kbits);
-        for (uint32_t g = 0; g < G; g++) {
-          const uint32_t h = r * G + g;
-          float score;
+    const uint8_t *r0 = records + (size_t)c0 * rec;
+    // The records of a run are contiguous: ask for the next chunk's bytes
+    // now (the passes below visit each record once per kv head, a stride
+    // the hardware prefetchers do not follow far enough ahead).
+    if (c0 + kChunk < count) {
+      const uint32_t nn = count - c0 - kChunk < kChunk ? count - c0 - kChunk : kChunk;
+      const char *nx = reinterpret_cast<const char *>(r0 + (size_t)kChunk * rec);
+      for (size_t o = 0; o < (size_t)nn * rec; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+    }
+    // Scores, kv head by kv head: rows[t] = record t's key row (unpacked).
+    for (uint32_t r = 0; r < R; r++) {
+      for (uint32_t t = 0; t < n; t++) {
+        const uint8_t *kr = r0 + (size_t)t * rec + (size_t)r * krow;
+        if (kbits < 8) {
+          unpack_codes(codes + (size_t)t * d, kr, d, kbits);
+          rows[t] = codes + (size_t)t * d;
+        } else {
+          rows[t] = kr;
+        }
+      }
+      if (kbits <= 8) chunk_scales(sc, st->scales, slots + c0, n, 2 * (size_t)R, r);
+      for (uint32_t g = 0; g < G; g++) {
+        const uint32_t h = r * G + g;
+        float *out = st->scores + (size_t)h * stride + base + c0;
+        for (uint32_t t0 = 0; t0 < n; t0 += 8) {
+          const uint32_t nt = n - t0 < 8 ? n - t0 : 8;
+          __m256 s;
           if (kbits <= 8) {
             const int8_t *q8 = st->q8 + (size_t)h * d;
-            int32_t isum;
-            if (kbits == 8) {
-              isum = dot_s8_s8(reinterpret_cast<const int8_t *>(kr), q8, d);
-            } else {
-              isum = dot_u8_s8(codes, q8, d) - qsum[h];
-            }
-            score = ((float)isum * (sk * st->q8_d[h])) * st->scale;
+            __m256i isum = nt == 8 ? (kbits == 8 ? dots8_i8<true, true>(rows + t0, 8, q8, d)
+                                                 : dots8_i8<false, true>(rows + t0, 8, q8, d))
+                                   : (kbits == 8 ? dots8_i8<true, false>(rows + t0, nt, q8, d)
+                                                 : dots8_i8<false, false>(rows + t0, nt, q8, d));
+            if (kbits < 8) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(qsum[h]));
+            // As generic: ((float)isum * (sk * q8_d)) * scale.
+            const __m256 f = _mm256_mul_ps(_mm256_loadu_ps(sc + t0), _mm256_set1_ps(st->q8_d[h]));
+            s = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), f), _mm256_set1_ps(st->scale));
           } else {
-            score = dot_f32(st->q + (size_t)h * d, kr, d, kbits) * st->scale;
+            const float *q = st->q + (size_t)h * d;
+            const __m256 dot = nt == 8 ? (kbits == 16 ? dots8_f<true, true>(rows + t0, 8, q, d)
+                                                       : dots8_f<false, true>(rows + t0, 8, q, d))
+                                         : (kbits == 16 ? dots8_f<true, false>(rows + t0, nt, q, d)
+                                                        : dots8_f<false, false>(rows + t0, nt, q, d));
+            s = _mm256_mul_ps(dot, _mm256_set1_ps(st->scale));
           }
-          st->scores[(size_t)h * stride + base + c0 + t] = score;
+          if (nt == 8) {
+            _mm256_storeu_ps(out + t0, s);
+          } else {
+            alignas(32) float tmp[8];
+            _mm256_store_ps(tmp, s);
+            for (uint32_t i = 0; i < nt; i++) out[t0 + i] = tmp[i];
+          }
         }
       }
     }
-    // Running max and the chunk's weights per head: p[h][t] = exp(s - m).
+    // Running max per head (rescaling what was accumulated under a smaller
+    // one) and the chunk's softmax weights p = exp(score - m), summed into l.
     for (uint32_t h = 0; h < H; h++) {
-      float *s = st->scores + (size_t)h * stride + base + c0;
+      const float *s = st->scores + (size_t)h * stride + base + c0;
       float mx = st->m[h];
       for (uint32_t t = 0; t < n; t++) mx = s[t] > mx ? s[t] : mx;
       if (mx > st->m[h]) {
@@ -217,10 +369,6 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
         for (uint32_t j = 0; j < d; j += 8) _mm256_storeu_ps(acc + j, _mm256_mul_ps(_mm256_loadu_ps(acc + j), vfac));
         st->m[h] = mx;
       }
-    }
-    // The chunk's softmax weights per head, p = exp(score - m), into l.
-    for (uint32_t h = 0; h < H; h++) {
-      const float *s = st->scores + (size_t)h * stride + base + c0;
       float *ph = p + (size_t)h * kChunk;
       const __m256 m = _mm256_set1_ps(st->m[h]);
       uint32_t t = 0;
@@ -230,20 +378,34 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
       for (t = 0; t < n; t++) l += ph[t];
       st->l[h] = l;
     }
-    // Values: each row widened once, accumulated into its group's heads.
-    for (uint32_t t = 0; t < n; t++) {
-      const uint8_t *v0 = records + (size_t)(c0 + t) * rec + (size_t)R * krow;
-      const uint32_t slot = slots[c0 + t];
-      for (uint32_t r = 0; r < R; r++) {
-        widen_row(vf, v0 + (size_t)r * vrow, d, vbits, codes);
-        const float sv = vbits <= 8 ? gb::f16_to_f32(st->scales[(size_t)slot * 2 * R + R + r]) : 1.0f;
-        for (uint32_t g = 0; g < G; g++) {
-          const uint32_t h = r * G + g;
-          const float pt = p[(size_t)h * kChunk + t];
-          const __m256 w = _mm256_set1_ps(vbits <= 8 ? pt * sv : pt);
-          float *acc = st->acc + (size_t)h * d;
-          for (uint32_t j = 0; j < d; j += 8)
-            _mm256_storeu_ps(acc + j, _mm256_fmadd_ps(w, _mm256_loadu_ps(vf + j), _mm256_loadu_ps(acc + j)));
+    // Values, kv head by kv head: quantized rows unpacked once to int8
+    // (code - offset), weights p x sv, then every head of the group.
+    for (uint32_t r = 0; r < R; r++) {
+      for (uint32_t t = 0; t < n; t++) {
+        const uint8_t *vr = r0 + (size_t)t * rec + (size_t)R * krow + (size_t)r * vrow;
+        if (vbits < 8) {
+          uint8_t *u = codes + (size_t)t * d;
+          unpack_codes(u, vr, d, vbits, (uint8_t)(1u << (vbits - 1)));
+          rows[t] = u;
+        } else {
+          rows[t] = vr;
+        }
+      }
+      if (vbits <= 8) chunk_scales(sc, st->scales, slots + c0, n, 2 * (size_t)R, (size_t)R + r);
+      for (uint32_t g = 0; g < G; g++) {
+        const uint32_t h = r * G + g;
+        float *w = p + (size_t)h * kChunk;
+        float *acc = st->acc + (size_t)h * d;
+        if (vbits <= 8) {
+          uint32_t t = 0;
+          for (; t + 8 <= n; t += 8)
+            _mm256_storeu_ps(w + t, _mm256_mul_ps(_mm256_loadu_ps(w + t), _mm256_loadu_ps(sc + t)));
+          for (; t < n; t++) w[t] *= sc[t];
+          accumulate_row<LoadI8>(acc, rows, w, n, d);
+        } else if (vbits == 16) {
+          accumulate_row<LoadF16>(acc, rows, w, n, d);
+        } else {
+          accumulate_row<LoadF32>(acc, rows, w, n, d);
         }
       }
     }
