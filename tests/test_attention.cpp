@@ -180,6 +180,12 @@ std::vector<Case> cases() {
       for (uint32_t R : {1u, 2u})
         for (uint32_t G : {1u, 3u})
           for (uint32_t n : {1u, 7u, 40u, 97u}) v.push_back({R * G, R, d, lv[0], lv[1], n});
+  // Head dims whose SIMD paths differ from 64 / 128 (rows of 32, 96 and 256
+  // elements: other plane widths), and keys and values at different levels.
+  const uint32_t more[][2] = {{2, 2}, {3, 3}, {4, 4}, {8, 8}, {16, 16}, {4, 2}, {8, 4}, {3, 8}};
+  for (auto &lv : more)
+    for (uint32_t d : {32u, 96u, 256u})
+      for (uint32_t n : {9u, 70u}) v.push_back({4, 2, d, lv[0], lv[1], n});
   return v;
 }
 

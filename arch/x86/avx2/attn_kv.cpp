@@ -187,11 +187,14 @@ inline __m256 reduce8_ps(const __m256 *a) {
 // R + r of V) to f32 with F16C (exact, like gb::f16_to_f32).
 inline void chunk_scales(float *out, const uint16_t *scales, const uint32_t *slots, uint32_t n, size_t stride,
                          size_t col) {
-  alignas(16) uint16_t h[kChunk];
-  for (uint32_t t = 0; t < n; t++) h[t] = scales[(size_t)slots[t] * stride + col];
-  for (uint32_t t = n; t < kChunk; t++) h[t] = 0;
-  for (uint32_t t = 0; t < kChunk; t += 8)
-    _mm256_storeu_ps(out + t, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(h + t))));
+  // Four scales per 64-bit register, two registers per vcvtph2ps (no
+  // narrow stores re-read by a wide load).
+  for (uint32_t t = 0; t < kChunk; t += 8) {
+    uint64_t w[2] = {0, 0};
+    for (uint32_t i = 0; i < 8 && t + i < n; i++)
+      w[i / 4] |= (uint64_t)scales[(size_t)slots[t + i] * stride + col] << (16 * (i % 4));
+    _mm256_storeu_ps(out + t, _mm256_cvtph_ps(_mm_set_epi64x((long long)w[1], (long long)w[0])));
+  }
 }
 
 // Exact int32 dots of (up to) eight key rows of codes with one int8 query
@@ -199,7 +202,7 @@ inline void chunk_scales(float *out, const uint16_t *scales, const uint32_t *slo
 // u8 x s8 products; the caller subtracts off x sum(q)) or signed int8 keys
 // (SIGNED: |q| x sign(k, q)).
 template <bool SIGNED, bool FULL>
-inline __m256i dots8_i8(const uint8_t *const *rows, uint32_t nt, const int8_t *q, uint32_t d) {
+inline __m256i dots8_i8(const uint8_t *rows, size_t rs, uint32_t nt, const int8_t *q, uint32_t d) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i a[8];
   for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
@@ -208,8 +211,31 @@ inline __m256i dots8_i8(const uint8_t *const *rows, uint32_t nt, const int8_t *q
     const __m256i qa = SIGNED ? _mm256_abs_epi8(qv) : qv;
     for (uint32_t i = 0; i < 8; i++) {
       if (!FULL && i >= nt) break;
-      const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows[i] + j));
+      const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + i * rs + j));
       const __m256i pr = SIGNED ? _mm256_maddubs_epi16(qa, _mm256_sign_epi8(k, qv)) : _mm256_maddubs_epi16(k, qv);
+      a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(pr, ones));
+    }
+  }
+  return reduce8_i32(a);
+}
+
+// The same for packed 4-bit key rows read in place (h = d / 2 a multiple of
+// 32): byte j holds codes j (low nibble) and j + h (high nibble).
+template <bool FULL>
+inline __m256i dots8_q4(const uint8_t *rows, size_t rs, uint32_t nt, const int8_t *q, uint32_t d) {
+  const __m256i ones = _mm256_set1_epi16(1), m15 = _mm256_set1_epi8(15);
+  const uint32_t h = d / 2;
+  __m256i a[8];
+  for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
+  for (uint32_t j = 0; j < h; j += 32) {
+    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + j));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + h + j));
+    for (uint32_t i = 0; i < 8; i++) {
+      if (!FULL && i >= nt) break;
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + i * rs + j));
+      const __m256i lo = _mm256_and_si256(b, m15), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m15);
+      // |15 x 127 x 2| x 2 < 2^15: the int16 sum of both halves is exact.
+      const __m256i pr = _mm256_add_epi16(_mm256_maddubs_epi16(lo, ql), _mm256_maddubs_epi16(hi, qh));
       a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(pr, ones));
     }
   }
@@ -218,15 +244,16 @@ inline __m256i dots8_i8(const uint8_t *const *rows, uint32_t nt, const int8_t *q
 
 // Float dots of (up to) eight f16 / f32 key rows with the f32 query row.
 template <bool HALF, bool FULL>
-inline __m256 dots8_f(const uint8_t *const *rows, uint32_t nt, const float *q, uint32_t d) {
+inline __m256 dots8_f(const uint8_t *rows, size_t rs, uint32_t nt, const float *q, uint32_t d) {
   __m256 a[8];
   for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
   for (uint32_t j = 0; j < d; j += 8) {
     const __m256 qv = _mm256_loadu_ps(q + j);
     for (uint32_t i = 0; i < 8; i++) {
       if (!FULL && i >= nt) break;
-      const __m256 k = HALF ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[i] + 2 * j)))
-                            : _mm256_loadu_ps(reinterpret_cast<const float *>(rows[i] + 4 * j));
+      const uint8_t *row = rows + i * rs;
+      const __m256 k = HALF ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * j)))
+                            : _mm256_loadu_ps(reinterpret_cast<const float *>(row + 4 * j));
       a[i] = _mm256_fmadd_ps(qv, k, a[i]);
     }
   }
@@ -253,22 +280,22 @@ struct LoadF32 {
 // acc[0 .. 8*NV) += sum over the chunk's rows t of w[t] * row_t[col ..], the
 // accumulators in registers for the whole chunk.
 template <class L, int NV>
-inline void accumulate_cols(float *acc, const uint8_t *const *rows, const float *w, uint32_t n, uint32_t col) {
+inline void accumulate_cols(float *acc, const uint8_t *rows, size_t rs, const float *w, uint32_t n, uint32_t col) {
   __m256 a[NV];
   for (int i = 0; i < NV; i++) a[i] = _mm256_loadu_ps(acc + 8 * i);
   for (uint32_t t = 0; t < n; t++) {
     const __m256 wt = _mm256_set1_ps(w[t]);
-    const uint8_t *p = rows[t] + (size_t)col * L::kSize;
+    const uint8_t *p = rows + t * rs + (size_t)col * L::kSize;
     for (int i = 0; i < NV; i++) a[i] = _mm256_fmadd_ps(wt, L::load(p + 8 * i * L::kSize), a[i]);
   }
   for (int i = 0; i < NV; i++) _mm256_storeu_ps(acc + 8 * i, a[i]);
 }
 
 template <class L>
-inline void accumulate_row(float *acc, const uint8_t *const *rows, const float *w, uint32_t n, uint32_t d) {
+inline void accumulate_row(float *acc, const uint8_t *rows, size_t rs, const float *w, uint32_t n, uint32_t d) {
   uint32_t c = 0;
-  for (; c + 64 <= d; c += 64) accumulate_cols<L, 8>(acc + c, rows, w, n, c);
-  if (c < d) accumulate_cols<L, 4>(acc + c, rows, w, n, c);  // d % 32 == 0
+  for (; c + 64 <= d; c += 64) accumulate_cols<L, 8>(acc + c, rows, rs, w, n, c);
+  if (c < d) accumulate_cols<L, 4>(acc + c, rows, rs, w, n, c);  // d % 32 == 0
 }
 
 }  // namespace
@@ -290,7 +317,6 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
   alignas(32) uint8_t codes[kChunk * 512];  // the chunk's rows of one kv head, unpacked
   alignas(32) float p[64 * kChunk];         // (H, chunk) softmax weights (x the value scale)
   alignas(32) float sc[kChunk];             // the chunk's scales of one row
-  const uint8_t *rows[kChunk];
   int32_t qsum[64];  // off x sum(q8) per head
   if (kbits < 8)
     for (uint32_t h = 0; h < H; h++) {
@@ -301,25 +327,25 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
   for (uint32_t c0 = 0; c0 < count; c0 += kChunk) {
     const uint32_t n = count - c0 < kChunk ? count - c0 : kChunk;
     const uint8_t *r0 = records + (size_t)c0 * rec;
-    // The records of a run are contiguous: ask for the next chunk's bytes
-    // now (the passes below visit each record once per kv head, a stride
-    // the hardware prefetchers do not follow far enough ahead).
-    if (c0 + kChunk < count) {
-      const uint32_t nn = count - c0 - kChunk < kChunk ? count - c0 - kChunk : kChunk;
-      const char *nx = reinterpret_cast<const char *>(r0 + (size_t)kChunk * rec);
-      for (size_t o = 0; o < (size_t)nn * rec; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
-    }
+    // The records of a run are contiguous: the next chunk's bytes are
+    // requested before this chunk's keys are scored (the passes visit each
+    // record once per kv head, a stride the hardware prefetchers do not
+    // follow far enough ahead).
+    const char *next = c0 + kChunk < count ? reinterpret_cast<const char *>(r0 + (size_t)kChunk * rec) : nullptr;
+    const uint32_t n_next = next ? (count - c0 - kChunk < kChunk ? count - c0 - kChunk : kChunk) : 0;
     // Scores, kv head by kv head: rows[t] = record t's key row (unpacked).
     for (uint32_t r = 0; r < R; r++) {
-      for (uint32_t t = 0; t < n; t++) {
-        const uint8_t *kr = r0 + (size_t)t * rec + (size_t)r * krow;
-        if (kbits < 8) {
-          unpack_codes(codes + (size_t)t * d, kr, d, kbits);
-          rows[t] = codes + (size_t)t * d;
-        } else {
-          rows[t] = kr;
-        }
+      // Key rows of the chunk: in the records (8/16/32 bits) or unpacked.
+      const uint8_t *rows = r0 + (size_t)r * krow;
+      size_t rs = rec;
+      const bool q4_in_place = kbits == 4 && d % 64 == 0;
+      if (kbits < 8 && !q4_in_place) {
+        for (uint32_t t = 0; t < n; t++) unpack_codes(codes + (size_t)t * d, rows + t * rec, d, kbits);
+        rows = codes;
+        rs = d;
       }
+      if (r == 0 && next)
+        for (size_t o = 0; o < (size_t)n_next * rec; o += 64) _mm_prefetch(next + o, _MM_HINT_T0);
       if (kbits <= 8) chunk_scales(sc, st->scales, slots + c0, n, 2 * (size_t)R, r);
       for (uint32_t g = 0; g < G; g++) {
         const uint32_t h = r * G + g;
@@ -329,20 +355,24 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
           __m256 s;
           if (kbits <= 8) {
             const int8_t *q8 = st->q8 + (size_t)h * d;
-            __m256i isum = nt == 8 ? (kbits == 8 ? dots8_i8<true, true>(rows + t0, 8, q8, d)
-                                                 : dots8_i8<false, true>(rows + t0, 8, q8, d))
-                                   : (kbits == 8 ? dots8_i8<true, false>(rows + t0, nt, q8, d)
-                                                 : dots8_i8<false, false>(rows + t0, nt, q8, d));
+            const uint8_t *rt = rows + t0 * rs;
+            __m256i isum;
+            if (q4_in_place)
+              isum = nt == 8 ? dots8_q4<true>(rt, rs, 8, q8, d) : dots8_q4<false>(rt, rs, nt, q8, d);
+            else
+              isum = nt == 8 ? (kbits == 8 ? dots8_i8<true, true>(rt, rs, 8, q8, d) : dots8_i8<false, true>(rt, rs, 8, q8, d))
+                             : (kbits == 8 ? dots8_i8<true, false>(rt, rs, nt, q8, d)
+                                           : dots8_i8<false, false>(rt, rs, nt, q8, d));
             if (kbits < 8) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(qsum[h]));
             // As generic: ((float)isum * (sk * q8_d)) * scale.
             const __m256 f = _mm256_mul_ps(_mm256_loadu_ps(sc + t0), _mm256_set1_ps(st->q8_d[h]));
             s = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), f), _mm256_set1_ps(st->scale));
           } else {
             const float *q = st->q + (size_t)h * d;
-            const __m256 dot = nt == 8 ? (kbits == 16 ? dots8_f<true, true>(rows + t0, 8, q, d)
-                                                       : dots8_f<false, true>(rows + t0, 8, q, d))
-                                         : (kbits == 16 ? dots8_f<true, false>(rows + t0, nt, q, d)
-                                                        : dots8_f<false, false>(rows + t0, nt, q, d));
+            const uint8_t *rt = rows + t0 * rs;
+            const __m256 dot = nt == 8 ? (kbits == 16 ? dots8_f<true, true>(rt, rs, 8, q, d) : dots8_f<false, true>(rt, rs, 8, q, d))
+                                       : (kbits == 16 ? dots8_f<true, false>(rt, rs, nt, q, d)
+                                                      : dots8_f<false, false>(rt, rs, nt, q, d));
             s = _mm256_mul_ps(dot, _mm256_set1_ps(st->scale));
           }
           if (nt == 8) {
@@ -360,7 +390,19 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
     for (uint32_t h = 0; h < H; h++) {
       const float *s = st->scores + (size_t)h * stride + base + c0;
       float mx = st->m[h];
-      for (uint32_t t = 0; t < n; t++) mx = s[t] > mx ? s[t] : mx;
+      {
+        uint32_t t = 0;
+        if (n >= 8) {
+          __m256 vm = _mm256_loadu_ps(s);
+          for (t = 8; t + 8 <= n; t += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(s + t));
+          __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
+          m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+          m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+          const float vmax = _mm_cvtss_f32(m4);
+          mx = vmax > mx ? vmax : mx;
+        }
+        for (; t < n; t++) mx = s[t] > mx ? s[t] : mx;
+      }
       if (mx > st->m[h]) {
         const float f = expf(st->m[h] - mx);
         st->l[h] *= f;
@@ -371,25 +413,27 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
       }
       float *ph = p + (size_t)h * kChunk;
       const __m256 m = _mm256_set1_ps(st->m[h]);
+      __m256 vl = _mm256_setzero_ps();
       uint32_t t = 0;
-      for (; t + 8 <= n; t += 8) _mm256_storeu_ps(ph + t, exp256(_mm256_sub_ps(_mm256_loadu_ps(s + t), m)));
-      for (; t < n; t++) ph[t] = expf(s[t] - st->m[h]);
-      float l = st->l[h];
-      for (t = 0; t < n; t++) l += ph[t];
-      st->l[h] = l;
+      for (; t + 8 <= n; t += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + t), m));
+        _mm256_storeu_ps(ph + t, e);
+        vl = _mm256_add_ps(vl, e);
+      }
+      float l = hsum(vl);
+      for (; t < n; t++) l += ph[t] = expf(s[t] - st->m[h]);
+      st->l[h] += l;
     }
     // Values, kv head by kv head: quantized rows unpacked once to int8
     // (code - offset), weights p x sv, then every head of the group.
     for (uint32_t r = 0; r < R; r++) {
-      for (uint32_t t = 0; t < n; t++) {
-        const uint8_t *vr = r0 + (size_t)t * rec + (size_t)R * krow + (size_t)r * vrow;
-        if (vbits < 8) {
-          uint8_t *u = codes + (size_t)t * d;
-          unpack_codes(u, vr, d, vbits, (uint8_t)(1u << (vbits - 1)));
-          rows[t] = u;
-        } else {
-          rows[t] = vr;
-        }
+      const uint8_t *rows = r0 + (size_t)R * krow + (size_t)r * vrow;
+      size_t rs = rec;
+      if (vbits < 8) {
+        for (uint32_t t = 0; t < n; t++)
+          unpack_codes(codes + (size_t)t * d, rows + t * rec, d, vbits, (uint8_t)(1u << (vbits - 1)));
+        rows = codes;
+        rs = d;
       }
       if (vbits <= 8) chunk_scales(sc, st->scales, slots + c0, n, 2 * (size_t)R, (size_t)R + r);
       for (uint32_t g = 0; g < G; g++) {
@@ -401,11 +445,11 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
           for (; t + 8 <= n; t += 8)
             _mm256_storeu_ps(w + t, _mm256_mul_ps(_mm256_loadu_ps(w + t), _mm256_loadu_ps(sc + t)));
           for (; t < n; t++) w[t] *= sc[t];
-          accumulate_row<LoadI8>(acc, rows, w, n, d);
+          accumulate_row<LoadI8>(acc, rows, rs, w, n, d);
         } else if (vbits == 16) {
-          accumulate_row<LoadF16>(acc, rows, w, n, d);
+          accumulate_row<LoadF16>(acc, rows, rs, w, n, d);
         } else {
-          accumulate_row<LoadF32>(acc, rows, w, n, d);
+          accumulate_row<LoadF32>(acc, rows, rs, w, n, d);
         }
       }
     }
