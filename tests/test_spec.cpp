@@ -19,11 +19,7 @@ namespace {
 
 // GB_TEST_SCALE (tests/run.sh sets it for the emulated aarch64 runs) shrinks
 // the token and sample counts; 1 on native runs.
-double scale() {
-  const char *e = getenv("GB_TEST_SCALE");
-  const double v = e ? atof(e) : 1.0;
-  return v > 0.0 && v <= 1.0 ? v : 1.0;
-}
+double scale() { return gbt::test_scale(); }
 size_t scaled(size_t n, size_t at_least) {
   const size_t v = (size_t)((double)n * scale());
   return v > at_least ? v : at_least;

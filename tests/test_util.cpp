@@ -52,6 +52,12 @@ bool threads_available() {
   return !(e && *e && strcmp(e, "0") != 0);
 }
 
+double test_scale() {
+  const char *e = getenv("GB_TEST_SCALE");
+  const double v = e ? atof(e) : 1.0;
+  return v > 0.0 && v <= 1.0 ? v : 1.0;
+}
+
 void quiet_log(void *, gb_log_level, const char *) {}
 
 gb_model_options quiet_model_options() {

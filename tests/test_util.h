@@ -24,9 +24,15 @@ const std::string &stories260k_gguf_gbx();  // from stories260K.gguf
 const std::string &stories5m_gbx();         // from stories5M_distilled.bin + tok512.bin
 
 // False when GB_TEST_NO_THREADS is set (the aarch64 toolchain's emulator
-// command sets it: that qemu-user hangs in pthread_create): tests that start
+// command sets it unless the executables are linked statically: Debian 12's
+// qemu-user hangs in pthread_create of dynamic programs): tests that start
 // worker threads then skip or use one thread.
 bool threads_available();
+
+// GB_TEST_SCALE in (0, 1] (tests/run.sh sets it for the emulated aarch64
+// runs): the share of their token / sample counts the long tests run; 1 on
+// native runs.
+double test_scale();
 
 // A log callback that swallows everything (malformed-input tests).
 void quiet_log(void *, gb_log_level, const char *);

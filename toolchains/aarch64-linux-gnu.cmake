@@ -24,4 +24,13 @@ set(CMAKE_CXX_FLAGS_INIT "-march=armv8-a")
 # OPENBLAS_NUM_THREADS=1 keeps OpenBLAS from starting its thread server when
 # it loads (gearbx runs it single-threaded anyway), and GB_TEST_NO_THREADS=1
 # makes the tests that start worker threads skip or run single-threaded.
-set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;GB_TEST_NO_THREADS=1;qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# GEARBX_STATIC_EXES=ON links the executables (tests, tools) statically:
+# Debian 12's qemu-aarch64 (7.2) hangs in pthread_create of dynamically
+# linked programs but runs statically linked ones, so only then can the tests
+# start threads under the emulator (the worker pool, two-thread runs).
+# (The option itself is in the top CMakeLists.txt.)
+if(GEARBX_STATIC_EXES)
+  set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;qemu-aarch64)
+else()
+  set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;GB_TEST_NO_THREADS=1;qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+endif()
