@@ -94,6 +94,7 @@ struct gb_session {
   uint32_t sp_drafted, sp_accepted;  // of the last round
   uint64_t sp_round_bytes, sp_round_weights;  // weights read by the last round
   double sp_succ, sp_trials;  // decayed counts of accepted drafts / drafts judged (spec_adapt)
+  uint32_t sp_idle;           // rounds without drafts since the last probe (spec_adapt)
 
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)

@@ -3,11 +3,15 @@
 //
 // A round, with pos tokens in the verifier's KV pool and t the pending token:
 //
-//   1. The draft catches up (its pool may lag by a token) and runs t,
-//      d1, ... on the draft tier, one position at a time, each draft token
-//      sampled from the draft's distribution q_i (argmax when greedy); it
-//      stops after spec_k tokens, or before a position whose draft entropy
-//      exceeds spec_stop_entropy.
+//   1. The draft length k: spec_k, or with spec_adapt the k that minimizes
+//      the expected weight bytes per token at the acceptance rate so far
+//      (0: the verifier alone, with a one-token probe every 16th such
+//      round). When k > 0 the draft catches up (its pool lags by the tokens
+//      of rounds without drafts: batched passes) and runs t, d1, ... on the
+//      draft tier, one position at a time, each draft token sampled from the
+//      draft's distribution q_i (argmax when greedy); it stops after k
+//      tokens, or before a position whose draft entropy exceeds
+//      spec_stop_entropy.
 //   2. The verifier runs [t, d1..dk] at positions pos..pos+k in one pass:
 //      every matrix multiplies the k + 1 positions with the multi-position
 //      GEMV (each weight read once), whose per-position arithmetic is the
@@ -103,19 +107,55 @@ gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
 // The draft length minimizing expected weight bytes per token when each
 // draft is accepted with probability a (independently): k draft passes of
 // D bytes and one verify pass of V bytes yield 1 + a(1 - a^k)/(1 - a)
-// tokens.
+// tokens. k = 0 (the verifier alone: V bytes, one token) wins when drafts
+// are accepted too rarely to pay for themselves.
 uint32_t best_k(double a, uint32_t kmax, double D, double V) {
-  uint32_t best = kmax;
-  double best_cost = 0.0;
+  uint32_t best = 0;
+  double best_cost = V;
   for (uint32_t k = 1; k <= kmax; k++) {
     const double tokens = a >= 1.0 ? 1.0 + k : 1.0 + a * (1.0 - pow(a, (double)k)) / (1.0 - a);
     const double cost = (k * D + V) / tokens;
-    if (k == 1 || cost < best_cost) {
+    if (cost < best_cost) {
       best_cost = cost;
       best = k;
     }
   }
   return best;
+}
+
+// While the adaptive rule says k = 0, every kProbeRounds-th round still
+// drafts one token, so that the acceptance estimate can recover when the
+// text becomes easier for the draft.
+constexpr uint32_t kProbeRounds = 16;
+
+// The draft pool catches up with the verifier's tokens hist[dpos..to): in
+// batched passes of up to sp_m positions (each weight read once per pass,
+// per position bit for bit a single draft step) when the pool takes a
+// batch, else one position at a time.
+gb_status draft_catch_up(gb_session *s, uint32_t to) {
+  while (s->dpos < to) {
+    uint32_t m = to - s->dpos;
+    if (m > s->sp_m) m = s->sp_m;
+    if (m == 1 || !kv_batchable(&s->dkv, m)) {
+      GB_TRY(draft_forward(s, s->hist[s->dpos], false));
+      continue;
+    }
+    const uint32_t vpos = s->pos;
+    const gb_gear vgear = s->gear;
+    std::swap(s->kv, s->dkv);
+    set_gear(s, s->opt.spec_draft_gear);
+    s->pos = s->dpos;
+    const BatchBuffers b{s->sp_x, s->sp_xb, s->sp_xb2, s->sp_hb, s->sp_hb2, s->sp_q, s->sp_k, s->sp_v, nullptr};
+    const gb_status st = forward_rows(s, s->hist + s->dpos, m, b, matmul_m);
+    if (st == GB_OK) s->dpos = s->pos;
+    s->pos = vpos;
+    set_gear(s, vgear);
+    std::swap(s->kv, s->dkv);
+    s->sp_round_bytes += s->bytes_read;
+    s->sp_round_weights += s->weights_read;
+    GB_TRY(st);
+  }
+  return GB_OK;
 }
 
 gb_status round(gb_session *s) {
@@ -124,16 +164,20 @@ gb_status round(gb_session *s) {
   const bool greedy = s->opt.sampler.temperature == 0.0f;
   s->sp_round_bytes = s->sp_round_weights = 0;
   s->sp_pos0 = pos;
-  // 1. Catch up, then draft.
-  while (s->dpos < pos) GB_TRY(draft_forward(s, s->hist[s->dpos], false));
+  // 1. The draft length, then (when drafting) catch up and draft.
   uint32_t k = s->opt.spec_k;
   if (s->opt.spec_adapt && s->sp_trials > 0.0) {
     const gb_model *m = s->model;
     const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
     k = best_k(s->sp_succ / s->sp_trials, k, db, vb > 0.0 ? vb : 1.0);
+    if (k > 0 || ++s->sp_idle >= kProbeRounds) {
+      k = k > 0 ? k : 1;
+      s->sp_idle = 0;
+    }
   }
   if (pos + k + 1 > s->n_ctx) k = s->n_ctx - pos - 1;  // the verify pass must fit the context
   if (kv_room(&s->kv) < k + 1) k = kv_room(&s->kv) > 0 ? kv_room(&s->kv) - 1 : 0;
+  if (k > 0) GB_TRY(draft_catch_up(s, pos));
   s->sp_tok[0] = s->pending;
   uint32_t n = 0;  // drafted
   for (int32_t cur = s->pending; n < k;) {
@@ -244,6 +288,7 @@ void spec_reset(gb_session *s) {
   s->sp_drafted = s->sp_accepted = 0;
   s->sp_round_bytes = s->sp_round_weights = 0;
   s->sp_succ = s->sp_trials = 0.0;
+  s->sp_idle = 0;
 }
 
 }  // namespace gb

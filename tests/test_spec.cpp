@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "convert.h"
 #include "test_util.h"
 
 namespace {
@@ -148,6 +149,71 @@ TEST(Spec, GreedyIdentityAcrossOptions) {
       EXPECT_GE(rounds, n / 2) << c.name;  // at most two tokens per round
     }
   }
+}
+
+// A draft that is rarely right (random weights: the q4 tier's argmax often
+// differs from the f16 tier's): the adaptive rule stops drafting (rounds of
+// the verifier alone, a one-token probe every 16th), the draft pool catches
+// up in batched passes when drafting resumes, the tokens stay the verifier's,
+// and the weight bytes per token stay near the verifier's own instead of
+// paying for rejected drafts.
+TEST(Spec, PoorDraftFallsBackToTheVerifier) {
+  const std::string path = gbt::temp_dir() + "/spec_random.gbx";
+  gb::ConvertOptions co;
+  co.tiers = (1u << GB_GEAR_LOW) | (1u << GB_GEAR_HIGH);
+  co.log.fn = gbt::quiet_log;
+  ASSERT_EQ(gb::convert_synthetic("dim=128,layers=2,hidden=384,heads=4,kv_heads=2,vocab=2048,seq_len=512,seed=3", path.c_str(), co),
+            GB_OK);
+  Model md(path);
+  ASSERT_NE(md.m, nullptr);
+  const std::vector<int32_t> prompt = {1, 300, 301, 302};
+  const size_t n = scaled(300, 120);
+  gb_session_options ps = plain_options(GB_GEAR_HIGH), ss = spec_options();
+  const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
+  // The same loop as generate(), counting rounds by draft length and bytes.
+  ss.sampler.temperature = 0.0f;
+  gb_session *s = nullptr;
+  ASSERT_EQ(gb_session_create(md.m, &ss, nullptr, 0, &s), GB_OK);
+  ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
+  std::vector<int32_t> got;
+  uint64_t zero = 0, probes = 0, longer = 0, bytes = 0, accepted = 0, drafted = 0;
+  for (size_t i = 0; i < n; i++) {
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    int32_t t;
+    ASSERT_EQ(gb_decode_step(s, &t, &info), GB_OK);
+    got.push_back(t);
+    if (!info.spec_round) continue;
+    bytes += info.weight_bytes_read;
+    accepted += info.spec_accepted;
+    drafted += info.spec_drafted;
+    (info.spec_drafted == 0 ? zero : info.spec_drafted == 1 ? probes : longer)++;
+  }
+  gb_session_destroy(s);
+  EXPECT_EQ(want, got);
+  // The verifier alone: weight bytes of one decode step.
+  double high_bytes = 0.0;
+  {
+    gb_session *h = nullptr;
+    ASSERT_EQ(gb_session_create(md.m, &ps, nullptr, 0, &h), GB_OK);
+    ASSERT_EQ(gb_prefill(h, prompt.data(), prompt.size()), GB_OK);
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    int32_t t;
+    ASSERT_EQ(gb_decode_step(h, &t, &info), GB_OK);
+    high_bytes = (double)info.weight_bytes_read;
+    gb_session_destroy(h);
+  }
+  ASSERT_GT(high_bytes, 0.0);
+  const double per_token = (double)bytes / (double)n;
+  printf("random-weight model: %llu of %llu drafts accepted; rounds: %llu without drafts, %llu of one draft, %llu longer; "
+         "%.3f x the verifier's weight bytes per token\n",
+         (unsigned long long)accepted, (unsigned long long)drafted, (unsigned long long)zero, (unsigned long long)probes,
+         (unsigned long long)longer, per_token / high_bytes);
+  EXPECT_LT((double)accepted, 0.5 * (double)drafted);  // the premise: a poor draft
+  EXPECT_GT(zero, 0u);
+  EXPECT_GT(probes, 0u);
+  EXPECT_LT(per_token, 1.15 * high_bytes);
 }
 
 // New input in the middle of a round: the tokens not handed out leave the
