@@ -82,13 +82,23 @@ TEST(Isa, DispatchUsesWhatTheCpuHasAndNothingElse) {
   gb_kernels_select(&k, cpu);
   EXPECT_EQ(k.isa_mask & ~cpu, 0u) << "chosen " << isa_list(k.isa_mask) << " on a CPU with " << isa_list(cpu);
   for (int f = 0; f < GB_FMT_COUNT; f++) printf("  %s\n", k.name[f]);
+  printf("  %s\n", k.attn_name);
   const uint32_t usable = isas_with_kernels() & cpu;
+  // The attention kernel is the last GB_ATTN entry this CPU can run.
+  const char *last_attn = nullptr;
+#define GB_ATTN(isa, req) \
+  if (((req) & cpu) == (req)) last_attn = "attn__" #isa;
+#include "kernels.inc"
+#undef GB_ATTN
+  ASSERT_NE(last_attn, nullptr);
+  EXPECT_STREQ(k.attn_name, last_attn);
   if (getenv("GB_EXPECT_ISA")) {
     // The best kernel per slot must come from the most specialised usable ISA
     // that has one: with any SIMD ISA usable, no gemv slot stays generic.
     if (usable) {
       for (int f = 0; f < GB_FMT_COUNT; f++)
         EXPECT_EQ(strstr(k.name[f], "__generic"), nullptr) << k.name[f] << " chosen although " << isa_list(usable) << " is usable";
+      EXPECT_EQ(strstr(k.attn_name, "__generic"), nullptr) << k.attn_name << " chosen although " << isa_list(usable) << " is usable";
     }
   }
 }
