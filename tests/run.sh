@@ -90,7 +90,7 @@ if [ "$X86_260" = "$X86_5M" ] || [ "$X86_260" = d41d8cd98f00 ]; then
   echo "!! greedy story check is vacuous: stories260K $X86_260, stories5M $X86_5M"; TOTAL_FAIL=$((TOTAL_FAIL + 1))
 fi
 STORIES=("x86-64           stories260K $X86_260  stories5M $X86_5M  (md5 of 200 greedy tokens' text)")
-for spec in "cortex-a53|neon|" "cortex-a76|neon,dotprod|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
+for spec in "cortex-a53|neon|" "cortex-a76|neon,dotprod|" "max,sve=off|neon,dotprod,i8mm|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
             "max,sve-max-vq=2|neon,dotprod,i8mm,sve|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve|512"; do
   IFS='|' read -r cpu isa bits <<<"$spec"
   name="aarch64-${cpu//,sve-max-vq=/-vq}"

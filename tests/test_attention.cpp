@@ -366,8 +366,10 @@ TEST(Attention, EverySimdVariantMatchesGeneric) {
           else
             ASSERT_NEAR(a.scores[i], b.scores[i], 1e-5 * (1 + fabs(a.scores[i]))) << e.name;
         }
+        // Outputs: both kernels sit within ~1.5e-5 of a double-precision
+        // reference on these cases (float sums in different orders, FMA).
         for (size_t i = 0; i < a.out.size(); i++)
-          ASSERT_NEAR(a.out[i], b.out[i], 2e-5 * (1 + fabs(a.out[i]))) << e.name << " kb " << c.kb << " vb " << c.vb << " d " << c.d
+          ASSERT_NEAR(a.out[i], b.out[i], 4e-5 * (1 + fabs(a.out[i]))) << e.name << " kb " << c.kb << " vb " << c.vb << " d " << c.d
                                                                        << " H " << c.H << " R " << c.R << " n " << c.n << " i " << i;
         for (uint32_t i = 0; i < c.n; i++) {
           ASSERT_NEAR(a.mass[i], b.mass[i], 1e-5 * (1e-3 + a.mass[i]) + 1e-7) << e.name;
