@@ -20,6 +20,18 @@
 # cycles/iteration * 32 / weights per iteration (from the kernel source; the
 # table says so, and the weight-pointer step found in the loop is checked).
 #
+# Multi-position kernels (GB_GEMVM) whose hot loops are position tiles (one
+# loop per tile width P, each loop weights x P positions; f32 / f16 in the
+# neon folder): every innermost loop of the function that steps the weight
+# pointer like the gemv's hot loop is a tile; P = its fmla count / that of
+# the gemv's hot loop. For m positions the kernel runs ceil(m / Pmax) tiles
+# of near-equal width (the kernel's chunking, arch/arm64/neon/gemv_neon.cpp);
+# cycles per 32 weights of the pass = the sum over its tiles, shown also per
+# position and against m calls of the gemv. Kernels whose position loop is a
+# run-time loop inside the block loop (q8 / q4, SVE) are listed as not
+# modelled. A kernel that only tail-calls a local function is read through
+# that function.
+#
 # Caveats the table repeats: the core models are LLVM's (in LLVM 14 the
 # Cortex-A76, Neoverse-N1 and Neoverse-V1 all use the Cortex-A57 model and
 # nothing models SVE; LLVM 19 has Cortex-A55, Neoverse-N1 and Neoverse-V1
@@ -38,7 +50,7 @@
 # RK3588 (4x A76 at 2.4 GHz, 64-bit LPDDR4X/5): give --dram-gbs for it.
 #
 #   usage: bench/mca.sh [--quick] [--json FILE] [--cpus a,b] [--dram-gbs 17.07] [--ghz 2.4]
-#                       [--asm-dir DIR] [--iterations N]
+#                       [--asm-dir DIR] [--iterations N] [--positions 1,2,4,8,9,16]
 #   env:   AARCH64_CXX (default aarch64-linux-gnu-g++), LLVM_MCA (default: newest llvm-mca found)
 set -euo pipefail
 
@@ -51,6 +63,7 @@ dram_gbs="17.07"
 ghz="2.4"
 asm_dir=""
 iterations=""
+positions="1,2,4,8,9,16"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
@@ -60,6 +73,7 @@ while [ $# -gt 0 ]; do
     --ghz) ghz="$2"; shift 2 ;;
     --asm-dir) asm_dir="$2"; shift 2 ;;
     --iterations) iterations="$2"; shift 2 ;;
+    --positions) positions="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "mca.sh: unknown option $1" >&2; exit 1 ;;
   esac
@@ -102,6 +116,7 @@ done
 
 GB_ROOT="$root" GB_WORK="$work" GB_MCA="$mca" GB_CXX="$cxx" GB_CPUS="$cpus" GB_QUICK="$quick" GB_JSON="$json" \
 GB_DRAM="$dram_gbs" GB_GHZ="$ghz" GB_ASM_DIR="$asm_dir" GB_ITER="$iterations" GB_FOLDERS="${folders[*]}" \
+GB_POSITIONS="$positions" \
 python3 - <<'PY'
 import glob, json, os, re, subprocess, sys
 
@@ -110,6 +125,7 @@ cpus = [c for c in os.environ["GB_CPUS"].split(",") if c]
 quick = os.environ["GB_QUICK"] == "1"
 dram_gbs, ghz = float(os.environ["GB_DRAM"]), float(os.environ["GB_GHZ"])
 asm_dir, iters = os.environ["GB_ASM_DIR"], int(os.environ["GB_ITER"])
+positions = [int(v) for v in os.environ["GB_POSITIONS"].split(",") if v]
 folders = {f.split("|")[0]: f.split("|")[2] for f in os.environ["GB_FOLDERS"].split(" ") if f}
 
 # ISA folders each CPU has (Arm TRMs: A55/A76/N1 are Armv8.2-A with the dot
@@ -135,13 +151,14 @@ def weights_per_iter(fmt, isa):
     return 32, "4 rows x 8 columns", [8 * (4 if fmt == "f32" else 2)]
 
 # ---- the kernels of kernels.inc in the arm64 folders ----------------------------
-kernels = []
+kernels, gemvm_kernels = [], []
 for line in open(os.path.join(root, "arch", "kernels.inc")):
-    m = re.match(r"\s*GB_GEMV\((\w+),\s*(\w+),", line)
-    if m and m.group(2) in folders:
-        kernels.append((m.group(1), m.group(2)))
+    m = re.match(r"\s*GB_GEMV(M?)\((\w+),\s*(\w+),", line)
+    if m and m.group(3) in folders:
+        (gemvm_kernels if m.group(1) else kernels).append((m.group(2), m.group(3)))
 if quick:
     kernels = [k for k in kernels if k[0] == "q4"]
+    gemvm_kernels = [k for k in gemvm_kernels if k[0] == "q4"]
 
 BRANCH = re.compile(r"^(b(\.\w+)?|b(eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)|cbn?z|tbn?z)$")
 
@@ -157,7 +174,19 @@ def function_lines(asm, fn):
             out.append(line.rstrip("\n"))
     return out
 
-def hot_loop(lines, steps):
+# The function's lines; a function whose body only tail-calls a local
+# function (b SYMBOL, e.g. a kernel template instantiated out of line) is read
+# through that function.
+def kernel_lines(asm, fn, depth=0):
+    lines = function_lines(asm, fn)
+    insns = [l.strip() for l in lines if l.strip() and not l.strip().startswith((".", "//")) and not re.match(r"^[.\w$]+:", l.strip())]
+    if depth < 2 and insns and len(insns) <= 8 and re.match(r"^b\s+[A-Za-z_]", insns[-1]):
+        target = insns[-1].split()[-1]
+        if any(l.startswith(target + ":") for l in asm):
+            return kernel_lines(asm, target, depth + 1)
+    return lines
+
+def hot_loop(lines, steps, all_stepped=False):
     step_re = re.compile(r"(, #?(%s)\]?$|\], #?(%s)$)" % ("|".join(map(str, steps)), "|".join(map(str, steps)))) if steps else None
     labels = {}
     items = []  # (kind, text) kind: label / insn
@@ -197,6 +226,8 @@ def hot_loop(lines, steps):
     #    1-row tail loop with the same step).
     stepped = [l for l in loops if steps and any(step_re.search(t) for t in body(l))]
     stepped = [l for l in stepped if not any(inside(o, l) for o in stepped)]
+    if all_stepped:
+        return [(l[2], body(l), l[3]) for l in stepped]
     if stepped:
         a, b, label, n, _ = max(stepped, key=lambda l: (l[3], -l[0]))
         return label, body((a, b)), n, True
@@ -244,19 +275,25 @@ a57 = fingerprint("cortex-a57")
 model_note = {c: ("LLVM %s: Cortex-A57 model" % version) if c != "cortex-a57" and fingerprint(c) == a57 else "own model" for c in cpus}
 
 dram_bpc = dram_gbs / ghz  # bytes per core cycle
-rows, skipped, notes = [], [], []
-for fmt, isa in kernels:
-    fn = "gb_%s_gemv__%s" % (fmt, isa)
-    asm = None
+FMLA = re.compile(r"^fmla\b")
+
+def folder_asm(isa, fn):
     for s in glob.glob(os.path.join(work, isa + ".*.s")):
         lines = open(s).read().splitlines()
         if any(l.startswith(fn + ":") for l in lines):
-            asm = lines
+            return lines
+    return None
+
+rows, mrows, skipped, notes = [], [], [], []
+gemv_loop = {}  # (fmt, isa) -> (fmla count of the gemv's hot loop, {cpu: cycles per 32 w})
+for fmt, isa in kernels:
+    fn = "gb_%s_gemv__%s" % (fmt, isa)
+    asm = folder_asm(isa, fn)
     if asm is None:
         notes.append("%s: not found in the assembly of arch/arm64/%s" % (fn, isa))
         continue
     wpi, why, steps = weights_per_iter(fmt, isa)
-    loop = hot_loop(function_lines(asm, fn), steps)
+    loop = hot_loop(kernel_lines(asm, fn), steps)
     if loop is None:
         notes.append("%s: no loop found" % fn)
         continue
@@ -266,6 +303,7 @@ for fmt, isa in kernels:
     if asm_dir:
         open(os.path.join(asm_dir, fn + ".s"), "w").write("# hot loop of %s (%s), %d instructions\n" % (fn, label, n_insns) + "\n".join(body) + "\n")
     step_ok = "n/a (VL-scaled)" if not steps else ("yes" if stepped else "NOT FOUND")
+    gemv_loop[(fmt, isa)] = (sum(1 for t in body if FMLA.match(t)) if stepped else 0, {})
     for cpu in cpus:
         if isa not in CPU_ISAS.get(cpu, {"neon"}):
             skipped.append("%s on %s" % (fn, cpu))
@@ -278,12 +316,74 @@ for fmt, isa in kernels:
         c32 = cpi * 32.0 / wpi
         b32 = BYTES_PER_32[fmt]
         d32 = b32 / dram_bpc
-        rows.append({"kernel": fn.replace("gb_", "", 1), "format": fmt, "isa": isa, "cpu": cpu, "llvm_mca": version,
+        gemv_loop[(fmt, isa)][1][cpu] = c32
+        rows.append({"op": "gemv", "kernel": fn.replace("gb_", "", 1), "format": fmt, "isa": isa, "cpu": cpu, "llvm_mca": version,
                      "model": model_note[cpu], "loop_label": label, "loop_insns": n_insns, "weights_per_iter": wpi,
                      "weights_per_iter_source": why, "step_check": step_ok, "cycles_per_iter": round(cpi, 3),
                      "block_rthroughput": r["rthroughput"], "cycles_per_32w": round(c32, 3), "bytes_per_32w": b32,
                      "dram_cycles_per_32w": round(d32, 3), "dram_gbs": dram_gbs, "core_ghz": ghz,
                      "compute_over_dram": round(c32 / d32, 3)})
+
+# ---- multi-position kernels: one stepped loop per tile width P -------------------
+def chunks(m, pmax):
+    n = (m + pmax - 1) // pmax
+    return [m // n + (1 if i < m % n else 0) for i in range(n)]
+
+for fmt, isa in gemvm_kernels:
+    fn = "gb_%s_gemvm__%s" % (fmt, isa)
+    per_fmla, gemv_c32 = gemv_loop.get((fmt, isa), (0, {}))
+    asm = folder_asm(isa, fn)
+    wpi, why, steps = weights_per_iter(fmt, isa)
+    if asm is None or not per_fmla or not steps:
+        why_not = ("not in the assembly" if asm is None else "vector-length-scaled loops" if not steps else
+                   "its position loop is a run-time loop, not position tiles")
+        notes.append("%s: not modelled (%s)" % (fn, why_not))
+        continue
+    tiles = {}
+    for label, body, n_insns in hot_loop(kernel_lines(asm, fn), steps, all_stepped=True) or []:
+        f = sum(1 for t in body if FMLA.match(t))
+        if f and f % per_fmla == 0 and f // per_fmla not in tiles:
+            tiles[f // per_fmla] = (label, body, n_insns)
+    if 1 not in tiles:
+        notes.append("%s: not modelled (no position tiles found)" % fn)
+        continue
+    pmax = max(tiles)
+    if sorted(tiles) != list(range(1, pmax + 1)):
+        notes.append("%s: tiles found for P = %s only" % (fn, sorted(tiles)))
+        continue
+    if asm_dir:
+        for P, (label, body, n_insns) in sorted(tiles.items()):
+            open(os.path.join(asm_dir, "%s.P%d.s" % (fn, P)), "w").write(
+                "# %d-position tile of %s (%s), %d instructions\n" % (P, fn, label, n_insns) + "\n".join(body) + "\n")
+    for cpu in cpus:
+        if isa not in CPU_ISAS.get(cpu, {"neon"}) or cpu not in gemv_c32:
+            continue
+        tile_c32 = {}
+        for P, (label, body, n_insns) in tiles.items():
+            path = os.path.join(work, "%s.P%d.s" % (fn, P))
+            open(path, "w").write("\n".join(body) + "\n")
+            r, err = mca_run(path, cpu, isa)
+            if r is None:
+                notes.append("%s P=%d on %s: %s" % (fn, P, cpu, err))
+                break
+            tile_c32[P] = r["total_cycles"] / r["iterations"] * 32.0 / wpi
+        if len(tile_c32) != len(tiles):
+            continue
+        d32 = BYTES_PER_32[fmt] / dram_bpc
+        for m in positions:
+            ch = chunks(m, pmax)
+            total = sum(tile_c32[P] for P in ch)
+            mrows.append({"op": "gemvm", "kernel": fn.replace("gb_", "", 1), "format": fmt, "isa": isa, "cpu": cpu,
+                          "llvm_mca": version, "model": model_note[cpu], "positions": m,
+                          "tiles": "+".join(map(str, ch)),
+                          "tile_loops": {str(P): {"label": tiles[P][0], "insns": tiles[P][2],
+                                                  "cycles_per_32w": round(tile_c32[P], 3)} for P in sorted(set(ch))},
+                          "weights_per_iter_per_position": wpi, "weights_per_iter_source": why,
+                          "cycles_per_32w_pass": round(total, 3), "cycles_per_32w": round(total / m, 3),
+                          "gemv_cycles_per_32w": round(gemv_c32[cpu], 3),
+                          "pass_over_m_gemv": round(total / (m * gemv_c32[cpu]), 3),
+                          "bytes_per_32w": BYTES_PER_32[fmt], "dram_cycles_per_32w": round(d32, 3),
+                          "dram_gbs": dram_gbs, "core_ghz": ghz, "compute_over_dram": round(total / d32, 3)})
 
 print("bench/mca.sh%s: %s (LLVM %s), cross compiler %s, %d iterations" % (" --quick" if quick else "", mca, version, os.environ["GB_CXX"], iters))
 print("models: " + "; ".join("%s: %s" % (c, model_note[c]) for c in cpus))
@@ -295,12 +395,22 @@ for r in rows:
     print("| %s | %s | %s | %d | %d (%s) | %s | %.2f | %.2f | %d | %.2f | %.2f |" % (
         r["kernel"], r["cpu"], r["model"], r["loop_insns"], r["weights_per_iter"], r["weights_per_iter_source"], r["step_check"],
         r["cycles_per_iter"], r["cycles_per_32w"], r["bytes_per_32w"], r["dram_cycles_per_32w"], r["compute_over_dram"]))
+if mrows:
+    print("\nMulti-position GEMV: one pass over the weights for m positions, in tiles of P positions (loop of P per tile, instructions)")
+    print("cycles/32 w of the pass = sum over its tiles; per position = that / m; vs m gemv = pass / (m x the gemv's cycles/32 w); compute / DRAM: the pass against one read of the weights\n")
+    print("| kernel | cpu | model | m | tiles | tile loops (P: insns) | cycles/32 w, pass | cycles/32 w per position | vs m gemv | DRAM cycles/32 w (A76) | compute / DRAM |")
+    print("|---|---|---|---:|---|---|---:|---:|---:|---:|---:|")
+    for r in mrows:
+        print("| %s | %s | %s | %d | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+            r["kernel"], r["cpu"], r["model"], r["positions"], r["tiles"],
+            ", ".join("%s: %d" % (P, t["insns"]) for P, t in r["tile_loops"].items()), r["cycles_per_32w_pass"],
+            r["cycles_per_32w"], r["pass_over_m_gemv"], r["dram_cycles_per_32w"], r["compute_over_dram"]))
 if skipped:
     print("\nnot modelled (the CPU lacks the ISA): " + ", ".join(skipped))
 for n in notes:
     print("note: " + n)
 if os.environ["GB_JSON"]:
     with open(os.environ["GB_JSON"], "w") as f:
-        json.dump(rows, f, indent=1)
+        json.dump(rows + mrows, f, indent=1)
         f.write("\n")
 PY

@@ -254,6 +254,14 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
             ASSERT_EQ(c[r], -3.0f) << e.name << " wrote outside [" << r0 << ", " << r1 << ") at " << r;
           }
         }
+        // Split at a multiple of the row tile (how the session splits rows
+        // between threads): bit-identical to one call over all the rows.
+        const size_t cut = GB_GEMV_ROW_TILE * ((rows / 2) / GB_GEMV_ROW_TILE);
+        std::vector<float> d(rows + 8, -3.0f);
+        e.gemv(d.data(), W.bytes.data(), x.data(), xq.data(), 0, cut, cols);
+        e.gemv(d.data(), W.bytes.data(), x.data(), xq.data(), cut, rows, cols);
+        ASSERT_EQ(0, memcmp(b.data(), d.data(), d.size() * sizeof(float)))
+            << e.name << " rows " << rows << " cols " << cols << ": split at row " << cut << " changes the result";
       }
     }
   }

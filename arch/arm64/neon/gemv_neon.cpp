@@ -8,7 +8,7 @@
 // sum of each 32-block is exact, and per row the float work is
 // acc += (d * xd) * (float)isum, block after block, with separate multiplies
 // and adds (no fusing), four rows in the four lanes of a vector. The float
-// formats (f32, f16) use several fused accumulators per row (a different
+// formats (f32, f16) fuse multiply and add, four lanes per row (a different
 // order of summation than generic, within the tests' tolerance).
 //
 // Weight rows are not assumed aligned: every weight load is a byte load
@@ -17,8 +17,6 @@
 #include <arm_neon.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <type_traits>
 
 #include "kernels.h"
 
@@ -118,121 +116,152 @@ inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size
   }
 }
 
-// f16: 8 weights widened to two f32 vectors, fused into lo / hi accumulators.
-inline void f16x8_fma(float32x4_t &lo, float32x4_t &hi, uint16x8_t h, float32x4_t x0, float32x4_t x1) {
-  lo = vfmaq_f32(lo, vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h))), x0);
-  hi = vfmaq_f32(hi, vcvt_high_f32_f16(vreinterpretq_f16_u16(h)), x1);
+}  // namespace
+
+// ---- f32 / f16: one position (gemv) and several (gemvm) -------------------------
+// One tile serves both: 4 rows x 8 columns per step, applied to P positions
+// (P = 1 for the gemv). Per (row, position) one accumulator; per 8 columns
+//   acc = fma(fma(acc, w[c..c+3], x[c..c+3]), w[c+4..c+7], x[c+4..c+7])
+// (lane j sums the columns c with c % 4 == j), a column tail of 1..7 goes
+// through the same two steps from zero-padded copies of w and x, and the row
+// result is (acc[0] + acc[1]) + (acc[2] + acc[3]). That order depends neither
+// on P nor on which rows share the tile (a tail group of 1..3 rows computes
+// copies of its last row, not stored), so every gemvm is bit-identical per
+// position to the gemv, and results do not depend on the row split.
+//
+// Registers: 4P accumulators, the 8 widened weight vectors of the step and
+// two x vectors at a time: P <= kMaxTileP = 4 (26 of 32). Each weight vector
+// is loaded and widened once per step and used for the tile's P positions;
+// with more positions than that, a group's rows are re-read from cache once
+// per chunk (chunks of near-equal size, at most kMaxTileP). One accumulator
+// per (row, position) instead of two is what lets four positions fit; its
+// price is a chain of two dependent FMAs per step, which bounds the f32 gemv
+// (P = 1) at 2 FMA latencies per 32 weights where the core could issue more
+// (the f16 gemv is bound by FCVTL throughput before that).
+namespace {
+
+constexpr size_t kMaxTileP = 4;
+
+struct F32Weights {
+  static constexpr size_t kBytes = 4;
+  static inline void load8(const uint8_t *p, float32x4_t &lo, float32x4_t &hi) {
+    lo = ld_f32(p);
+    hi = ld_f32(p + 16);
+  }
+};
+
+// FCVTL / FCVTL2 (ARMv8-A): exact for every binary16.
+struct F16Weights {
+  static constexpr size_t kBytes = 2;
+  static inline void load8(const uint8_t *p, float32x4_t &lo, float32x4_t &hi) {
+    const uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p));
+    lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
+    hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
+  }
+};
+
+// Rows w[0..3] times positions x[0..P): out[p] lane k = row k . x_p.
+// xt[p]: x_p's column tail (cols % 8 values) zero-padded to 8.
+template <class F, size_t P>
+inline void float_tile(float32x4_t *out, const uint8_t *const *w, const float *const *x, const float (*xt)[8],
+                       size_t cols) {
+  const size_t cmain = cols & ~(size_t)7;
+  const size_t rem = cols - cmain;
+  float32x4_t acc[4][P];
+  for (size_t k = 0; k < 4; k++)
+    for (size_t p = 0; p < P; p++) acc[k][p] = vdupq_n_f32(0.0f);
+  for (size_t c = 0; c < cmain; c += 8) {
+    float32x4_t lo[4], hi[4];
+    for (size_t k = 0; k < 4; k++) F::load8(w[k] + F::kBytes * c, lo[k], hi[k]);
+    for (size_t p = 0; p < P; p++) {
+      const float32x4_t x0 = vld1q_f32(x[p] + c), x1 = vld1q_f32(x[p] + c + 4);
+      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], lo[k], x0);
+      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], hi[k], x1);
+    }
+  }
+  if (rem) {
+    float32x4_t lo[4], hi[4];
+    for (size_t k = 0; k < 4; k++) {
+      uint8_t wt[8 * F::kBytes];
+      memset(wt, 0, sizeof wt);
+      memcpy(wt, w[k] + F::kBytes * cmain, rem * F::kBytes);
+      F::load8(wt, lo[k], hi[k]);
+    }
+    for (size_t p = 0; p < P; p++) {
+      const float32x4_t x0 = vld1q_f32(xt[p]), x1 = vld1q_f32(xt[p] + 4);
+      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], lo[k], x0);
+      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], hi[k], x1);
+    }
+  }
+  for (size_t p = 0; p < P; p++)
+    out[p] = vpaddq_f32(vpaddq_f32(acc[0][p], acc[1][p]), vpaddq_f32(acc[2][p], acc[3][p]));
+}
+
+// Y[i*ldy + r] = W[r] . X_i for i < m (1 <= m <= GB_GEMVM_MAX_M), r in
+// [row_begin, row_end); the gemv is m = 1.
+template <class F>
+inline void float_gemvm(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx, size_t m,
+                        size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = cols * F::kBytes;
+  const size_t cmain = cols & ~(size_t)7;
+  const float *x[GB_GEMVM_MAX_M];
+  float xt[GB_GEMVM_MAX_M][8];
+  for (size_t i = 0; i < m; i++) {
+    x[i] = X + i * ldx;
+    memset(xt[i], 0, sizeof xt[i]);
+    memcpy(xt[i], x[i] + cmain, (cols - cmain) * 4);
+  }
+  const size_t chunks = (m + kMaxTileP - 1) / kMaxTileP;
+  for (size_t r = row_begin; r < row_end; r += 4) {
+    const size_t nr = row_end - r < 4 ? row_end - r : 4;
+    const uint8_t *w[4];
+    for (size_t k = 0; k < 4; k++) w[k] = W + (r + (k < nr ? k : nr - 1)) * rb;
+    for (size_t ch = 0, p0 = 0; ch < chunks; ch++) {
+      const size_t np = m / chunks + (ch < m % chunks ? 1 : 0);
+      float32x4_t out[kMaxTileP];
+      switch (np) {
+        case 4: float_tile<F, 4>(out, w, x + p0, xt + p0, cols); break;
+        case 3: float_tile<F, 3>(out, w, x + p0, xt + p0, cols); break;
+        case 2: float_tile<F, 2>(out, w, x + p0, xt + p0, cols); break;
+        default: float_tile<F, 1>(out, w, x + p0, xt + p0, cols); break;
+      }
+      for (size_t p = 0; p < np; p++) {
+        float *y = Y + (p0 + p) * ldy + r;
+        if (nr == 4) {
+          vst1q_f32(y, out[p]);
+        } else {
+          float t[4];
+          vst1q_f32(t, out[p]);
+          memcpy(y, t, nr * 4);
+        }
+      }
+      p0 += np;
+    }
+  }
 }
 
 }  // namespace
 
-// ---- f32 ---------------------------------------------------------------------
-
 extern "C" void gb_f32_gemv__neon(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
                                   size_t row_begin, size_t row_end, size_t cols) {
-  const size_t rb = cols * 4;
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) {
-    const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
-    float32x4_t a[4], b[4];
-    for (int k = 0; k < 4; k++) a[k] = b[k] = vdupq_n_f32(0.0f);
-    size_t c = 0;
-    for (; c + 8 <= cols; c += 8) {
-      const float32x4_t x0 = vld1q_f32(x + c), x1 = vld1q_f32(x + c + 4);
-      for (int k = 0; k < 4; k++) {
-        a[k] = vfmaq_f32(a[k], ld_f32(w[k] + 4 * c), x0);
-        b[k] = vfmaq_f32(b[k], ld_f32(w[k] + 4 * c + 16), x1);
-      }
-    }
-    if (c + 4 <= cols) {
-      const float32x4_t x0 = vld1q_f32(x + c);
-      for (int k = 0; k < 4; k++) a[k] = vfmaq_f32(a[k], ld_f32(w[k] + 4 * c), x0);
-      c += 4;
-    }
-    float32x4_t s = vpaddq_f32(vpaddq_f32(vaddq_f32(a[0], b[0]), vaddq_f32(a[1], b[1])),
-                               vpaddq_f32(vaddq_f32(a[2], b[2]), vaddq_f32(a[3], b[3])));
-    if (c < cols) {
-      float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (; c < cols; c++) {
-        for (int k = 0; k < 4; k++) {
-          float wv;
-          memcpy(&wv, w[k] + 4 * c, 4);
-          t[k] += wv * x[c];
-        }
-      }
-      s = vaddq_f32(s, vld1q_f32(t));
-    }
-    vst1q_f32(y + r, s);
-  }
-  for (; r < row_end; r++) {
-    const uint8_t *w = W + r * rb;
-    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
-    size_t c = 0;
-    for (; c + 16 <= cols; c += 16) {
-      a0 = vfmaq_f32(a0, ld_f32(w + 4 * c), vld1q_f32(x + c));
-      a1 = vfmaq_f32(a1, ld_f32(w + 4 * c + 16), vld1q_f32(x + c + 4));
-      a2 = vfmaq_f32(a2, ld_f32(w + 4 * c + 32), vld1q_f32(x + c + 8));
-      a3 = vfmaq_f32(a3, ld_f32(w + 4 * c + 48), vld1q_f32(x + c + 12));
-    }
-    for (; c + 4 <= cols; c += 4) a0 = vfmaq_f32(a0, ld_f32(w + 4 * c), vld1q_f32(x + c));
-    float acc = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; c < cols; c++) {
-      float wv;
-      memcpy(&wv, w + 4 * c, 4);
-      acc += wv * x[c];
-    }
-    y[r] = acc;
-  }
+  float_gemvm<F32Weights>(y, 0, W, x, 0, 1, row_begin, row_end, cols);
 }
 
-// ---- f16 ---------------------------------------------------------------------
+extern "C" void gb_f32_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                   size_t cols) {
+  float_gemvm<F32Weights>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
+}
 
 extern "C" void gb_f16_gemv__neon(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
                                   size_t row_begin, size_t row_end, size_t cols) {
-  const size_t rb = cols * 2;
-  const size_t cmain = cols & ~(size_t)7;
-  const size_t rem = cols - cmain;
-  // The tail (< 8 columns) goes through zero-padded copies.
-  float xt[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  memcpy(xt, x + cmain, rem * 4);
-  const float32x4_t xt0 = vld1q_f32(xt), xt1 = vld1q_f32(xt + 4);
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) {
-    const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
-    float32x4_t a[4], b[4];
-    for (int k = 0; k < 4; k++) a[k] = b[k] = vdupq_n_f32(0.0f);
-    for (size_t c = 0; c < cmain; c += 8) {
-      const float32x4_t x0 = vld1q_f32(x + c), x1 = vld1q_f32(x + c + 4);
-      for (int k = 0; k < 4; k++) f16x8_fma(a[k], b[k], vreinterpretq_u16_u8(vld1q_u8(w[k] + 2 * c)), x0, x1);
-    }
-    if (rem) {
-      for (int k = 0; k < 4; k++) {
-        uint16_t ht[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        memcpy(ht, w[k] + 2 * cmain, rem * 2);
-        f16x8_fma(a[k], b[k], vld1q_u16(ht), xt0, xt1);
-      }
-    }
-    vst1q_f32(y + r, vpaddq_f32(vpaddq_f32(vaddq_f32(a[0], b[0]), vaddq_f32(a[1], b[1])),
-                                vpaddq_f32(vaddq_f32(a[2], b[2]), vaddq_f32(a[3], b[3]))));
-  }
-  for (; r < row_end; r++) {
-    const uint8_t *w = W + r * rb;
-    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
-    size_t c = 0;
-    for (; c + 16 <= cmain; c += 16) {
-      f16x8_fma(a0, a1, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c)), vld1q_f32(x + c), vld1q_f32(x + c + 4));
-      f16x8_fma(a2, a3, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c + 16)), vld1q_f32(x + c + 8),
-                vld1q_f32(x + c + 12));
-    }
-    for (; c < cmain; c += 8)
-      f16x8_fma(a0, a1, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c)), vld1q_f32(x + c), vld1q_f32(x + c + 4));
-    if (rem) {
-      uint16_t ht[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      memcpy(ht, w + 2 * cmain, rem * 2);
-      f16x8_fma(a2, a3, vld1q_u16(ht), xt0, xt1);
-    }
-    y[r] = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-  }
+  float_gemvm<F16Weights>(y, 0, W, x, 0, 1, row_begin, row_end, cols);
+}
+
+extern "C" void gb_f16_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                   size_t cols) {
+  float_gemvm<F16Weights>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
 }
 
 // FCVTL is exact for every non-NaN binary16; NaNs are patched to generic's
@@ -322,238 +351,13 @@ extern "C" void gb_q8x_quantize__neon(gb_q8x_block *out, const float *x, size_t 
   }
 }
 
-// ---- multi-position GEMV ---------------------------------------------------------
-// Y[i*ldy + r] for m positions, bit-identical per position to the kernels
-// above: the same row grouping (groups of four from row_begin, then single
-// rows for f32 / f16, whose single-row order differs from the group order)
-// and per (row, position) the same operations in the same order. Each weight
-// vector is loaded (and widened) once per tile and applied to the tile's
-// positions; a tile's rows are re-read from cache once per chunk of
-// positions (f32 / f16: 2 positions for a group of four, 3 for a single row;
-// q8 / q4: all m positions per block, from memory once).
-
-namespace {
-
-inline void f16x8_widen(float32x4_t &lo, float32x4_t &hi, uint16x8_t h) {
-  lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
-  hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
-}
-
-// f32, rows r..r+3 (a group of gb_f32_gemv__neon), positions x[0..P).
-template <int P>
-inline void f32m_group(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r, size_t cols) {
-  const size_t rb = cols * 4;
-  const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
-  float32x4_t a[4][P], b[4][P];
-  for (int k = 0; k < 4; k++)
-    for (int p = 0; p < P; p++) a[k][p] = b[k][p] = vdupq_n_f32(0.0f);
-  size_t c = 0;
-  for (; c + 8 <= cols; c += 8) {
-    float32x4_t x0[P], x1[P];
-    for (int p = 0; p < P; p++) x0[p] = vld1q_f32(x[p] + c), x1[p] = vld1q_f32(x[p] + c + 4);
-    for (int k = 0; k < 4; k++) {
-      const float32x4_t w0 = ld_f32(w[k] + 4 * c), w1 = ld_f32(w[k] + 4 * c + 16);
-      for (int p = 0; p < P; p++) {
-        a[k][p] = vfmaq_f32(a[k][p], w0, x0[p]);
-        b[k][p] = vfmaq_f32(b[k][p], w1, x1[p]);
-      }
-    }
-  }
-  if (c + 4 <= cols) {
-    for (int k = 0; k < 4; k++) {
-      const float32x4_t w0 = ld_f32(w[k] + 4 * c);
-      for (int p = 0; p < P; p++) a[k][p] = vfmaq_f32(a[k][p], w0, vld1q_f32(x[p] + c));
-    }
-    c += 4;
-  }
-  for (int p = 0; p < P; p++) {
-    float32x4_t s = vpaddq_f32(vpaddq_f32(vaddq_f32(a[0][p], b[0][p]), vaddq_f32(a[1][p], b[1][p])),
-                               vpaddq_f32(vaddq_f32(a[2][p], b[2][p]), vaddq_f32(a[3][p], b[3][p])));
-    if (c < cols) {
-      float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (size_t cc = c; cc < cols; cc++) {
-        for (int k = 0; k < 4; k++) {
-          float wv;
-          memcpy(&wv, w[k] + 4 * cc, 4);
-          t[k] += wv * x[p][cc];
-        }
-      }
-      s = vaddq_f32(s, vld1q_f32(t));
-    }
-    vst1q_f32(Y + p * ldy + r, s);
-  }
-}
-
-// f32, single row r (the row loop after the groups), positions x[0..P).
-template <int P>
-inline void f32m_row(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r, size_t cols) {
-  const uint8_t *w = W + r * cols * 4;
-  float32x4_t a0[P], a1[P], a2[P], a3[P];
-  for (int p = 0; p < P; p++) a0[p] = a1[p] = a2[p] = a3[p] = vdupq_n_f32(0.0f);
-  size_t c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    const float32x4_t w0 = ld_f32(w + 4 * c), w1 = ld_f32(w + 4 * c + 16);
-    const float32x4_t w2 = ld_f32(w + 4 * c + 32), w3 = ld_f32(w + 4 * c + 48);
-    for (int p = 0; p < P; p++) {
-      a0[p] = vfmaq_f32(a0[p], w0, vld1q_f32(x[p] + c));
-      a1[p] = vfmaq_f32(a1[p], w1, vld1q_f32(x[p] + c + 4));
-      a2[p] = vfmaq_f32(a2[p], w2, vld1q_f32(x[p] + c + 8));
-      a3[p] = vfmaq_f32(a3[p], w3, vld1q_f32(x[p] + c + 12));
-    }
-  }
-  for (; c + 4 <= cols; c += 4) {
-    const float32x4_t w0 = ld_f32(w + 4 * c);
-    for (int p = 0; p < P; p++) a0[p] = vfmaq_f32(a0[p], w0, vld1q_f32(x[p] + c));
-  }
-  for (int p = 0; p < P; p++) {
-    float acc = vaddvq_f32(vaddq_f32(vaddq_f32(a0[p], a1[p]), vaddq_f32(a2[p], a3[p])));
-    for (size_t cc = c; cc < cols; cc++) {
-      float wv;
-      memcpy(&wv, w + 4 * cc, 4);
-      acc += wv * x[p][cc];
-    }
-    Y[p * ldy + r] = acc;
-  }
-}
-
-// f16, rows r..r+3 (a group of gb_f16_gemv__neon), positions x[0..P); xt[p]:
-// position p's column tail zero-padded to 8.
-template <int P>
-inline void f16m_group(float *Y, size_t ldy, const uint8_t *W, const float *const *x, const float (*xt)[8], size_t r,
-                       size_t cols) {
-  const size_t rb = cols * 2;
-  const size_t cmain = cols & ~(size_t)7;
-  const size_t rem = cols - cmain;
-  const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
-  float32x4_t a[4][P], b[4][P];
-  for (int k = 0; k < 4; k++)
-    for (int p = 0; p < P; p++) a[k][p] = b[k][p] = vdupq_n_f32(0.0f);
-  for (size_t c = 0; c < cmain; c += 8) {
-    float32x4_t x0[P], x1[P];
-    for (int p = 0; p < P; p++) x0[p] = vld1q_f32(x[p] + c), x1[p] = vld1q_f32(x[p] + c + 4);
-    for (int k = 0; k < 4; k++) {
-      float32x4_t lo, hi;
-      f16x8_widen(lo, hi, vreinterpretq_u16_u8(vld1q_u8(w[k] + 2 * c)));
-      for (int p = 0; p < P; p++) {
-        a[k][p] = vfmaq_f32(a[k][p], lo, x0[p]);
-        b[k][p] = vfmaq_f32(b[k][p], hi, x1[p]);
-      }
-    }
-  }
-  if (rem) {
-    for (int k = 0; k < 4; k++) {
-      uint16_t ht[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      memcpy(ht, w[k] + 2 * cmain, rem * 2);
-      float32x4_t lo, hi;
-      f16x8_widen(lo, hi, vld1q_u16(ht));
-      for (int p = 0; p < P; p++) {
-        a[k][p] = vfmaq_f32(a[k][p], lo, vld1q_f32(xt[p]));
-        b[k][p] = vfmaq_f32(b[k][p], hi, vld1q_f32(xt[p] + 4));
-      }
-    }
-  }
-  for (int p = 0; p < P; p++)
-    vst1q_f32(Y + p * ldy + r, vpaddq_f32(vpaddq_f32(vaddq_f32(a[0][p], b[0][p]), vaddq_f32(a[1][p], b[1][p])),
-                                          vpaddq_f32(vaddq_f32(a[2][p], b[2][p]), vaddq_f32(a[3][p], b[3][p]))));
-}
-
-// f16, single row r, positions x[0..P).
-template <int P>
-inline void f16m_row(float *Y, size_t ldy, const uint8_t *W, const float *const *x, const float (*xt)[8], size_t r,
-                     size_t cols) {
-  const uint8_t *w = W + r * cols * 2;
-  const size_t cmain = cols & ~(size_t)7;
-  const size_t rem = cols - cmain;
-  float32x4_t a0[P], a1[P], a2[P], a3[P];
-  for (int p = 0; p < P; p++) a0[p] = a1[p] = a2[p] = a3[p] = vdupq_n_f32(0.0f);
-  size_t c = 0;
-  for (; c + 16 <= cmain; c += 16) {
-    float32x4_t l0, h0, l1, h1;
-    f16x8_widen(l0, h0, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c)));
-    f16x8_widen(l1, h1, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c + 16)));
-    for (int p = 0; p < P; p++) {
-      a0[p] = vfmaq_f32(a0[p], l0, vld1q_f32(x[p] + c));
-      a1[p] = vfmaq_f32(a1[p], h0, vld1q_f32(x[p] + c + 4));
-      a2[p] = vfmaq_f32(a2[p], l1, vld1q_f32(x[p] + c + 8));
-      a3[p] = vfmaq_f32(a3[p], h1, vld1q_f32(x[p] + c + 12));
-    }
-  }
-  for (; c < cmain; c += 8) {
-    float32x4_t lo, hi;
-    f16x8_widen(lo, hi, vreinterpretq_u16_u8(vld1q_u8(w + 2 * c)));
-    for (int p = 0; p < P; p++) {
-      a0[p] = vfmaq_f32(a0[p], lo, vld1q_f32(x[p] + c));
-      a1[p] = vfmaq_f32(a1[p], hi, vld1q_f32(x[p] + c + 4));
-    }
-  }
-  if (rem) {
-    uint16_t ht[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    memcpy(ht, w + 2 * cmain, rem * 2);
-    float32x4_t lo, hi;
-    f16x8_widen(lo, hi, vld1q_u16(ht));
-    for (int p = 0; p < P; p++) {
-      a2[p] = vfmaq_f32(a2[p], lo, vld1q_f32(xt[p]));
-      a3[p] = vfmaq_f32(a3[p], hi, vld1q_f32(xt[p] + 4));
-    }
-  }
-  for (int p = 0; p < P; p++) Y[p * ldy + r] = vaddvq_f32(vaddq_f32(vaddq_f32(a0[p], a1[p]), vaddq_f32(a2[p], a3[p])));
-}
-
-// Positions [0, m) in chunks of kP (a last chunk of 1..kP-1): fn<P>(y, x, xt).
-template <int kP, class Fn>
-inline void position_chunks(float *Y, size_t ldy, const float *X, size_t ldx, size_t m, size_t cols, Fn fn) {
-  const size_t cmain = cols & ~(size_t)7;
-  for (size_t p0 = 0; p0 < m; p0 += kP) {
-    const size_t np = m - p0 < (size_t)kP ? m - p0 : (size_t)kP;
-    const float *x[kP];
-    float xt[kP][8];
-    for (size_t p = 0; p < kP; p++) {
-      x[p] = X + (p0 + (p < np ? p : 0)) * ldx;
-      memset(xt[p], 0, sizeof xt[p]);
-      memcpy(xt[p], x[p] + cmain, (cols - cmain) * 4);
-    }
-    float *y = Y + p0 * ldy;
-    if (np == 3) fn(std::integral_constant<int, 3>(), y, x, xt);
-    else if (np == 2) fn(std::integral_constant<int, 2>(), y, x, xt);
-    else fn(std::integral_constant<int, 1>(), y, x, xt);
-  }
-}
-
-}  // namespace
-
-extern "C" void gb_f32_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
-                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
-                                   size_t cols) {
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4)
-    position_chunks<2>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*)[8]) {
-      f32m_group<decltype(P)::value>(y, ldy, W, x, r, cols);
-    });
-  for (; r < row_end; r++)
-    position_chunks<3>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*)[8]) {
-      f32m_row<decltype(P)::value>(y, ldy, W, x, r, cols);
-    });
-}
-
-extern "C" void gb_f16_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
-                                   const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
-                                   size_t cols) {
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4)
-    position_chunks<2>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*xt)[8]) {
-      f16m_group<decltype(P)::value>(y, ldy, W, x, xt, r, cols);
-    });
-  for (; r < row_end; r++)
-    position_chunks<3>(Y, ldy, X, ldx, m, cols, [&](auto P, float *y, const float *const *x, const float(*xt)[8]) {
-      f16m_row<decltype(P)::value>(y, ldy, W, x, xt, r, cols);
-    });
-}
-
-// q8 / q4: four rows per step (a tail group computes copies of its last
-// row, not stored: the block formats' results do not depend on grouping);
-// each block's weights are loaded (q4: unpacked) once and dotted with the m
-// positions' blocks; per (row, position) the exact int32 block sum and
-// acc += (d * xd) * (float)isum, block after block, as above.
+// ---- q8 / q4 multi-position GEMV -----------------------------------------------
+// Bit-identical per position to the q8 / q4 gemv above: four rows per step
+// (a tail group computes copies of its last row, not stored: the block
+// formats' results do not depend on grouping); each block's weights are
+// loaded (q4: unpacked) once and dotted with the m positions' blocks; per
+// (row, position) the exact int32 block sum and acc += (d * xd) * (float)isum,
+// block after block, as above.
 namespace {
 
 struct Q8Block {
