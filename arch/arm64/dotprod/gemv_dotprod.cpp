@@ -35,22 +35,31 @@ inline int32x4_t hsum4_s32(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) {
   return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
 }
 
-inline int32x4_t dot_q8(const uint8_t *qs, int8x16_t x0, int8x16_t x1) {
+inline int32x4_t dot_q8(const uint8_t *qs, int8x16_t x0, int8x16_t x1, int32x4_t init) {
   const int8x16_t w0 = vreinterpretq_s8_u8(vld1q_u8(qs));
   const int8x16_t w1 = vreinterpretq_s8_u8(vld1q_u8(qs + 16));
-  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+  return vdotq_s32(vdotq_s32(init, w0, x0), w1, x1);
 }
 
-// Low nibbles: weights 0..15, high nibbles: 16..31, both minus 8.
-inline int32x4_t dot_q4(const uint8_t *qs, int8x16_t x0, int8x16_t x1) {
+// Low nibbles: weights 0..15, high nibbles: 16..31, as codes u in 0..15
+// (int8 as they are); `init` holds -8 x the activations' sums in the same
+// four lanes, so the lanes add up to sum((u - 8) * x), exactly.
+inline int32x4_t dot_q4(const uint8_t *qs, int8x16_t x0, int8x16_t x1, int32x4_t init) {
   const uint8x16_t q = vld1q_u8(qs);
-  const int8x16_t eight = vdupq_n_s8(8);
-  const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
-  const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
-  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, x0), hi, x1);
+  const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15)));
+  const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
+  return vdotq_s32(vdotq_s32(init, lo, x0), hi, x1);
 }
 
-template <size_t kBlockBytes, int32x4_t (*Dot)(const uint8_t *, int8x16_t, int8x16_t)>
+// The accumulator's start for a block: 0 (q8) or -8 x sum(x) per lane (q4).
+template <bool kQ4>
+inline int32x4_t dot_init(int8x16_t x0, int8x16_t x1) {
+  if (!kQ4) return vdupq_n_s32(0);
+  const int8x16_t m8 = vdupq_n_s8(-8);
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), m8, x0), m8, x1);
+}
+
+template <size_t kBlockBytes, bool kQ4, int32x4_t (*Dot)(const uint8_t *, int8x16_t, int8x16_t, int32x4_t)>
 inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin, size_t row_end,
                         size_t cols) {
   const size_t nb = (cols + 31) / 32;
@@ -65,8 +74,9 @@ inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size
     for (size_t b = 0; b < nb; b++) {
       const int8x16_t x0 = vld1q_s8(xq[b].qs);
       const int8x16_t x1 = vld1q_s8(xq[b].qs + 16);
-      const int32x4_t isum = hsum4_s32(Dot(b0 + 2, x0, x1), Dot(b1 + 2, x0, x1), Dot(b2 + 2, x0, x1),
-                                       Dot(b3 + 2, x0, x1));
+      const int32x4_t i0 = dot_init<kQ4>(x0, x1);
+      const int32x4_t isum = hsum4_s32(Dot(b0 + 2, x0, x1, i0), Dot(b1 + 2, x0, x1, i0), Dot(b2 + 2, x0, x1, i0),
+                                       Dot(b3 + 2, x0, x1, i0));
       const float32x4_t dd = vmulq_n_f32(f16_scales4(b0, b1, b2, b3), xq[b].d);
       acc = vaddq_f32(acc, vmulq_f32(dd, vcvtq_f32_s32(isum)));
       b0 += kBlockBytes;
@@ -82,7 +92,7 @@ inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size
     for (size_t b = 0; b < nb; b++, blk += kBlockBytes) {
       const int8x16_t x0 = vld1q_s8(xq[b].qs);
       const int8x16_t x1 = vld1q_s8(xq[b].qs + 16);
-      const int32_t isum = vaddvq_s32(Dot(blk + 2, x0, x1));
+      const int32_t isum = vaddvq_s32(Dot(blk + 2, x0, x1, dot_init<kQ4>(x0, x1)));
       acc += f16_scale(blk) * xq[b].d * (float)isum;
     }
     y[r] = acc;
@@ -93,12 +103,12 @@ inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size
 
 extern "C" void gb_q8_gemv__dotprod(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                     size_t row_begin, size_t row_end, size_t cols) {
-  gemv_blocks<34, dot_q8>(y, W, xq, row_begin, row_end, cols);
+  gemv_blocks<34, false, dot_q8>(y, W, xq, row_begin, row_end, cols);
 }
 
 extern "C" void gb_q4_gemv__dotprod(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                     size_t row_begin, size_t row_end, size_t cols) {
-  gemv_blocks<18, dot_q4>(y, W, xq, row_begin, row_end, cols);
+  gemv_blocks<18, true, dot_q4>(y, W, xq, row_begin, row_end, cols);
 }
 
 // ---- multi-position GEMV ---------------------------------------------------------
@@ -112,6 +122,7 @@ namespace {
 
 struct Q8Block {
   static constexpr size_t kBytes = 34;
+  static constexpr bool kQ4 = false;
   static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
     a = vreinterpretq_s8_u8(vld1q_u8(blk + 2));
     b = vreinterpretq_s8_u8(vld1q_u8(blk + 18));
@@ -119,16 +130,16 @@ struct Q8Block {
 };
 struct Q4Block {
   static constexpr size_t kBytes = 18;
-  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+  static constexpr bool kQ4 = true;
+  static inline void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {  // codes 0..15 (see dot_q4)
     const uint8x16_t q = vld1q_u8(blk + 2);
-    const int8x16_t eight = vdupq_n_s8(8);
-    a = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
-    b = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+    a = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15)));
+    b = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
   }
 };
 
-inline int32x4_t dot2(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) {
-  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), a, x0), b, x1);
+inline int32x4_t dot2(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1, int32x4_t init) {
+  return vdotq_s32(vdotq_s32(init, a, x0), b, x1);
 }
 
 template <class F>
@@ -150,8 +161,9 @@ inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_bl
       for (size_t p = 0; p < m; p++) {
         const gb_q8x_block &xb = XQ[p * ldxq + b];
         const int8x16_t x0 = vld1q_s8(xb.qs), x1 = vld1q_s8(xb.qs + 16);
-        const int32x4_t isum = hsum4_s32(dot2(wa[0], wb[0], x0, x1), dot2(wa[1], wb[1], x0, x1),
-                                         dot2(wa[2], wb[2], x0, x1), dot2(wa[3], wb[3], x0, x1));
+        const int32x4_t i0 = dot_init<F::kQ4>(x0, x1);
+        const int32x4_t isum = hsum4_s32(dot2(wa[0], wb[0], x0, x1, i0), dot2(wa[1], wb[1], x0, x1, i0),
+                                         dot2(wa[2], wb[2], x0, x1, i0), dot2(wa[3], wb[3], x0, x1, i0));
         const float32x4_t dd = vmulq_n_f32(dw, xb.d);
         acc[p] = vaddq_f32(acc[p], vmulq_f32(dd, vcvtq_f32_s32(isum)));
       }

@@ -160,14 +160,21 @@ inline int32_t dot_q8(const uint8_t *blk, const int8_t *xs, uint64_t vb) {
 }
 
 // q4 block: 16 nibble bytes, low nibbles = weights 0..15, high = 16..31,
-// minus 8. The vector is at least 16 bytes, so one predicated load each.
-// Inactive lanes of lo / hi hold garbage but meet zeroed activations.
-inline int32_t dot_q4(const uint8_t *blk, svint8_t x0, svint8_t x1, svbool_t p16) {
+// as codes u in 0..15; `init` (q4_init) holds -8 x the activations' sums,
+// so the lanes add up to sum((u - 8) * x) exactly. The vector is at least
+// 16 bytes, so one predicated load each. Inactive lanes of lo / hi hold
+// garbage but meet zeroed activations.
+inline int32_t dot_q4(const uint8_t *blk, svint8_t x0, svint8_t x1, svbool_t p16, svint32_t init) {
   const svuint8_t q = svld1_u8(p16, blk + 2);
-  const svint8_t lo = svsub_n_s8_x(p16, svreinterpret_s8_u8(svand_n_u8_x(p16, q, 15)), 8);
-  const svint8_t hi = svsub_n_s8_x(p16, svreinterpret_s8_u8(svlsr_n_u8_x(p16, q, 4)), 8);
-  const svint32_t s = svdot_s32(svdot_s32(svdup_n_s32(0), lo, x0), hi, x1);
+  const svint8_t lo = svreinterpret_s8_u8(svand_n_u8_x(p16, q, 15));
+  const svint8_t hi = svreinterpret_s8_u8(svlsr_n_u8_x(p16, q, 4));
+  const svint32_t s = svdot_s32(svdot_s32(init, lo, x0), hi, x1);
   return (int32_t)svaddv_s32(svptrue_b32(), s);
+}
+
+inline svint32_t q4_init(svint8_t x0, svint8_t x1) {
+  const svint8_t m8 = svdup_n_s8(-8);
+  return svdot_s32(svdot_s32(svdup_n_s32(0), m8, x0), m8, x1);
 }
 
 }  // namespace
@@ -221,10 +228,11 @@ extern "C" void gb_q4_gemv__sve(float *y, const uint8_t *W, const float *, const
       const float xd = xq[b].d;
       const svint8_t x0 = svld1_s8(p16, xq[b].qs);
       const svint8_t x1 = svld1_s8(p16, xq[b].qs + 16);
-      a0 += f16_scale(b0) * xd * (float)dot_q4(b0, x0, x1, p16);
-      a1 += f16_scale(b1) * xd * (float)dot_q4(b1, x0, x1, p16);
-      a2 += f16_scale(b2) * xd * (float)dot_q4(b2, x0, x1, p16);
-      a3 += f16_scale(b3) * xd * (float)dot_q4(b3, x0, x1, p16);
+      const svint32_t i0 = q4_init(x0, x1);
+      a0 += f16_scale(b0) * xd * (float)dot_q4(b0, x0, x1, p16, i0);
+      a1 += f16_scale(b1) * xd * (float)dot_q4(b1, x0, x1, p16, i0);
+      a2 += f16_scale(b2) * xd * (float)dot_q4(b2, x0, x1, p16, i0);
+      a3 += f16_scale(b3) * xd * (float)dot_q4(b3, x0, x1, p16, i0);
     }
     y[r] = a0;
     y[r + 1] = a1;
@@ -237,7 +245,7 @@ extern "C" void gb_q4_gemv__sve(float *y, const uint8_t *W, const float *, const
     for (size_t b = 0; b < nb; b++, blk += 18) {
       const svint8_t x0 = svld1_s8(p16, xq[b].qs);
       const svint8_t x1 = svld1_s8(p16, xq[b].qs + 16);
-      acc += f16_scale(blk) * xq[b].d * (float)dot_q4(blk, x0, x1, p16);
+      acc += f16_scale(blk) * xq[b].d * (float)dot_q4(blk, x0, x1, p16, q4_init(x0, x1));
     }
     y[r] = acc;
   }
