@@ -327,12 +327,17 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
   for (uint32_t c0 = 0; c0 < count; c0 += kChunk) {
     const uint32_t n = count - c0 < kChunk ? count - c0 : kChunk;
     const uint8_t *r0 = records + (size_t)c0 * rec;
-    // The records of a run are contiguous: the next chunk's bytes are
-    // requested before this chunk's keys are scored (the passes visit each
-    // record once per kv head, a stride the hardware prefetchers do not
-    // follow far enough ahead).
-    const char *next = c0 + kChunk < count ? reinterpret_cast<const char *>(r0 + (size_t)kChunk * rec) : nullptr;
-    const uint32_t n_next = next ? (count - c0 - kChunk < kChunk ? count - c0 - kChunk : kChunk) : 0;
+    // The records of a run are contiguous. A chunk's passes visit each of
+    // its records once per kv head (a stride the hardware prefetchers do
+    // not run ahead of), so the bytes are asked for in two stages, spread
+    // over the kv heads' passes: the chunk after the next into L2 while
+    // this one's keys are scored, the next one into L1 while its values
+    // are summed (after the last use of this chunk's keys).
+    const uint8_t *next = c0 + kChunk < count ? r0 + (size_t)kChunk * rec : nullptr;
+    const size_t next_bytes = next ? (size_t)(count - c0 - kChunk < kChunk ? count - c0 - kChunk : kChunk) * rec : 0;
+    const uint8_t *next2 = c0 + 2 * kChunk < count ? r0 + 2 * (size_t)kChunk * rec : nullptr;
+    const size_t next2_bytes =
+        next2 ? (size_t)(count - c0 - 2 * kChunk < kChunk ? count - c0 - 2 * kChunk : kChunk) * rec : 0;
     // Scores, kv head by kv head: rows[t] = record t's key row (unpacked).
     for (uint32_t r = 0; r < R; r++) {
       // Key rows of the chunk: in the records (8/16/32 bits) or unpacked.
@@ -344,8 +349,8 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
         rows = codes;
         rs = d;
       }
-      if (r == 0 && next)
-        for (size_t o = 0; o < (size_t)n_next * rec; o += 64) _mm_prefetch(next + o, _MM_HINT_T0);
+      for (size_t o = next2_bytes * r / R & ~(size_t)63; o < next2_bytes * (r + 1) / R; o += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(next2 + o), _MM_HINT_T1);
       if (kbits <= 8) chunk_scales(sc, st->scales, slots + c0, n, 2 * (size_t)R, r);
       for (uint32_t g = 0; g < G; g++) {
         const uint32_t h = r * G + g;
@@ -435,6 +440,8 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
         rows = codes;
         rs = d;
       }
+      for (size_t o = next_bytes * r / R & ~(size_t)63; o < next_bytes * (r + 1) / R; o += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(next + o), _MM_HINT_T0);
       if (vbits <= 8) chunk_scales(sc, st->scales, slots + c0, n, 2 * (size_t)R, (size_t)R + r);
       for (uint32_t g = 0; g < G; g++) {
         const uint32_t h = r * G + g;
