@@ -193,8 +193,15 @@ gb_status round(gb_session *s) {
     }
     s->sp_tok[++n] = cur;
   }
-  // 2. Verify the pending token and the n drafts in one pass.
-  GB_TRY(forward_verify(s, s->sp_tok, n + 1));
+  // 2. Verify the pending token and the n drafts in one pass (no drafts:
+  // the verifier's ordinary decode step, the same logits bit for bit).
+  if (n == 0) {
+    GB_TRY(forward(s, s->sp_tok[0], true));
+    memcpy(s->sp_logits, s->logits, (size_t)V * sizeof(float));
+    nan_guard(s->sp_logits, V);
+  } else {
+    GB_TRY(forward_verify(s, s->sp_tok, n + 1));
+  }
   s->sp_round_bytes += s->bytes_read;
   s->sp_round_weights += s->weights_read;
   // 3. Accept the longest agreeing prefix, then the verifier's own token.
