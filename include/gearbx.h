@@ -476,7 +476,10 @@ typedef struct gb_session_options {
                                   token, from the acceptance rate so far
                                   (per-position acceptance a: a round of k
                                   drafts yields 1 + a(1 - a^k)/(1 - a) tokens
-                                  for k draft passes and one verify pass).
+                                  for k draft passes and one verify pass);
+                                  k may be 0 (the verifier's own decode step)
+                                  when drafts do not pay, with a one-draft
+                                  probe every 16th such round.
                                   0: always spec_k. Default 1 (measured: fewer
                                   bytes per token on both shared models)     */
 } gb_session_options;
