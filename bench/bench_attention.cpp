@@ -10,8 +10,12 @@
 // Plus the allocators' cost per call: the seed's greedy heap re-plan of one
 // layer (alloc_seed) and the window policy's room-making per token
 // (alloc_window), on a pool of `context` tokens.
-// Prints a table (median of --reps timed calls after warm-up; ratios to f16)
-// and, with --json FILE, rows {context, head_dim, path, beta, us}.
+// Each attention path runs hot (the same records called again and again)
+// and cold (a buffer far larger than the LLC read before every call: the
+// records come from DRAM, as in decoding); --mode picks one.
+// Prints a table (median of --reps timed calls after warm-up; ratios to f16
+// of the same mode) and, with --json FILE, rows {context, head_dim, path,
+// mode, beta, us}.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +38,7 @@ struct Row {
   uint32_t context, head_dim;
   std::string path;
   double beta, us, bytes;
-  std::string mode; // "hot" / "cold"; empty for the allocator rows
+  std::string mode;  // "hot" / "cold"; empty for the allocator rows
 };
 
 // Cold calls: before each timed call, read a buffer far larger than the
@@ -46,8 +50,7 @@ struct Evict {
   volatile uint64_t sink = 0;
   void operator()() {
     uint64_t s = 0;
-    for (size_t i = 0; i < buf.size(); i += 8)
-      s += buf[i];
+    for (size_t i = 0; i < buf.size(); i += 8) s += buf[i];  // one word per 64-byte line
     sink = sink + s;
   }
 };
@@ -57,13 +60,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-template <class F> double time_us(F &&f, int reps, Evict *evict = nullptr) {
-  for (int i = 0; i < 3; i++)
-    f(); // warm-up
+template <class F>
+double time_us(F &&f, int reps, Evict *evict = nullptr) {
+  for (int i = 0; i < 3; i++) f();  // warm-up
   std::vector<double> t;
   for (int i = 0; i < reps; i++) {
-    if (evict)
-      (*evict)();
+    if (evict) (*evict)();
     const uint64_t t0 = gb_port_now_ns();
     f();
     t.push_back((gb_port_now_ns() - t0) / 1e3);
@@ -78,8 +80,7 @@ struct Bucket {
 };
 
 // Records of n tokens at bits b (slots base..base+n), scales into `scales`.
-Bucket make_bucket(uint32_t bits, uint32_t n, uint32_t R, uint32_t d,
-                   uint32_t slot0, std::vector<uint16_t> &scales,
+Bucket make_bucket(uint32_t bits, uint32_t n, uint32_t R, uint32_t d, uint32_t slot0, std::vector<uint16_t> &scales,
                    std::mt19937 &rng) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   Bucket b{bits, bits, n, {}, {}};
@@ -91,16 +92,14 @@ Bucket make_bucket(uint32_t bits, uint32_t n, uint32_t R, uint32_t d,
     uint8_t *p = b.rec.data() + (size_t)i * rb;
     for (uint32_t kv = 0; kv < 2; kv++)
       for (uint32_t r = 0; r < R; r++, p += d * bits / 8) {
-        for (auto &v : x)
-          v = nd(rng);
+        for (auto &v : x) v = nd(rng);
         if (bits == 16) {
           for (uint32_t j = 0; j < d; j++) {
             const uint16_t h = gb::f32_to_f16(x[j]);
             memcpy(p + 2 * j, &h, 2);
           }
         } else {
-          scales[(size_t)(slot0 + i) * 2 * R + kv * R + r] =
-              gb::kv_quantize_row(p, x.data(), d, bits);
+          scales[(size_t)(slot0 + i) * 2 * R + kv * R + r] = gb::kv_quantize_row(p, x.data(), d, bits);
         }
       }
   }
@@ -109,25 +108,20 @@ Bucket make_bucket(uint32_t bits, uint32_t n, uint32_t R, uint32_t d,
 
 struct Attn {
   uint32_t H, R, d, cap;
-  std::vector<float> q, q8_d, m, l, acc, scores, out, mass, wmass, head_w,
-      head_mean;
+  std::vector<float> q, q8_d, m, l, acc, scores, out, mass, wmass, head_w, head_mean;
   std::vector<int8_t> q8;
   gb_attn_state st;
-  Attn(uint32_t H_, uint32_t R_, uint32_t d_, uint32_t cap_, std::mt19937 &rng)
-      : H(H_), R(R_), d(d_), cap(cap_) {
+  Attn(uint32_t H_, uint32_t R_, uint32_t d_, uint32_t cap_, std::mt19937 &rng) : H(H_), R(R_), d(d_), cap(cap_) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     q.resize((size_t)H * d);
-    for (auto &v : q)
-      v = nd(rng);
+    for (auto &v : q) v = nd(rng);
     q8.resize(q.size());
     q8_d.resize(H);
     for (uint32_t h = 0; h < H; h++) {
       float amax = 0;
-      for (uint32_t j = 0; j < d; j++)
-        amax = std::max(amax, fabsf(q[h * d + j]));
+      for (uint32_t j = 0; j < d; j++) amax = std::max(amax, fabsf(q[h * d + j]));
       q8_d[h] = amax / 127.0f;
-      for (uint32_t j = 0; j < d; j++)
-        q8[h * d + j] = (int8_t)roundf(q[h * d + j] / q8_d[h]);
+      for (uint32_t j = 0; j < d; j++) q8[h * d + j] = (int8_t)roundf(q[h * d + j] / q8_d[h]);
     }
     m.resize(H);
     l.resize(H);
@@ -162,26 +156,21 @@ struct Attn {
 // Tokens per level for a pool of beta x the fp16 bytes (scales included):
 // the highest uniform level that fits, the rest of the bytes lifting tokens
 // to the next level.
-void level_mix(double beta, uint32_t n, uint32_t d, uint32_t *lo_bits,
-               uint32_t *n_lo, uint32_t *hi_bits, uint32_t *n_hi) {
+void level_mix(double beta, uint32_t n, uint32_t d, uint32_t *lo_bits, uint32_t *n_lo, uint32_t *hi_bits, uint32_t *n_hi) {
   const uint32_t bits[] = {2, 3, 4, 8};
-  const double budget = beta * 16.0 * n,
-               scale = 16.0 / d; // bits per element, all tokens
+  const double budget = beta * 16.0 * n, scale = 16.0 / d;  // bits per element, all tokens
   int lo = 0;
   for (int i = 0; i < 4; i++)
-    if ((bits[i] + scale) * n <= budget)
-      lo = i;
+    if ((bits[i] + scale) * n <= budget) lo = i;
   *lo_bits = bits[lo];
   *hi_bits = bits[lo < 3 ? lo + 1 : 3];
   const double extra = budget - (bits[lo] + scale) * n;
-  uint32_t up =
-      lo < 3 ? (uint32_t)std::min<double>(n, extra / (bits[lo + 1] - bits[lo]))
-             : 0;
+  uint32_t up = lo < 3 ? (uint32_t)std::min<double>(n, extra / (bits[lo + 1] - bits[lo])) : 0;
   *n_hi = up;
   *n_lo = n - up;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv) {
   const char *json = nullptr;
@@ -195,55 +184,35 @@ int main(int argc, char **argv) {
   size_t evict_mib = 256;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (!strcmp(o, "--json") && v)
-      json = argv[++i];
-    else if (!strcmp(o, "--heads") && v)
-      H = (uint32_t)atoi(argv[++i]);
-    else if (!strcmp(o, "--kv-heads") && v)
-      R = (uint32_t)atoi(argv[++i]);
-    else if (!strcmp(o, "--reps") && v)
-      reps = atoi(argv[++i]);
-    else if (!strcmp(o, "--generic"))
-      generic = true;
+    if (!strcmp(o, "--json") && v) json = argv[++i];
+    else if (!strcmp(o, "--heads") && v) H = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(o, "--kv-heads") && v) R = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(o, "--reps") && v) reps = atoi(argv[++i]);
+    else if (!strcmp(o, "--generic")) generic = true;
     else if (!strcmp(o, "--mode") && v) {
       const std::string m = argv[++i];
-      if (m == "hot" || m == "cold")
-        modes = {m};
-      else if (m != "both")
-        return fprintf(stderr, "--mode: hot, cold or both\n"), 1;
-    } else if (!strcmp(o, "--evict-mib") && v)
-      evict_mib = (size_t)atoi(argv[++i]);
+      if (m == "hot" || m == "cold") modes = {m};
+      else if (m != "both") return fprintf(stderr, "--mode: hot, cold or both\n"), 1;
+    } else if (!strcmp(o, "--evict-mib") && v) evict_mib = (size_t)atoi(argv[++i]);
     else if (!strcmp(o, "--max-context") && v) {
       const uint32_t mx = (uint32_t)atoi(argv[++i]);
-      contexts.erase(std::remove_if(contexts.begin(), contexts.end(),
-                                    [mx](uint32_t c) { return c > mx; }),
-                     contexts.end());
+      contexts.erase(std::remove_if(contexts.begin(), contexts.end(), [mx](uint32_t c) { return c > mx; }), contexts.end());
     } else {
       fprintf(stderr,
-              "usage: gearbx-bench-attention [--json FILE] [--heads H] "
-              "[--kv-heads R] [--reps N] [--max-context N] [--generic]\n"
-              "                              [--mode hot|cold|both] "
-              "[--evict-mib M]\n");
+              "usage: gearbx-bench-attention [--json FILE] [--heads H] [--kv-heads R] [--reps N] [--max-context N] [--generic]\n"
+              "                              [--mode hot|cold|both] [--evict-mib M]\n");
       return 1;
     }
   }
-  if (R == 0 || H % R != 0 || H > 64)
-    return fprintf(stderr,
-                   "heads must be a multiple of kv-heads, at most 64\n"),
-           1;
+  if (R == 0 || H % R != 0 || H > 64) return fprintf(stderr, "heads must be a multiple of kv-heads, at most 64\n"), 1;
   gb_kernels k;
-  gb_kernels_select(&k, generic ? (uint32_t)GB_ISA_GENERIC
-                                : gb_port_cpu_features());
-  printf("gearbx-bench-attention: %u query heads, %u kv heads, kernel %s; "
-         "median of %d calls (us), one layer, one query\n",
-         H, R, k.attn_name, reps);
-  printf("hot: the same layer's records called again and again (cache-resident "
-         "while they fit); cold: a %zu MiB\n"
-         "buffer read before every timed call, so the records come from DRAM "
-         "as in a decode step\n",
-         evict_mib);
-  printf("%8s %5s %-5s %-12s %5s %10s %9s %8s %8s\n", "context", "hd", "mode",
-         "path", "beta", "us", "MB read", "GB/s", "vs f16");
+  gb_kernels_select(&k, generic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
+  printf("gearbx-bench-attention: %u query heads, %u kv heads, kernel %s; median of %d calls (us), one layer, one query\n", H, R,
+         k.attn_name, reps);
+  printf("hot: the same layer's records called again and again (cache-resident while they fit); cold: a %zu MiB\n"
+         "buffer read before every timed call, so the records come from DRAM as in a decode step\n", evict_mib);
+  printf("%8s %5s %-5s %-12s %5s %10s %9s %8s %8s\n", "context", "hd", "mode", "path", "beta", "us", "MB read", "GB/s",
+         "vs f16");
   Evict evict;
   evict.buf.assign(evict_mib * 1024 * 1024 / 8, 1);
   std::vector<Row> rows;
@@ -252,9 +221,8 @@ int main(int argc, char **argv) {
     for (uint32_t n : contexts) {
       std::vector<uint16_t> scales((size_t)n * 2 * R);
       Attn a(H, R, d, n, rng);
-      // f16
+      // f16, and the level mix of each beta
       Bucket f = make_bucket(16, n, R, d, 0, scales, rng);
-      std::vector<float> deq((size_t)n * 2 * R * d);
       struct Mix {
         uint32_t lb, nl, hb, nh;
         Bucket b1, b2;
@@ -267,57 +235,42 @@ int main(int argc, char **argv) {
         x.b2 = make_bucket(x.hb, x.nh, R, d, x.nl, scales, rng);
         mixes.push_back(std::move(x));
       }
+      std::vector<float> deq((size_t)n * 2 * R * d);
       for (const std::string &mode : modes) {
         Evict *ev = mode == "cold" ? &evict : nullptr;
         const double us16 = time_us(
             [&] {
               a.begin(scales.data());
               k.attn_run(&a.st, f.rec.data(), f.slots.data(), n, 16, 16, 0);
-              k.attn_finish(&a.st, n, a.head_w.data(), a.out.data(), nullptr,
-                            nullptr, nullptr);
+              k.attn_finish(&a.st, n, a.head_w.data(), a.out.data(), nullptr, nullptr, nullptr);
             },
             reps, ev);
         rows.push_back({n, d, "f16", 1.0, us16, (double)f.rec.size(), mode});
         for (size_t bi = 0; bi < betas.size(); bi++) {
-          const double beta = betas[bi];
-          const uint32_t lb = mixes[bi].lb, nl = mixes[bi].nl,
-                         hb = mixes[bi].hb, nh = mixes[bi].nh;
-          const Bucket &b1 = mixes[bi].b1, &b2 = mixes[bi].b2;
-          const double bytes =
-              (double)b1.rec.size() + b2.rec.size() + 4.0 * R * n;
+          const Mix &x = mixes[bi];
+          const double bytes = (double)x.b1.rec.size() + x.b2.rec.size() + 4.0 * R * n;
           const double usf = time_us(
               [&] {
                 a.begin(scales.data());
-                if (nl)
-                  k.attn_run(&a.st, b1.rec.data(), b1.slots.data(), nl, lb, lb,
-                             0);
-                if (nh)
-                  k.attn_run(&a.st, b2.rec.data(), b2.slots.data(), nh, hb, hb,
-                             nl);
-                k.attn_finish(&a.st, n, a.head_w.data(), a.out.data(),
-                              a.mass.data(), a.wmass.data(),
+                if (x.nl) k.attn_run(&a.st, x.b1.rec.data(), x.b1.slots.data(), x.nl, x.lb, x.lb, 0);
+                if (x.nh) k.attn_run(&a.st, x.b2.rec.data(), x.b2.slots.data(), x.nh, x.hb, x.hb, x.nl);
+                k.attn_finish(&a.st, n, a.head_w.data(), a.out.data(), a.mass.data(), a.wmass.data(),
                               a.head_mean.data());
               },
               reps, ev);
-          rows.push_back({n, d, "fused", beta, usf, bytes, mode});
+          rows.push_back({n, d, "fused", betas[bi], usf, bytes, mode});
           const double usd = time_us(
               [&] {
-                if (nl)
-                  k.kv_dequant(deq.data(), b1.rec.data(), b1.slots.data(),
-                               scales.data(), nl, R, d, lb, lb);
-                if (nh)
-                  k.kv_dequant(deq.data() + (size_t)nl * 2 * R * d,
-                               b2.rec.data(), b2.slots.data(), scales.data(),
-                               nh, R, d, hb, hb);
+                if (x.nl) k.kv_dequant(deq.data(), x.b1.rec.data(), x.b1.slots.data(), scales.data(), x.nl, R, d, x.lb, x.lb);
+                if (x.nh)
+                  k.kv_dequant(deq.data() + (size_t)x.nl * 2 * R * d, x.b2.rec.data(), x.b2.slots.data(), scales.data(),
+                               x.nh, R, d, x.hb, x.hb);
                 a.begin(scales.data());
-                k.attn_run(&a.st, reinterpret_cast<const uint8_t *>(deq.data()),
-                           f.slots.data(), n, 32, 32, 0);
-                k.attn_finish(&a.st, n, a.head_w.data(), a.out.data(), nullptr,
-                              nullptr, nullptr);
+                k.attn_run(&a.st, reinterpret_cast<const uint8_t *>(deq.data()), f.slots.data(), n, 32, 32, 0);
+                k.attn_finish(&a.st, n, a.head_w.data(), a.out.data(), nullptr, nullptr, nullptr);
               },
               reps, ev);
-          rows.push_back(
-              {n, d, "dequant", beta, usd, bytes + 2.0 * deq.size() * 4, mode});
+          rows.push_back({n, d, "dequant", betas[bi], usd, bytes + 2.0 * deq.size() * 4, mode});
         }
       }
     }
@@ -337,12 +290,11 @@ int main(int argc, char **argv) {
         o.n_ctx = n;
         o.kv.policy = (gb_kv_policy)pol;
         o.kv.beta = 0.4f;
-        o.kv.rank_intervals = 0; // every token may move: the heap's worst case
+        o.kv.rank_intervals = 0;  // every token may move: the heap's worst case
         gb::Logger log;
         log.level = GB_LOG_ERROR;
         gb::KvPlan plan;
-        if (gb::kv_plan(c, o, log, &plan) != GB_OK)
-          continue;
+        if (gb::kv_plan(c, o, log, &plan) != GB_OK) continue;
         gb::Arena counter;
         gb::KvPool kv;
         gb::kv_carve(&kv, counter, c, o, plan);
@@ -355,61 +307,47 @@ int main(int argc, char **argv) {
         std::vector<double> per_token;
         for (uint32_t t = 0; t + 1 < n && t + 1 < plan.max_tokens; t++) {
           const uint64_t t0 = gb_port_now_ns();
-          if (gb::kv_begin(&kv, k, t, log) != GB_OK)
-            break;
+          if (gb::kv_begin(&kv, k, t, log) != GB_OK) break;
           per_token.push_back((gb_port_now_ns() - t0) / 1e3);
-          for (auto &v : key)
-            v = nd(rng);
-          for (auto &v : val)
-            v = nd(rng);
+          for (auto &v : key) v = nd(rng);
+          for (auto &v : val) v = nd(rng);
           gb::kv_store(&kv, 0, key.data(), val.data());
           for (uint32_t i = 0; i < kv.plan.cap; i++)
-            if (kv.layers[0].level[i] != gb::kLvNone)
-              kv.layers[0].ema[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
+            if (kv.layers[0].level[i] != gb::kLvNone) kv.layers[0].ema[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
           gb::kv_end(&kv);
         }
         double us;
         if (pol == GB_KV_SEED) {
           us = time_us([&] { gb::kv_seed_realloc(&kv, k, 0, 1); }, reps);
         } else {
-          std::vector<double> tail(per_token.end() -
-                                       std::min<size_t>(per_token.size(), 64),
-                                   per_token.end());
-          us = median(tail); // room-making of the last tokens (pool full)
+          std::vector<double> tail(per_token.end() - std::min<size_t>(per_token.size(), 64), per_token.end());
+          us = median(tail);  // room-making of the last tokens (pool full)
         }
-        rows.push_back({n, d, pol == GB_KV_SEED ? "alloc_seed" : "alloc_window",
-                        0.4, us, 0.0, ""});
+        rows.push_back({n, d, pol == GB_KV_SEED ? "alloc_seed" : "alloc_window", 0.4, us, 0.0, ""});
         free(mem);
       }
     }
   for (const Row &r : rows) {
     double f16 = 0;
     for (const Row &x : rows)
-      if (x.context == r.context && x.head_dim == r.head_dim &&
-          x.path == "f16" && x.mode == r.mode)
-        f16 = x.us;
-    const bool attn =
-        r.path == "fused" || r.path == "f16" || r.path == "dequant";
-    printf("%8u %5u %-5s %-12s %5.2f %10.2f %9.3f %8.2f %8s\n", r.context,
-           r.head_dim, r.mode.empty() ? "-" : r.mode.c_str(), r.path.c_str(),
-           r.beta, r.us, r.bytes / 1e6,
-           attn && r.us > 0 ? r.bytes / r.us / 1e3 : 0.0,
-           attn ? (std::to_string(f16 / r.us).substr(0, 5) + "x").c_str()
-                : "-");
+      if (x.context == r.context && x.head_dim == r.head_dim && x.path == "f16" && x.mode == r.mode) f16 = x.us;
+    const bool attn = r.path == "fused" || r.path == "f16" || r.path == "dequant";
+    printf("%8u %5u %-5s %-12s %5.2f %10.2f %9.3f %8.2f %8s\n", r.context, r.head_dim,
+           r.mode.empty() ? "-" : r.mode.c_str(), r.path.c_str(), r.beta, r.us,
+           r.bytes / 1e6, attn && r.us > 0 ? r.bytes / r.us / 1e3 : 0.0,
+           attn ? (std::to_string(f16 / r.us).substr(0, 5) + "x").c_str() : "-");
   }
   if (json) {
     FILE *f = fopen(json, "w");
-    if (!f)
-      return fprintf(stderr, "cannot write %s\n", json), 1;
+    if (!f) return fprintf(stderr, "cannot write %s\n", json), 1;
     fprintf(f, "[\n");
     for (size_t i = 0; i < rows.size(); i++)
       fprintf(f,
-              "  {\"context\": %u, \"head_dim\": %u, \"path\": \"%s\", "
-              "\"mode\": \"%s\", \"beta\": %.3f, \"us\": %.3f, \"bytes\": "
-              "%.0f, \"kernel\": \"%s\"}%s\n",
-              rows[i].context, rows[i].head_dim, rows[i].path.c_str(),
-              rows[i].mode.c_str(), rows[i].beta, rows[i].us, rows[i].bytes,
-              k.attn_name, i + 1 < rows.size() ? "," : "");
+              "  {\"context\": %u, \"head_dim\": %u, \"path\": \"%s\", \"mode\": \"%s\", \"beta\": %.3f, \"us\": %.3f, "
+              "\"bytes\": %.0f, \"kernel\": \"%s\"}%s\n",
+              rows[i].context, rows[i].head_dim, rows[i].path.c_str(), rows[i].mode.c_str(), rows[i].beta, rows[i].us,
+              rows[i].bytes, k.attn_name,
+              i + 1 < rows.size() ? "," : "");
     fprintf(f, "]\n");
     fclose(f);
   }

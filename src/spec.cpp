@@ -86,15 +86,17 @@ gb_status forward_verify(gb_session *s, const int32_t *tok, uint32_t m) {
   return GB_OK;
 }
 
-// One draft forward pass: token at position s->dpos on the draft tier and
-// pool; logits in s->logits when asked.
-gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
+// Runs pass() on the draft tier and pool, at the draft's position dpos
+// (which the pass advances), then restores the verifier's tier, pool and
+// position; the weights the pass read count for the round.
+template <class Pass>
+gb_status on_draft(gb_session *s, Pass &&pass) {
   const uint32_t vpos = s->pos;
   const gb_gear vgear = s->gear;
   std::swap(s->kv, s->dkv);
   set_gear(s, s->opt.spec_draft_gear);
   s->pos = s->dpos;
-  const gb_status st = forward(s, token, want_logits);
+  const gb_status st = pass();
   s->dpos = s->pos;
   s->pos = vpos;
   set_gear(s, vgear);
@@ -102,6 +104,12 @@ gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
   s->sp_round_bytes += s->bytes_read;
   s->sp_round_weights += s->weights_read;
   return st;
+}
+
+// One draft forward pass: token at position s->dpos on the draft tier and
+// pool; logits in s->logits when asked.
+gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
+  return on_draft(s, [&] { return forward(s, token, want_logits); });
 }
 
 // The draft length minimizing expected weight bytes per token when each
@@ -140,20 +148,8 @@ gb_status draft_catch_up(gb_session *s, uint32_t to) {
       GB_TRY(draft_forward(s, s->hist[s->dpos], false));
       continue;
     }
-    const uint32_t vpos = s->pos;
-    const gb_gear vgear = s->gear;
-    std::swap(s->kv, s->dkv);
-    set_gear(s, s->opt.spec_draft_gear);
-    s->pos = s->dpos;
     const BatchBuffers b{s->sp_x, s->sp_xb, s->sp_xb2, s->sp_hb, s->sp_hb2, s->sp_q, s->sp_k, s->sp_v, nullptr};
-    const gb_status st = forward_rows(s, s->hist + s->dpos, m, b, matmul_m);
-    if (st == GB_OK) s->dpos = s->pos;
-    s->pos = vpos;
-    set_gear(s, vgear);
-    std::swap(s->kv, s->dkv);
-    s->sp_round_bytes += s->bytes_read;
-    s->sp_round_weights += s->weights_read;
-    GB_TRY(st);
+    GB_TRY(on_draft(s, [&] { return forward_rows(s, s->hist + s->pos, m, b, matmul_m); }));
   }
   return GB_OK;
 }

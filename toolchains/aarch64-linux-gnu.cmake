@@ -19,16 +19,14 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # flags in arch/ and are chosen at run time.
 set(CMAKE_C_FLAGS_INIT "-march=armv8-a")
 set(CMAKE_CXX_FLAGS_INIT "-march=armv8-a")
-# Debian 12's qemu-user (7.2) hangs in pthread_create on this CI's host
-# kernel (even a two-line program does). So under the emulator:
-# OPENBLAS_NUM_THREADS=1 keeps OpenBLAS from starting its thread server when
-# it loads (gearbx runs it single-threaded anyway), and GB_TEST_NO_THREADS=1
-# makes the tests that start worker threads skip or run single-threaded.
-# GEARBX_STATIC_EXES=ON links the executables (tests, tools) statically:
-# Debian 12's qemu-aarch64 (7.2) hangs in pthread_create of dynamically
-# linked programs but runs statically linked ones, so only then can the tests
-# start threads under the emulator (the worker pool, two-thread runs).
-# (The option itself is in the top CMakeLists.txt.)
+# Tests run under qemu-user. Debian 12's qemu-aarch64 (7.2) hangs in
+# pthread_create of dynamically linked programs (even a two-line one) but
+# runs statically linked ones: with GEARBX_STATIC_EXES=ON (the option is in
+# the top CMakeLists.txt; tests/run.sh sets it) the executables are linked
+# statically and the thread tests run; without it, GB_TEST_NO_THREADS=1
+# makes them skip or run single-threaded. OPENBLAS_NUM_THREADS=1 keeps
+# OpenBLAS from starting its thread server when it loads (gearbx runs it
+# single-threaded anyway).
 if(GEARBX_STATIC_EXES)
   set(CMAKE_CROSSCOMPILING_EMULATOR env;OPENBLAS_NUM_THREADS=1;qemu-aarch64)
 else()

@@ -1,13 +1,14 @@
 // AVX2 + FMA + F16C fused attention over packed KV records (layouts in
 // kernels.h), chunk by chunk (32 records):
-//  - scores: per kv head, the chunk's key rows are unpacked once into bytes
-//    (nibble / bit-pair / bit planes are contiguous quarters or halves of the
-//    row, so one shift and mask per plane) in an L1 buffer; every query head
-//    of the group dots eight rows at a time (vpmaddubsw: unsigned codes x
-//    int8 query, 8-bit keys by the sign trick) into exact int32 sums, one
-//    horizontal reduction per eight rows, then scaled exactly as the generic
-//    kernel does (vector multiplies in the same order), so scores are
-//    bit-identical to generic;
+//  - scores: per kv head, every query head of the group dots the chunk's
+//    key rows eight at a time (vpmaddubsw: unsigned codes x int8 query,
+//    8-bit keys by the sign trick) into exact int32 sums, one horizontal
+//    reduction per eight rows, then scaled exactly as the generic kernel
+//    does (vector multiplies in the same order), so scores are bit-identical
+//    to generic. 8-bit, 4-bit (head_dim % 64 == 0) and f16 / f32 keys are
+//    read in place; 2/3-bit rows (and other 4-bit ones) are unpacked once
+//    into an L1 buffer (planes are contiguous quarters or halves of the row:
+//    one shift and mask per plane);
 //  - softmax: running max per head, weights from a vector exp;
 //  - values: per kv head, quantized rows unpacked once to int8 (code -
 //    offset); each head of the group keeps its output row in registers for
@@ -302,8 +303,7 @@ inline void accumulate_row(float *acc, const uint8_t *rows, size_t rs, const flo
 
 // The chunk's work in three passes: scores (eight records per reduction),
 // softmax weights, values (each head's accumulators stay in registers for
-// the whole chunk). Packed rows are unpacked once per chunk into a buffer
-// that stays in L1.
+// the whole chunk).
 extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count,
                                   uint32_t kbits, uint32_t vbits, uint32_t base) {
   const uint32_t H = st->n_heads, R = st->n_kv_heads, d = st->head_dim, G = H / R;
@@ -318,6 +318,7 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
   alignas(32) float p[64 * kChunk];         // (H, chunk) softmax weights (x the value scale)
   alignas(32) float sc[kChunk];             // the chunk's scales of one row
   int32_t qsum[64];  // off x sum(q8) per head
+  const bool q4_in_place = kbits == 4 && d % 64 == 0;  // 4-bit keys dotted without unpacking
   if (kbits < 8)
     for (uint32_t h = 0; h < H; h++) {
       int32_t s = 0;
@@ -333,17 +334,17 @@ extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, con
     // over the kv heads' passes: the chunk after the next into L2 while
     // this one's keys are scored, the next one into L1 while its values
     // are summed (after the last use of this chunk's keys).
-    const uint8_t *next = c0 + kChunk < count ? r0 + (size_t)kChunk * rec : nullptr;
-    const size_t next_bytes = next ? (size_t)(count - c0 - kChunk < kChunk ? count - c0 - kChunk : kChunk) * rec : 0;
-    const uint8_t *next2 = c0 + 2 * kChunk < count ? r0 + 2 * (size_t)kChunk * rec : nullptr;
-    const size_t next2_bytes =
-        next2 ? (size_t)(count - c0 - 2 * kChunk < kChunk ? count - c0 - 2 * kChunk : kChunk) * rec : 0;
-    // Scores, kv head by kv head: rows[t] = record t's key row (unpacked).
+    const auto chunk_bytes = [&](uint32_t c) -> size_t {  // bytes of the chunk starting at record c
+      return c < count ? (size_t)(count - c < kChunk ? count - c : kChunk) * rec : 0;
+    };
+    const size_t next_bytes = chunk_bytes(c0 + kChunk), next2_bytes = chunk_bytes(c0 + 2 * kChunk);
+    const uint8_t *next = next_bytes ? r0 + (size_t)kChunk * rec : nullptr;
+    const uint8_t *next2 = next2_bytes ? r0 + 2 * (size_t)kChunk * rec : nullptr;
+    // Scores, kv head by kv head. Key rows t of the chunk at rows + t * rs:
+    // in the records, or unpacked into `codes`.
     for (uint32_t r = 0; r < R; r++) {
-      // Key rows of the chunk: in the records (8/16/32 bits) or unpacked.
       const uint8_t *rows = r0 + (size_t)r * krow;
       size_t rs = rec;
-      const bool q4_in_place = kbits == 4 && d % 64 == 0;
       if (kbits < 8 && !q4_in_place) {
         for (uint32_t t = 0; t < n; t++) unpack_codes(codes + (size_t)t * d, rows + t * rec, d, kbits);
         rows = codes;
