@@ -5,14 +5,15 @@
 
 namespace {
 constexpr int fmt_index(const char *f) {
-  return f[0] == 'f' ? (f[1] == '3' ? GB_FMT_F32 : GB_FMT_F16) : (f[1] == '8' ? GB_FMT_Q8 : GB_FMT_Q4);
+  return f[0] == 'f' ? (f[1] == '3' ? GB_FMT_F32 : GB_FMT_F16)
+                     : (f[1] == '8' ? GB_FMT_Q8 : (f[2] == 'r' ? GB_FMT_Q4R16 : GB_FMT_Q4));
 }
 }  // namespace
 
 extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
   memset(k, 0, sizeof(*k));
   const uint32_t avail = isa_available | GB_ISA_GENERIC;
-  const char *gemv_isa[GB_FMT_COUNT] = {nullptr, nullptr, nullptr, nullptr};  // folder of each chosen gemv
+  const char *gemv_isa[GB_FMT_COUNT] = {};  // folder of each chosen gemv
   // Pass 1: the last available entry of each slot wins.
 #define GB_GEMV(fmt, isa, req)                          \
   if (((req) & avail) == (req)) {                       \
@@ -24,7 +25,7 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
 #define GB_GEMVM(fmt, isa, req)
 #define GB_ROW(fmt, isa, req)                                                            \
   if (((req) & avail) == (req)) {                                                        \
-    k->row_to_f32[fmt_index(#fmt)] = gb_##fmt##_row_to_f32__##isa;                       \
+    k->rows_to_f32[fmt_index(#fmt)] = gb_##fmt##_rows_to_f32__##isa;                     \
     k->isa_mask |= (req);                                                                \
   }
 #define GB_QUANT_ACT(isa, req)                \

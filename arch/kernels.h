@@ -11,6 +11,14 @@
  *   q4 row: ceil(cols/32) blocks {u16 d; u8 qs[16]}            (18 bytes),
  *           weight j = d*((qs[j]&15)-8), weight j+16 = d*((qs[j]>>4)-8).
  * Block rows are padded with zero weights past cols.
+ * q4r16 (kLayoutRows16, the q4 blocks of 16 rows interleaved; rows % 16 == 0):
+ *   group g = rows 16g..16g+15 starts at byte g * nb * 288 (nb = ceil(cols/32));
+ *   block b of the group, at +b*288: u16 d[16] (row 16g+i's scale), then for
+ *   k = 0..3 and i = 0..15 the four bytes qs[4k..4k+3] of row 16g+i's block
+ *   (same nibble meaning as q4). So one 16-byte vector holds one 4-byte slice
+ *   of four rows and one 64-byte vector the slice of all sixteen: an integer
+ *   dot product lane (sdot by element, vpdpbusd with a broadcast) gathers one
+ *   row's whole block, with no horizontal sums.
  */
 #ifndef GEARBX_ARCH_KERNELS_H
 #define GEARBX_ARCH_KERNELS_H
@@ -27,6 +35,7 @@ extern "C" {
  * the vector are zero-padded. */
 typedef struct gb_q8x_block {
   float d;
+  int32_t sum;  /* sum of qs (offset formats: sum (u - 8) x = sum u x - 8 sum) */
   int8_t qs[32];
 } gb_q8x_block;
 
@@ -40,7 +49,9 @@ typedef struct gb_q8x_block {
  * row_begin. Splitting a matrix between threads at multiples of it gives
  * every row the same grouping as one call over the whole matrix, so results
  * do not depend on the split. */
-#define GB_GEMV_ROW_TILE 4
+#define GB_GEMV_ROW_TILE 16
+/* Every kernel's own row grouping divides GB_GEMV_ROW_TILE; q4r16 kernels
+ * take row ranges whose ends are multiples of 16 (whole groups). */
 
 typedef void (*gb_gemv_fn)(float *y, const uint8_t *W, const float *x, const gb_q8x_block *xq,
                            size_t row_begin, size_t row_end, size_t cols);
@@ -67,9 +78,10 @@ typedef void (*gb_gemvm_fn)(float *Y, size_t ldy, const uint8_t *W, const float 
 /* Quantize n floats into ceil(n/32) activation blocks. */
 typedef void (*gb_quantize_act_fn)(gb_q8x_block *out, const float *x, size_t n);
 
-/* Expand one stored row of cols weights to f32 (embedding lookup, prefill
- * panels). */
-typedef void (*gb_row_to_f32_fn)(float *out, const uint8_t *row, size_t cols);
+/* Expand rows [row_begin, row_end) of the matrix at W (row 0) to f32:
+ * out is (row_end - row_begin) x cols (embedding lookup, prefill panels).
+ * Any row range, whatever the layout. */
+typedef void (*gb_rows_to_f32_fn)(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols);
 
 /* ---- Fused attention over the KV pool (src/kv.h) ------------------------
  * A run is `count` consecutive records of one precision level. A record is
@@ -162,14 +174,16 @@ void gb_gemm_blas_single_threaded(void);
 enum {
   GB_ISA_GENERIC = 1u << 0,
   GB_ISA_AVX2 = 1u << 1,    /* AVX2 + FMA + F16C */
+  GB_ISA_AVX512 = 1u << 2,  /* AVX-512 F, BW, VL and VNNI (with AVX2 + FMA + F16C) */
   GB_ISA_NEON = 1u << 8,    /* ARMv8-A Advanced SIMD (+fp16 conversions) */
   GB_ISA_DOTPROD = 1u << 9, /* ARMv8.2-A sdot */
   GB_ISA_I8MM = 1u << 10,   /* ARMv8.6-A smmla */
   GB_ISA_SVE = 1u << 11     /* SVE, any vector length */
 };
 
-/* Weight formats, indexes of the tables below (= gb::WeightFormat). */
-enum { GB_FMT_F32 = 0, GB_FMT_F16 = 1, GB_FMT_Q8 = 2, GB_FMT_Q4 = 3, GB_FMT_COUNT = 4 };
+/* Weight formats, indexes of the tables below (= gb::WeightFormat; q4r16 is
+ * q4 in layout kLayoutRows16, an index of these tables only). */
+enum { GB_FMT_F32 = 0, GB_FMT_F16 = 1, GB_FMT_Q8 = 2, GB_FMT_Q4 = 3, GB_FMT_Q4R16 = 4, GB_FMT_COUNT = 5 };
 
 typedef struct gb_kernels {
   const char *name[GB_FMT_COUNT];  /* name of the gemv chosen per format   */
@@ -177,7 +191,7 @@ typedef struct gb_kernels {
   uint32_t isa_mask;               /* every ISA a chosen kernel uses       */
   gb_gemv_fn gemv[GB_FMT_COUNT];
   gb_gemvm_fn gemvm[GB_FMT_COUNT]; /* NULL where gemv's folder has none    */
-  gb_row_to_f32_fn row_to_f32[GB_FMT_COUNT];
+  gb_rows_to_f32_fn rows_to_f32[GB_FMT_COUNT];
   gb_quantize_act_fn quantize_act;
   gb_attn_run_fn attn_run;         /* fused attention over packed records */
   gb_attn_finish_fn attn_finish;
@@ -194,7 +208,8 @@ typedef struct gb_kernels {
   void gb_##fmt##_gemvm__##isa(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,     \
                                const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
                                size_t row_end, size_t cols);
-#define GB_ROW(fmt, isa, req) void gb_##fmt##_row_to_f32__##isa(float *out, const uint8_t *row, size_t cols);
+#define GB_ROW(fmt, isa, req) \
+  void gb_##fmt##_rows_to_f32__##isa(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols);
 #define GB_QUANT_ACT(isa, req) void gb_q8x_quantize__##isa(gb_q8x_block *out, const float *x, size_t n);
 #define GB_ATTN(isa, req)                                                                                  \
   void gb_attn_run__##isa(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count, \

@@ -77,7 +77,7 @@ enum TokenType : uint8_t {
 // +0 u32 n_tensors  +4 u32 entry_bytes (= kTensorEntryBytes)  +8 u64 reserved 0
 // +16 entries:
 //   +0 u32 kind (TensorKind)  +4 u32 layer  +8 u32 tier (gb_gear, or kTierCommon)
-//   +12 u32 format (WeightFormat)  +16 u32 layout (kLayoutRowMajor)
+//   +12 u32 format (WeightFormat)  +16 u32 layout (WeightLayout)
 //   +20 u32 rows  +24 u32 cols  +28 u32 section (index into the section table)
 //   +32 u64 offset within the section (64-aligned)  +40 u64 nbytes
 //   +48 u8[16] reserved 0
@@ -101,7 +101,15 @@ enum TensorKind : uint32_t {
   kTensorKindMax = 12,
 };
 enum WeightFormat : uint32_t { kFmtF32 = 0, kFmtF16 = 1, kFmtQ8 = 2, kFmtQ4 = 3, kFmtCount = 4 };
-enum WeightLayout : uint32_t { kLayoutRowMajor = 0 };
+// Layouts: row-major (any format), or kLayoutRows16 = q4 blocks of 16 rows
+// interleaved (tier matrices only, rows % 16 == 0; arch/kernels.h and
+// docs/FORMAT.md give the byte order). Same bytes per matrix as row-major.
+enum WeightLayout : uint32_t { kLayoutRowMajor = 0, kLayoutRows16 = 1, kLayoutCount = 2 };
+// In memory only (TensorRef::format, the kernel tables' index): q4 stored in
+// kLayoutRows16. Never written to a file's format field.
+constexpr uint32_t kFmtQ4R16 = 4;
+constexpr uint32_t kRows16 = 16;
+inline bool is_block_format(uint32_t fmt) { return fmt == kFmtQ8 || fmt == kFmtQ4 || fmt == kFmtQ4R16; }
 
 // Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).
 // q4 block: u16 fp16 scale d, u8 qs[16]; weight j (0..15) = d * ((qs[j] & 15) - 8),
@@ -117,7 +125,8 @@ inline uint64_t row_bytes(uint32_t fmt, uint64_t cols) {
     case kFmtF32: return cols * 4;
     case kFmtF16: return cols * 2;
     case kFmtQ8: return (cols + kBlock - 1) / kBlock * kQ8BlockBytes;
-    case kFmtQ4: return (cols + kBlock - 1) / kBlock * kQ4BlockBytes;
+    case kFmtQ4:
+    case kFmtQ4R16: return (cols + kBlock - 1) / kBlock * kQ4BlockBytes;
     default: return 0;
   }
 }

@@ -70,7 +70,7 @@ namespace {
 // y = W x on W's format. Block formats first quantize x into s->xq.
 void matmul(gb_session *s, float *y, const float *x, const TensorRef &w) {
   const gb_q8x_block *xq = nullptr;
-  if (w.format == kFmtQ8 || w.format == kFmtQ4) {
+  if (is_block_format(w.format)) {
     s->k.quantize_act(s->xq, x, w.cols);
     xq = s->xq;
   }
@@ -253,8 +253,7 @@ gb_status forward(gb_session *s, int32_t token, bool want_logits) {
   s->weights_read = 0;
 
   // Embedding row (any stored format).
-  const uint64_t erow = row_bytes(m->embd.format, dim);
-  s->k.row_to_f32[m->embd.format](s->x, m->embd.data + (uint64_t)token * erow, dim);
+  s->k.rows_to_f32[m->embd.format](s->x, m->embd.data, token, (size_t)token + 1, dim);
 
   for (uint32_t l = 0; l < c.n_layers; l++) {
     const TensorRef *W = s->mats + (size_t)l * kMatsPerLayer;

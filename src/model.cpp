@@ -200,7 +200,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     GB_RETURN_IF(kind == 0 || kind > kTensorKindMax, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u", i, kind);
     const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
-    GB_RETURN_IF(layout != kLayoutRowMajor, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
+    GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
     GB_RETURN_IF(fmt >= kFmtCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported", i, fmt);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
@@ -215,6 +215,11 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
       GB_RETURN_IF(fmt != kTierFormat[tier], log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not the format of tier %u", i,
                    fmt, tier);
     }
+    if (layout == kLayoutRows16) {
+      GB_RETURN_IF(common || fmt != kFmtQ4, log, GB_ERR_UNSUPPORTED_TYPE,
+                   "gbx: tensor %u (kind %u) has the 16-row layout but format %u (q4 tier matrices only)", i, kind, fmt);
+      GB_RETURN_IF(rows % kRows16 != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u has the 16-row layout but %u rows", i, rows);
+    }
     uint32_t er, ec;
     expected_shape(mt, kind, &er, &ec);
     GB_RETURN_IF(rows != er || cols != ec, log, GB_ERR_SHAPE_MISMATCH, "gbx: tensor %u (kind %u layer %u) is %ux%u, expected %ux%u", i,
@@ -223,7 +228,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     GB_RETURN_IF(!mul_ok(rows, row_bytes(fmt, cols), &want) || want != nbytes, log, GB_ERR_CORRUPT, "gbx: tensor %u nbytes %llu", i,
                  (unsigned long long)nbytes);
     GB_RETURN_IF(off % 64 != 0 || !in_range(off, nbytes, s.size), log, GB_ERR_CORRUPT, "gbx: tensor %u lies outside its section", i);
-    TensorRef t{m->base + s.offset + off, fmt, rows, cols, nbytes};
+    TensorRef t{m->base + s.offset + off, layout == kLayoutRows16 ? kFmtQ4R16 : fmt, rows, cols, nbytes};
     TensorRef *slot = nullptr;
     switch (kind) {
       case kTokEmbd: slot = &m->embd; break;

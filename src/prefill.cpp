@@ -54,7 +54,7 @@ void gemm_task(void *ctx, uint32_t t, uint32_t n) {
     if (w.format == kFmtF32) {
       B = reinterpret_cast<const float *>(w.data + r0 * rb);  // 64-byte aligned tier, rows of floats
     } else {
-      for (uint32_t r = 0; r < nr; r++) s->k.row_to_f32[w.format](slot + (size_t)r * w.cols, w.data + (r0 + r) * rb, w.cols);
+      s->k.rows_to_f32[w.format](slot, w.data, r0, (size_t)r0 + nr, w.cols);
     }
     s->pf_gemm(g->Y + r0, w.rows, g->A, w.cols, B, w.cols, g->m, nr, w.cols);
   }
@@ -63,7 +63,7 @@ void gemm_task(void *ctx, uint32_t t, uint32_t n) {
 // Y (m, w.rows) = X (m, w.cols) W^T on the current tier.
 void matmul_batch(gb_session *s, float *Y, const float *X, uint32_t m, const TensorRef &w) {
   const float *A = X;
-  if (w.format == kFmtQ8 || w.format == kFmtQ4) {
+  if (is_block_format(w.format)) {
     // The decode kernels' view of each activation row: 32-value blocks,
     // one scale, int8 values.
     const uint32_t nb = (w.cols + 31) / 32;
@@ -102,9 +102,8 @@ gb_status forward_rows(gb_session *s, const int32_t *tok, uint32_t m, const Batc
   s->bytes_read = 0;
   s->weights_read = 0;
 
-  const uint64_t erow = row_bytes(mod->embd.format, dim);
   for (uint32_t i = 0; i < m; i++)
-    s->k.row_to_f32[mod->embd.format](X + (size_t)i * dim, mod->embd.data + (uint64_t)tok[i] * erow, dim);
+    s->k.rows_to_f32[mod->embd.format](X + (size_t)i * dim, mod->embd.data, tok[i], (size_t)tok[i] + 1, dim);
 
   for (uint32_t l = 0; l < c.n_layers; l++) {
     const TensorRef *W = s->mats + (size_t)l * kMatsPerLayer;

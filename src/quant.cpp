@@ -91,4 +91,32 @@ void dequantize_row(uint32_t fmt, float *out, const uint8_t *row, size_t cols) {
   }
 }
 
+// Group g of 16 rows, block b: 16 scales, then for k = 0..3 the 4-byte
+// slice k of each row's 16 code bytes.
+void q4_rows16_from_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols) {
+  const size_t nb = (cols + kBlock - 1) / kBlock, rb = nb * kQ4BlockBytes;
+  for (size_t g = 0; g < rows / kRows16; g++)
+    for (size_t b = 0; b < nb; b++) {
+      uint8_t *o = out + g * kRows16 * rb + b * kRows16 * kQ4BlockBytes;
+      for (size_t i = 0; i < kRows16; i++) {
+        const uint8_t *blk = in + (g * kRows16 + i) * rb + b * kQ4BlockBytes;
+        memcpy(o + 2 * i, blk, 2);
+        for (size_t k = 0; k < 4; k++) memcpy(o + 32 + 64 * k + 4 * i, blk + 2 + 4 * k, 4);
+      }
+    }
+}
+
+void q4_rows_from_rows16(uint8_t *out, const uint8_t *in, size_t rows, size_t cols) {
+  const size_t nb = (cols + kBlock - 1) / kBlock, rb = nb * kQ4BlockBytes;
+  for (size_t g = 0; g < rows / kRows16; g++)
+    for (size_t b = 0; b < nb; b++) {
+      const uint8_t *s = in + g * kRows16 * rb + b * kRows16 * kQ4BlockBytes;
+      for (size_t i = 0; i < kRows16; i++) {
+        uint8_t *blk = out + (g * kRows16 + i) * rb + b * kQ4BlockBytes;
+        memcpy(blk, s + 2 * i, 2);
+        for (size_t k = 0; k < 4; k++) memcpy(blk + 2 + 4 * k, s + 32 + 64 * k + 4 * i, 4);
+      }
+    }
+}
+
 }  // namespace gb

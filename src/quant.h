@@ -19,5 +19,9 @@ void quantize_row_f16(uint8_t *out, const float *x, size_t cols);
 void quantize_row(uint32_t fmt, uint8_t *out, const float *x, size_t cols);
 // Expand a stored row back to floats (portable, for converters and tests).
 void dequantize_row(uint32_t fmt, float *out, const uint8_t *row, size_t cols);
-
+// q4 rows (row-major, `rows` a multiple of 16) to the 16-row interleaved
+// layout kLayoutRows16 (arch/kernels.h), and back. Same byte count; out and
+// in must not overlap.
+void q4_rows16_from_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols);
+void q4_rows_from_rows16(uint8_t *out, const uint8_t *in, size_t rows, size_t cols);
 }  // namespace gb

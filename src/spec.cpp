@@ -65,7 +65,7 @@ void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
 void matmul_m(gb_session *s, float *Y, const float *X, uint32_t m, const TensorRef &w) {
   const size_t stride = (w.cols + 31) / 32;
   const gb_q8x_block *XQ = nullptr;
-  if (w.format == kFmtQ8 || w.format == kFmtQ4) {
+  if (is_block_format(w.format)) {
     for (uint32_t i = 0; i < m; i++) s->k.quantize_act(s->sp_xq + i * stride, X + (size_t)i * w.cols, w.cols);
     XQ = s->sp_xq;
   }

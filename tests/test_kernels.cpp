@@ -30,18 +30,47 @@ struct Matrix {
   std::vector<uint8_t> bytes;  // + 64 canary bytes
 };
 
+// q4r16 (16-row interleaved q4) needs whole groups of 16 rows.
+const size_t kRows16[] = {16, 32, 48, 64, 128};
+bool is_r16(uint32_t fmt) { return fmt == GB_FMT_Q4R16; }
+std::vector<size_t> rows_for(uint32_t fmt) {
+  return is_r16(fmt) ? std::vector<size_t>(std::begin(kRows16), std::end(kRows16))
+                     : std::vector<size_t>(std::begin(kRows), std::end(kRows));
+}
+// Row ranges inside a matrix of `rows`, as a thread split could give them
+// (q4r16: whole groups).
+size_t range_begin(uint32_t fmt, size_t rows) { return is_r16(fmt) ? 16 * ((rows / 3) / 16) : rows / 3; }
+size_t range_end(uint32_t fmt, size_t rows) { return is_r16(fmt) ? rows - 16 * ((rows / 4) / 16) : rows - rows / 4; }
+
 Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng) {
   std::normal_distribution<float> nd(0.0f, 0.5f);
   Matrix m{fmt, rows, cols, {}};
-  const size_t rb = gb::row_bytes(fmt, cols);
+  const uint32_t qfmt = is_r16(fmt) ? gb::kFmtQ4 : fmt;
+  const size_t rb = gb::row_bytes(qfmt, cols);
   m.bytes.assign(rows * rb + 64, kCanary);
   std::vector<float> row(cols);
   for (size_t r = 0; r < rows; r++) {
     for (auto &v : row) v = nd(rng);
     if (r % 5 == 4) std::fill(row.begin(), row.end(), 0.0f);  // zero blocks: scale 0
-    gb::quantize_row(fmt, m.bytes.data() + r * rb, row.data(), cols);
+    gb::quantize_row(qfmt, m.bytes.data() + r * rb, row.data(), cols);
+  }
+  if (is_r16(fmt)) {
+    std::vector<uint8_t> rm(m.bytes.begin(), m.bytes.begin() + rows * rb);
+    gb::q4_rows16_from_rows(m.bytes.data(), rm.data(), rows, cols);
   }
   return m;
+}
+
+// Row r of W as floats (any layout).
+void dequant_row(const Matrix &W, size_t r, float *out) {
+  if (is_r16(W.fmt)) {
+    const size_t rb = gb::row_bytes(gb::kFmtQ4, W.cols);
+    std::vector<uint8_t> rm(W.rows * rb);
+    gb::q4_rows_from_rows16(rm.data(), W.bytes.data(), W.rows, W.cols);
+    gb::dequantize_row(gb::kFmtQ4, out, rm.data() + r * rb, W.cols);
+    return;
+  }
+  gb::dequantize_row(W.fmt, out, W.bytes.data() + r * gb::row_bytes(W.fmt, W.cols), W.cols);
 }
 
 std::vector<float> make_vector(size_t n, std::mt19937 &rng) {
@@ -76,6 +105,9 @@ TEST(Kernels, GenericQuantizeActMatchesDefinition) {
         const float want = amax > 0 ? roundf(v * (127.0f / amax)) : 0.0f;
         EXPECT_NEAR((float)q[b].qs[j], want, 1.0f);  // 1/d vs 127/amax may round apart at .5
       }
+      int32_t sum = 0;
+      for (size_t j = 0; j < 32; j++) sum += q[b].qs[j];
+      EXPECT_EQ(q[b].sum, sum);
     }
     const uint8_t *tail = reinterpret_cast<const uint8_t *>(&q[(n + 31) / 32]);
     for (size_t i = 0; i < sizeof(gb_q8x_block); i++) ASSERT_EQ(tail[i], kCanary);
@@ -84,11 +116,12 @@ TEST(Kernels, GenericQuantizeActMatchesDefinition) {
 
 // Generic GEMV of each format against a double dequantize-then-dot.
 TEST(Kernels, GenericGemvMatchesDoubleReference) {
-  const gb_gemv_fn gemv[4] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic, gb_q4_gemv__generic};
-  for (uint32_t fmt = 0; fmt < 4; fmt++) {
+  const gb_gemv_fn gemv[GB_FMT_COUNT] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic,
+                                         gb_q4_gemv__generic, gb_q4r16_gemv__generic};
+  for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
     std::mt19937 rng(seed_for("gemv") + fmt);
     for (size_t cols : kCols)
-      for (size_t rows : kRows) {
+      for (size_t rows : rows_for(fmt)) {
         Matrix W = make_matrix(fmt, rows, cols, rng);
         std::vector<float> x = make_vector(cols, rng);
         std::vector<gb_q8x_block> xq((cols + 31) / 32);
@@ -101,7 +134,7 @@ TEST(Kernels, GenericGemvMatchesDoubleReference) {
         std::vector<float> wr(cols);
         const size_t rb = gb::row_bytes(fmt, cols);
         for (size_t r = 0; r < rows; r++) {
-          gb::dequantize_row(fmt, wr.data(), W.bytes.data() + r * rb, cols);
+          dequant_row(W, r, wr.data());
           double ref = 0, mag = 0;
           for (size_t c = 0; c < cols; c++) {
             ref += (double)wr[c] * xr[c];
@@ -118,19 +151,21 @@ TEST(Kernels, GenericGemvMatchesDoubleReference) {
 // Row ranges: computing [a, b) touches only those rows.
 TEST(Kernels, RowRangesAreIndependent) {
   std::mt19937 rng(seed_for("ranges"));
-  const size_t rows = 37, cols = 100;
-  for (uint32_t fmt = 0; fmt < 4; fmt++) {
+  const size_t cols = 100;
+  for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
     gb_kernels k;
     gb_kernels_select(&k, GB_ISA_GENERIC);
+    // q4r16 ranges are whole groups of 16 rows.
+    const size_t u = is_r16(fmt) ? 16 : 1, rows = 37 * u;
     Matrix W = make_matrix(fmt, rows, cols, rng);
     std::vector<float> x = make_vector(cols, rng);
     std::vector<gb_q8x_block> xq((cols + 31) / 32);
     k.quantize_act(xq.data(), x.data(), cols);
     std::vector<float> full(rows), parts(rows, 99.0f);
     k.gemv[fmt](full.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
-    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 0, 10, cols);
-    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 10, 11, cols);
-    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 11, rows, cols);
+    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 0, 10 * u, cols);
+    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 10 * u, 11 * u, cols);
+    k.gemv[fmt](parts.data(), W.bytes.data(), x.data(), xq.data(), 11 * u, rows, cols);
     EXPECT_EQ(0, memcmp(full.data(), parts.data(), rows * sizeof(float))) << "fmt " << fmt;
   }
 }
@@ -142,18 +177,21 @@ struct Entry {
   int op;  // 0 gemv, 1 row, 2 quant_act
   uint32_t fmt;
   gb_gemv_fn gemv;
-  gb_row_to_f32_fn row;
+  gb_rows_to_f32_fn row;
   gb_quantize_act_fn qa;
   gb_gemm_fn gemm = nullptr;
 };
 
-uint32_t fmt_of(const char *f) { return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : 3); }
+uint32_t fmt_of(const char *f) {
+  return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : (f[2] == 'r' ? GB_FMT_Q4R16 : 3));
+}
 
 std::vector<Entry> all_kernels() {
   std::vector<Entry> v;
 #define GB_GEMV(fmt, isa, req) v.push_back({#fmt "_gemv__" #isa, req, 0, fmt_of(#fmt), gb_##fmt##_gemv__##isa, nullptr, nullptr});
 #define GB_GEMVM(fmt, isa, req)
-#define GB_ROW(fmt, isa, req) v.push_back({#fmt "_row_to_f32__" #isa, req, 1, fmt_of(#fmt), nullptr, gb_##fmt##_row_to_f32__##isa, nullptr});
+#define GB_ROW(fmt, isa, req) \
+  v.push_back({#fmt "_rows_to_f32__" #isa, req, 1, fmt_of(#fmt), nullptr, gb_##fmt##_rows_to_f32__##isa, nullptr});
 #define GB_QUANT_ACT(isa, req) v.push_back({"q8x_quantize__" #isa, req, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
 #define GB_ATTN(isa, req)        // tests/test_attention.cpp
 #define GB_KV_DEQUANT(isa, req)  // tests/test_attention.cpp
@@ -178,9 +216,11 @@ std::string isa_of(const char *name) {
 TEST(Kernels, EverySimdVariantMatchesGeneric) {
   const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
   const std::vector<Entry> ks = all_kernels();
-  const gb_gemv_fn ggemv[4] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic, gb_q4_gemv__generic};
-  const gb_row_to_f32_fn grow[4] = {gb_f32_row_to_f32__generic, gb_f16_row_to_f32__generic, gb_q8_row_to_f32__generic,
-                                    gb_q4_row_to_f32__generic};
+  const gb_gemv_fn ggemv[GB_FMT_COUNT] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic,
+                                          gb_q4_gemv__generic, gb_q4r16_gemv__generic};
+  const gb_rows_to_f32_fn grow[GB_FMT_COUNT] = {gb_f32_rows_to_f32__generic, gb_f16_rows_to_f32__generic,
+                                                gb_q8_rows_to_f32__generic, gb_q4_rows_to_f32__generic,
+                                                gb_q4r16_rows_to_f32__generic};
   int tested = 0;
   for (const Entry &e : ks) {
     if (e.req == GB_ISA_GENERIC) continue;
@@ -216,14 +256,19 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         ASSERT_EQ(0, memcmp(a.data(), b.data(), a.size() * sizeof a[0])) << e.name << " cols " << cols;
         continue;
       }
-      for (size_t rows : kRows) {
+      for (size_t rows : rows_for(e.fmt)) {
         Matrix W = make_matrix(e.fmt, rows, cols, rng);
         if (e.op == 1) {
-          const size_t rb = gb::row_bytes(e.fmt, cols);
+          // The last row alone, then a middle range of rows.
           std::vector<float> a(cols + 8, 5.0f), b(cols + 8, 5.0f);
-          grow[e.fmt](a.data(), W.bytes.data() + (rows - 1) * rb, cols);
-          e.row(b.data(), W.bytes.data() + (rows - 1) * rb, cols);
+          grow[e.fmt](a.data(), W.bytes.data(), rows - 1, rows, cols);
+          e.row(b.data(), W.bytes.data(), rows - 1, rows, cols);
           ASSERT_EQ(0, memcmp(a.data(), b.data(), a.size() * sizeof(float))) << e.name;
+          const size_t r0 = rows / 3, r1 = rows - rows / 4, n = (r1 - r0) * cols;
+          std::vector<float> c(n + 8, 5.0f), d(n + 8, 5.0f);
+          grow[e.fmt](c.data(), W.bytes.data(), r0, r1, cols);
+          e.row(d.data(), W.bytes.data(), r0, r1, cols);
+          ASSERT_EQ(0, memcmp(c.data(), d.data(), c.size() * sizeof(float))) << e.name << " rows " << r0 << ".." << r1;
           continue;
         }
         std::vector<gb_q8x_block> xq((cols + 31) / 32);
@@ -231,11 +276,10 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         std::vector<float> a(rows + 8, -3.0f), b(rows + 8, -3.0f);
         ggemv[e.fmt](a.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
         e.gemv(b.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
-        const size_t rb = gb::row_bytes(e.fmt, cols);
         std::vector<float> wr(cols);
         std::vector<double> mags(rows);
         for (size_t r = 0; r < rows; r++) {
-          gb::dequantize_row(e.fmt, wr.data(), W.bytes.data() + r * rb, cols);
+          dequant_row(W, r, wr.data());
           double mag = 0;
           for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[c]);
           mags[r] = mag;
@@ -244,7 +288,7 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         for (size_t r = rows; r < rows + 8; r++) ASSERT_EQ(b[r], -3.0f) << e.name << " wrote past its rows";
         // A row range not starting at 0 (how threads split a matrix): the
         // same rows, nothing outside the range written.
-        const size_t r0 = rows / 3, r1 = rows - rows / 4;
+        const size_t r0 = range_begin(e.fmt, rows), r1 = range_end(e.fmt, rows);
         std::vector<float> c(rows + 8, -3.0f);
         e.gemv(c.data(), W.bytes.data(), x.data(), xq.data(), r0, r1, cols);
         for (size_t r = 0; r < rows + 8; r++) {
@@ -338,9 +382,9 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
       }
       const float *Xp = blocks ? nullptr : X.data();
       const gb_q8x_block *XQp = blocks ? XQ.data() : nullptr;
-      for (size_t rows : row_counts) {
+      for (size_t rows : is_r16(e.fmt) ? rows_for(e.fmt) : row_counts) {
         const Matrix W = make_matrix(e.fmt, rows, cols, rng);
-        const size_t ranges[2][2] = {{0, rows}, {rows / 3, rows - rows / 4}};
+        const size_t ranges[2][2] = {{0, rows}, {range_begin(e.fmt, rows), range_end(e.fmt, rows)}};
         for (const auto &range : ranges) {
           const size_t r0 = range[0], r1 = range[1];
           for (size_t m : kMs) {
@@ -395,6 +439,49 @@ TEST(Kernels, DispatchPairsGemvmWithGemvOfTheSameFolder) {
     s = (s - bits) & bits;
   } while (s != 0);
   printf("%d ISA masks checked\n", masks);
+}
+
+// The 16-row interleaved q4 layout: the interleave round-trips, and every
+// q4r16 gemv / gemvm / row expansion this CPU can run gives bit for bit what
+// the generic row-major q4 kernels give on the same weights (so a model
+// converted either way decodes the same tokens).
+TEST(Kernels, Q4Rows16EqualsRowMajorQ4BitForBit) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  std::mt19937 rng(seed_for("q4r16"));
+  for (size_t cols : {32, 33, 100, 256, 1000, 2048})
+    for (size_t rows : {16, 48, 256}) {
+      const Matrix R = make_matrix(GB_FMT_Q4R16, rows, cols, rng);
+      const size_t rb = gb::row_bytes(gb::kFmtQ4, cols);
+      std::vector<uint8_t> rm(rows * rb), back(rows * rb);
+      gb::q4_rows_from_rows16(rm.data(), R.bytes.data(), rows, cols);
+      gb::q4_rows16_from_rows(back.data(), rm.data(), rows, cols);
+      ASSERT_EQ(0, memcmp(back.data(), R.bytes.data(), rows * rb)) << "round trip, cols " << cols;
+      const size_t nb = (cols + 31) / 32, m = 5;
+      std::vector<gb_q8x_block> XQ(m * nb);
+      for (size_t i = 0; i < m; i++) gb_q8x_quantize__generic(&XQ[i * nb], make_vector(cols, rng).data(), cols);
+      std::vector<float> want(m * rows), got(m * rows);
+      for (size_t i = 0; i < m; i++)
+        gb_q4_gemv__generic(&want[i * rows], rm.data(), nullptr, &XQ[i * nb], 0, rows, cols);
+      std::vector<float> fw(rows * cols), fg(rows * cols);
+      gb_q4_rows_to_f32__generic(fw.data(), rm.data(), 0, rows, cols);
+      for (const Entry &e : all_kernels()) {
+        if (e.fmt != GB_FMT_Q4R16 || (e.req & cpu) != e.req) continue;
+        if (e.op == 0) {
+          std::fill(got.begin(), got.end(), -1.0f);
+          for (size_t i = 0; i < m; i++) e.gemv(&got[i * rows], R.bytes.data(), nullptr, &XQ[i * nb], 0, rows, cols);
+          ASSERT_EQ(0, memcmp(want.data(), got.data(), want.size() * sizeof(float))) << e.name << " cols " << cols;
+        } else if (e.op == 1) {
+          e.row(fg.data(), R.bytes.data(), 0, rows, cols);
+          ASSERT_EQ(0, memcmp(fw.data(), fg.data(), fw.size() * sizeof(float))) << e.name << " cols " << cols;
+        }
+      }
+      for (const GemvmEntry &e : all_gemvm()) {
+        if (e.fmt != GB_FMT_Q4R16 || (e.req & cpu) != e.req) continue;
+        std::fill(got.begin(), got.end(), -1.0f);
+        e.fn(got.data(), rows, R.bytes.data(), nullptr, 0, XQ.data(), nb, m, 0, rows, cols);
+        ASSERT_EQ(0, memcmp(want.data(), got.data(), want.size() * sizeof(float))) << e.name << " cols " << cols;
+      }
+    }
 }
 
 // The generic GEMM against a double-precision reference, with strides wider
@@ -455,9 +542,9 @@ TEST(Kernels, DispatchRespectsCpuFeatures) {
   gb_kernels k;
   gb_kernels_select(&k, cpu);
   EXPECT_EQ(k.isa_mask & ~cpu, 0u);
-  for (int f = 0; f < 4; f++) {
+  for (int f = 0; f < GB_FMT_COUNT; f++) {
     ASSERT_NE(k.gemv[f], nullptr);
-    ASSERT_NE(k.row_to_f32[f], nullptr);
+    ASSERT_NE(k.rows_to_f32[f], nullptr);
   }
   ASSERT_NE(k.quantize_act, nullptr);
   gb_kernels g;
@@ -465,10 +552,10 @@ TEST(Kernels, DispatchRespectsCpuFeatures) {
   EXPECT_EQ(g.isa_mask, (uint32_t)GB_ISA_GENERIC);
   EXPECT_EQ(g.gemv[GB_FMT_Q4], gb_q4_gemv__generic);
   // The last available entry of each slot in kernels.inc is the one chosen.
-  gb_gemv_fn want[4] = {nullptr, nullptr, nullptr, nullptr};
+  gb_gemv_fn want[GB_FMT_COUNT] = {};
   for (const Entry &e : all_kernels())
     if (e.op == 0 && (e.req & cpu) == e.req) want[e.fmt] = e.gemv;
-  for (int f = 0; f < 4; f++) EXPECT_EQ(k.gemv[f], want[f]) << "format " << f;
+  for (int f = 0; f < GB_FMT_COUNT; f++) EXPECT_EQ(k.gemv[f], want[f]) << "format " << f;
 }
 
 // f16 conversion round trip and special values.

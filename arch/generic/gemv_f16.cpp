@@ -32,6 +32,11 @@ extern "C" void gb_f16_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, co
   }
 }
 
-extern "C" void gb_f16_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
+static void f16_row_to_f32(float *out, const uint8_t *row, size_t cols) {
   for (size_t c = 0; c < cols; c++) out[c] = gb::f16_to_f32((uint16_t)(row[2 * c] | (row[2 * c + 1] << 8)));
+}
+
+extern "C" void gb_f16_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = 2 * cols;
+  for (size_t r = row_begin; r < row_end; r++) f16_row_to_f32(out + (r - row_begin) * cols, W + r * rb, cols);
 }

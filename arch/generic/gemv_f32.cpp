@@ -35,6 +35,11 @@ extern "C" void gb_f32_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, co
   }
 }
 
-extern "C" void gb_f32_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
+static void f32_row_to_f32(float *out, const uint8_t *row, size_t cols) {
   memcpy(out, row, cols * 4);
+}
+
+extern "C" void gb_f32_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = 4 * cols;
+  for (size_t r = row_begin; r < row_end; r++) f32_row_to_f32(out + (r - row_begin) * cols, W + r * rb, cols);
 }

@@ -45,7 +45,7 @@ extern "C" void gb_q8_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, con
   }
 }
 
-extern "C" void gb_q8_row_to_f32__generic(float *out, const uint8_t *row, size_t cols) {
+static void q8_row_to_f32(float *out, const uint8_t *row, size_t cols) {
   // Block by block (one scale conversion per 32 weights): this expands the
   // weight panels of batched prefill.
   for (size_t c0 = 0; c0 < cols; c0 += 32) {
@@ -54,4 +54,9 @@ extern "C" void gb_q8_row_to_f32__generic(float *out, const uint8_t *row, size_t
     const size_t n = cols - c0 < 32 ? cols - c0 : 32;
     for (size_t j = 0; j < n; j++) out[c0 + j] = d * (float)(int8_t)blk[2 + j];
   }
+}
+
+extern "C" void gb_q8_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = (cols + 31) / 32 * 34;
+  for (size_t r = row_begin; r < row_end; r++) q8_row_to_f32(out + (r - row_begin) * cols, W + r * rb, cols);
 }

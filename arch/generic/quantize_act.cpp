@@ -18,6 +18,11 @@ extern "C" void gb_q8x_quantize__generic(gb_q8x_block *out, const float *x, size
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     out[b].d = d;
-    for (size_t j = 0; j < 32; j++) out[b].qs[j] = (int8_t)roundf(v[j] * id);
+    int32_t sum = 0;
+    for (size_t j = 0; j < 32; j++) {
+      out[b].qs[j] = (int8_t)roundf(v[j] * id);
+      sum += out[b].qs[j];
+    }
+    out[b].sum = sum;
   }
 }

@@ -14,7 +14,10 @@ namespace {
 
 const char kUsage[] =
     "usage: gearbx convert IN.bin --tokenizer TOK.bin -o OUT.gbx | IN.gguf -o OUT.gbx | --synthetic SPEC -o OUT.gbx\n"
-    "       [--tiers low,mid,high,f32] [--embd f32|f16] [--page-align N] [--quiet]\n";
+    "       [--tiers low,mid,high,f32] [--embd f32|f16] [--page-align N]\n"
+    "       [--q4-layout rows16|row] [--quiet]\n"
+    "  --q4-layout: rows16 (default) interleaves the low tier's q4 blocks of 16 rows, the\n"
+    "               layout the fastest q4 kernels stream; row keeps plain row-major rows\n";
 
 int err(const char *fmt, const char *arg) {
   char msg[512];
@@ -118,6 +121,11 @@ int gb_cli_convert(int argc, char **argv) {
       i++;
       if (opt.page_align < 64 || (opt.page_align & (opt.page_align - 1)) || opt.page_align > (1u << 24))
         return err("--page-align: %s is not a power of two in [64, 16777216]", argv[i]);
+    } else if (!strcmp(a, "--q4-layout")) {
+      const char *v = has_val ? argv[++i] : "";
+      if (!strcmp(v, "rows16")) opt.q4_layout = gb::kLayoutRows16;
+      else if (!strcmp(v, "row")) opt.q4_layout = gb::kLayoutRowMajor;
+      else return err("--q4-layout: '%s' is not rows16 or row", v);
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       quiet = true;
     } else if (a[0] == '-' && a[1] != 0) {

@@ -19,6 +19,10 @@ struct ConvertOptions {
   // Default: F32 when every source tensor is F32, else F16.
   int embd_format = -1;
   uint32_t page_align = 65536;  // power of two, >= 64
+  // Layout of the low (q4) tier's matrices: kLayoutRows16 (the default: 16
+  // rows interleaved, what the fastest q4 kernels read; matrices whose row
+  // count is not a multiple of 16 stay row-major) or kLayoutRowMajor.
+  uint32_t q4_layout = 1;
   bool progress = false;        // progress display on stderr for long conversions
   Logger log;
 };

@@ -99,6 +99,8 @@ gb_status check_options(const ConvertOptions &opt, const char *what) {
                GB_ERR_INVALID_ARGUMENT, "%s: embedding format %d invalid (F32 or F16)", what, opt.embd_format);
   GB_RETURN_IF(!is_pow2(opt.page_align) || opt.page_align < 64 || opt.page_align > (1u << 24), log, GB_ERR_INVALID_ARGUMENT,
                "%s: page_align %u must be a power of two in [64, 16 MiB]", what, opt.page_align);
+  GB_RETURN_IF(opt.q4_layout >= kLayoutCount, log, GB_ERR_INVALID_ARGUMENT, "%s: q4 layout %u invalid (0 row-major, 1 rows16)",
+               what, opt.q4_layout);
   return GB_OK;
 }
 

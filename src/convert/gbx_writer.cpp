@@ -58,13 +58,16 @@ namespace {
 constexpr size_t kChunkValues = size_t(1) << 22;  // floats per read: 16 MiB
 
 struct Planned {
-  uint32_t kind, layer, tier, fmt, rows, cols, section;
+  uint32_t kind, layer, tier, fmt, layout, rows, cols, section;
   uint64_t offset, nbytes;
 };
 
-// Rows read per step: as many as fit kChunkValues, at least one.
+// Rows read per step: as many as fit kChunkValues, at least one, and a
+// multiple of 16 when that many fit (a 16-row interleaved tensor is written
+// in whole groups).
 uint32_t chunk_rows(const Planned &t) {
-  const uint64_t fit = kChunkValues / t.cols;
+  uint64_t fit = kChunkValues / t.cols;
+  if (fit >= kRows16) fit -= fit % kRows16;
   return fit == 0 ? 1 : (fit < t.rows ? (uint32_t)fit : t.rows);
 }
 
@@ -148,6 +151,7 @@ class Writer {
   uint32_t embd_fmt_ = kFmtF16;
   std::vector<float> f32_;
   std::vector<uint8_t> buf_;
+  std::vector<uint8_t> ilv_;  // a chunk in the 16-row interleaved layout
   uint64_t total_bytes_ = 0, done_bytes_ = 0;
   uint32_t tensors_done_ = 0;
   int shown_pct_ = -1;
@@ -173,6 +177,10 @@ void Writer::plan() {
     t.tier = tier;
     t.fmt = fmt;
     tensor_shape(d_, kind, &t.rows, &t.cols);
+    t.layout = fmt == kFmtQ4 && tier != kTierCommon && opt_.q4_layout == kLayoutRows16 && t.rows % kRows16 == 0 &&
+                       kChunkValues / t.cols >= kRows16
+                   ? kLayoutRows16
+                   : kLayoutRowMajor;
     t.section = sec;
     t.offset = align_up(cursor, 64);
     t.nbytes = (uint64_t)t.rows * row_bytes(fmt, t.cols);
@@ -266,7 +274,7 @@ void Writer::build_tensors(std::vector<uint8_t> *b) const {
   for (size_t i = 0; i < tensors_.size(); i++) {
     const Planned &t = tensors_[i];
     uint8_t *e = p + 16 + i * kTensorEntryBytes;
-    const uint32_t u[8] = {t.kind, t.layer, t.tier, t.fmt, kLayoutRowMajor, t.rows, t.cols, t.section};
+    const uint32_t u[8] = {t.kind, t.layer, t.tier, t.fmt, t.layout, t.rows, t.cols, t.section};
     for (int k = 0; k < 8; k++) st_u32(e + 4 * k, u[k]);
     st_u64(e + 32, t.offset);
     st_u64(e + 40, t.nbytes);
@@ -369,8 +377,15 @@ gb_status Writer::write_gears() {
         } else {
           for (uint32_t k = 0; k < n; k++) quantize_row(t.fmt, buf_.data() + k * rb, f32_.data() + (size_t)k * t.cols, t.cols);
         }
-        if (!out_.write_at(secs_[4 + i].offset + t.offset + r * rb, buf_.data(), n * rb)) return io_error();
-        crc[i] = crc32_update(crc[i], buf_.data(), n * rb);
+        const uint8_t *bytes = buf_.data();
+        if (t.layout == kLayoutRows16) {
+          // r and n are multiples of 16 (chunk_rows): whole groups, which
+          // start at the same byte offsets as their first rows do row-major.
+          q4_rows16_from_rows(ilv_.data(), buf_.data(), n, t.cols);
+          bytes = ilv_.data();
+        }
+        if (!out_.write_at(secs_[4 + i].offset + t.offset + r * rb, bytes, n * rb)) return io_error();
+        crc[i] = crc32_update(crc[i], bytes, n * rb);
         progress(n * rb);
       }
     }
@@ -397,6 +412,7 @@ gb_status Writer::run(const char *tmp_path) {
   }
   f32_.resize(chunk_values);
   buf_.resize(chunk_bytes);
+  ilv_.resize(chunk_bytes);
 
   if (!out_.open(tmp_path)) return fail(log_, GB_ERR_IO, "convert: cannot create '%s'", tmp_path);
   std::vector<uint8_t> b;
@@ -447,6 +463,8 @@ gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVoc
                "convert: tiers 0x%x invalid (bits 0..3: low, mid, high, f32)", opt.tiers);
   GB_RETURN_IF(!is_pow2(opt.page_align) || opt.page_align < 64 || opt.page_align > (1u << 24), log,
                GB_ERR_INVALID_ARGUMENT, "convert: page_align %u must be a power of two in [64, 16 MiB]", opt.page_align);
+  GB_RETURN_IF(opt.q4_layout >= kLayoutCount, log, GB_ERR_INVALID_ARGUMENT, "convert: q4 layout %u invalid (0 row-major, 1 rows16)",
+               opt.q4_layout);
   GB_RETURN_IF(vocab.pieces.size() != desc.vocab_size || vocab.scores.size() != desc.vocab_size ||
                    vocab.types.size() != desc.vocab_size,
                log, GB_ERR_INTERNAL, "convert: vocabulary arrays do not match vocab_size %u", desc.vocab_size);

@@ -289,7 +289,7 @@ inline void f16x8_to_f32(float *out, uint16x8_t h) {
 
 }  // namespace
 
-extern "C" void gb_f16_row_to_f32__neon(float *out, const uint8_t *row, size_t cols) {
+static void f16_row_to_f32(float *out, const uint8_t *row, size_t cols) {
   size_t c = 0;
   for (; c + 8 <= cols; c += 8) f16x8_to_f32(out + c, vreinterpretq_u16_u8(vld1q_u8(row + 2 * c)));
   if (c < cols) {
@@ -346,8 +346,11 @@ extern "C" void gb_q8x_quantize__neon(gb_q8x_block *out, const float *x, size_t 
       const int32x4_t q1 = vcvtaq_s32_f32(vmulq_n_f32(v[2 * i + 1], id));
       h[i] = vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1));
     }
-    vst1q_s8(out[b].qs, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
-    vst1q_s8(out[b].qs + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
+    const int8x16_t q0 = vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1]));
+    const int8x16_t q1 = vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3]));
+    vst1q_s8(out[b].qs, q0);
+    vst1q_s8(out[b].qs + 16, q1);
+    out[b].sum = (int32_t)vaddlvq_s8(q0) + (int32_t)vaddlvq_s8(q1);
   }
 }
 
@@ -435,4 +438,9 @@ extern "C" void gb_q4_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, const 
                                   const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
                                   size_t cols) {
   gemvm_blocks<Q4Block>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}
+
+extern "C" void gb_f16_rows_to_f32__neon(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = 2 * cols;
+  for (size_t r = row_begin; r < row_end; r++) f16_row_to_f32(out + (r - row_begin) * cols, W + r * rb, cols);
 }

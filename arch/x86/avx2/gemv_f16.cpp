@@ -106,7 +106,7 @@ extern "C" void gb_f16_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const
   float_gemvm<F16>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
 }
 
-extern "C" void gb_f16_row_to_f32__avx2(float *out, const uint8_t *row, size_t cols) {
+static void f16_row_to_f32(float *out, const uint8_t *row, size_t cols) {
   const __m128i expmask = _mm_set1_epi16(0x7c00);
   size_t c = 0;
   for (; c + 8 <= cols; c += 8) {
@@ -120,4 +120,9 @@ extern "C" void gb_f16_row_to_f32__avx2(float *out, const uint8_t *row, size_t c
     }
   }
   for (; c < cols; c++) out[c] = gb::f16_to_f32((uint16_t)(row[2 * c] | (row[2 * c + 1] << 8)));
+}
+
+extern "C" void gb_f16_rows_to_f32__avx2(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = 2 * cols;
+  for (size_t r = row_begin; r < row_end; r++) f16_row_to_f32(out + (r - row_begin) * cols, W + r * rb, cols);
 }

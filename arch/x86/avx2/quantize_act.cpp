@@ -49,6 +49,13 @@ inline void quantize_block(gb_q8x_block *out, const float *x) {
   const __m256i q = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   out->d = d;
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(out->qs), q);
+  // sum of the 32 int8 values: pairs to int16 (x * 1), then to int32.
+  const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+  const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  out->sum = _mm_cvtsi128_si32(s4);
 }
 
 }  // namespace
