@@ -35,6 +35,7 @@ struct Entry {
   uint64_t offset, nbytes;
 };
 struct Gbx {
+  bool want_rows16 = true;  // converted with the default q4 layout
   std::vector<uint8_t> b;
   uint32_t page_align = 0;
   std::vector<Sec> secs;
@@ -99,11 +100,23 @@ void load(const std::string &path, Gbx *g) {
             ld_u32(e + 28), ld_u64(e + 32), ld_u64(e + 40)};
     ASSERT_LT(x.section, g->secs.size());
     EXPECT_EQ(x.offset % 64, 0u);
-    EXPECT_EQ(x.layout, 0u);
+    // The default conversion interleaves the low tier's q4 matrices by 16
+    // rows wherever the row count allows; nothing else.
+    const bool r16 = x.tier == GB_GEAR_LOW && x.fmt == kFmtQ4 && x.rows % 16 == 0;
+    EXPECT_EQ(x.layout, g->want_rows16 && r16 ? (uint32_t)kLayoutRows16 : (uint32_t)kLayoutRowMajor)
+        << "tensor " << i << " kind " << x.kind << " tier " << x.tier << " rows " << x.rows;
     EXPECT_EQ(x.nbytes, (uint64_t)x.rows * row_bytes(x.fmt, x.cols));
     EXPECT_TRUE(in_range(x.offset, x.nbytes, g->secs[x.section].size));
     g->tensors.push_back(x);
   }
+  // The tests below read rows in row-major order: undo the interleave in
+  // the in-memory copy (the CRCs above were checked on the file's bytes).
+  for (const Entry &x : g->tensors)
+    if (x.layout == kLayoutRows16) {
+      uint8_t *d = g->b.data() + g->secs[x.section].offset + x.offset;
+      std::vector<uint8_t> ilv(d, d + x.nbytes);
+      q4_rows_from_rows16(d, ilv.data(), x.rows, x.cols);
+    }
 }
 
 ConvertOptions quiet_opts() {
@@ -390,6 +403,61 @@ TEST(Convert, SyntheticSpecErrors) {
   EXPECT_EQ(convert_synthetic(nullptr, out.c_str(), quiet_opts()), GB_ERR_INVALID_ARGUMENT);
 }
 
+// Logits of `steps` greedy low-gear steps after a prompt (batched prefill,
+// then one-token decoding).
+std::vector<float> low_gear_logits(const std::string &path, uint32_t steps) {
+  std::vector<float> out;
+  gb_model *m = nullptr;
+  gb_model_options mo = gbt::quiet_model_options();
+  EXPECT_EQ(gb_model_open_file(path.c_str(), &mo, &m), GB_OK);
+  if (!m) return out;
+  gb_session_options o;
+  gb_session_options_init(&o);
+  o.log = gbt::quiet_log;
+  o.gear = GB_GEAR_LOW;
+  o.sampler.temperature = 0.0f;
+  gb_session *s = nullptr;
+  EXPECT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
+  const int32_t prompt[6] = {1, 17, 42, 7, 99, 3};
+  if (s && gb_prefill(s, prompt, 6) == GB_OK) {
+    for (uint32_t i = 0; i < steps; i++) {
+      gb_step_info info;
+      info.struct_size = sizeof info;
+      int32_t tok = -1;
+      if (gb_decode_step(s, &tok, &info) != GB_OK) break;
+      out.insert(out.end(), info.logits, info.logits + info.n_vocab);
+    }
+  }
+  gb_session_destroy(s);
+  gb_model_close(m);
+  return out;
+}
+
+// --q4-layout: the 16-row interleaved low tier holds the row-major tier's
+// bytes in another order (matrices whose row count is not a multiple of 16
+// stay row-major: this model has both), and decodes to identical logits.
+TEST(Convert, Q4LayoutsHoldTheSameWeightsAndDecodeIdentically) {
+  const std::string a = tmp("ilv.gbx"), b = tmp("rowmajor.gbx");
+  ConvertOptions o = quiet_opts();
+  ASSERT_EQ(convert_synthetic(kTinySpec, a.c_str(), o), GB_OK);
+  o.q4_layout = kLayoutRowMajor;
+  ASSERT_EQ(convert_synthetic(kTinySpec, b.c_str(), o), GB_OK);
+  Gbx ga, gr;
+  gr.want_rows16 = false;
+  load(a, &ga);
+  load(b, &gr);
+  uint32_t interleaved = 0, plain = 0;
+  for (const Entry &e : ga.tensors)
+    if (e.tier == GB_GEAR_LOW) (e.layout == kLayoutRows16 ? interleaved : plain)++;
+  EXPECT_GT(interleaved, 0u);
+  EXPECT_GT(plain, 0u);
+  EXPECT_TRUE(ga.section_bytes(kSecGearBase + GB_GEAR_LOW) == gr.section_bytes(kSecGearBase + GB_GEAR_LOW));
+  const std::vector<float> la = low_gear_logits(a, 12), lr = low_gear_logits(b, 12);
+  ASSERT_EQ(la.size(), (size_t)12 * 300);
+  ASSERT_EQ(la.size(), lr.size());
+  EXPECT_EQ(0, memcmp(la.data(), lr.data(), la.size() * sizeof(float)));
+}
+
 TEST(Convert, OptionsAreValidated) {
   const std::string out = tmp("bad-opt.gbx");
   ConvertOptions o = quiet_opts();
@@ -400,6 +468,9 @@ TEST(Convert, OptionsAreValidated) {
   o = quiet_opts();
   o.page_align = 100;
   EXPECT_EQ(convert_gguf(gbt::shared_path("models/stories260K.gguf").c_str(), out.c_str(), o), GB_ERR_INVALID_ARGUMENT);
+  o = quiet_opts();
+  o.q4_layout = kLayoutCount;
+  EXPECT_EQ(convert_synthetic(kTinySpec, out.c_str(), o), GB_ERR_INVALID_ARGUMENT);
   o = quiet_opts();
   o.embd_format = kFmtQ4;
   EXPECT_EQ(convert_llama2c(gbt::shared_path("models/stories260K.bin").c_str(), gbt::shared_path("models/tok512.bin").c_str(),

@@ -177,6 +177,16 @@ TEST_F(Malformed, TensorDirectory) {
   expect_planted(GB_ERR_CORRUPT, [](Image &i) { st_u32(i.tensor(3), 99); }, "kind");
   expect_planted(GB_ERR_CORRUPT, [](Image &i) { st_u32(i.tensor(3) + 4, 1000); }, "layer");
   expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) { st_u32(i.tensor(3) + 16, 5); }, "layout");
+  // The 16-row interleaved layout: q4 tier matrices with whole groups only.
+  expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) { st_u32(i.tensor(i.find_tensor(gb::kWq, GB_GEAR_HIGH)) + 16, 1); },
+                 "rows16 on an f16 matrix");
+  expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) { st_u32(i.tensor(i.find_tensor(gb::kTokEmbd, 255)) + 16, 1); },
+                 "rows16 on the embedding");
+  expect_planted(GB_ERR_CORRUPT, [](Image &i) {
+    const int t = i.find_tensor(gb::kW1, GB_GEAR_LOW);  // stories260K: 172 rows
+    ASSERT_NE(ld_u32(i.tensor(t) + 20) % 16, 0u);
+    st_u32(i.tensor(t) + 16, 1);
+  }, "rows16 on a matrix of 172 rows");
   expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) { st_u32(i.tensor(3) + 12, 77); }, "format");
   expect_planted(GB_ERR_SHAPE_MISMATCH, [](Image &i) { st_u32(i.tensor(3) + 20, ld_u32(i.tensor(3) + 20) + 1); }, "rows");
   expect_planted(GB_ERR_CORRUPT, [](Image &i) { st_u64(i.tensor(3) + 40, ld_u64(i.tensor(3) + 40) + 1); }, "nbytes");
