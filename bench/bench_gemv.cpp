@@ -7,8 +7,10 @@
 // by n outputs (rows): 4096x11008 is an FFN up-projection, 11008x4096 the
 // down-projection; stories260K's FFN matrices (64x172, 172x64) show the
 // small-matrix regime. Weights are random floats quantized with the
-// library's own quantizers (src/quant.h) into the row layout the kernels
-// read (arch/kernels.h).
+// library's own quantizers (src/quant.h) into the layout the kernels read
+// (arch/kernels.h): q4r16 is q4 with 16 rows interleaved, as `gearbx
+// convert` writes the low tier (shapes whose row count is not a multiple of
+// 16 have no q4r16 cells).
 //
 // hot:  the same matrix every call (cache-resident when it fits the LLC).
 // cold: the calls rotate through enough copies of the matrix that the
@@ -46,9 +48,11 @@ namespace {
 
 using gbbench::median;
 
-const char *const kFmtName[4] = {"f32", "f16", "q8", "q4"};
+const char *const kFmtName[GB_FMT_COUNT] = {"f32", "f16", "q8", "q4", "q4r16"};
 
-uint32_t fmt_of(const char *f) { return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : 3); }
+uint32_t fmt_of(const char *f) {
+  return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : (f[2] == 'r' ? GB_FMT_Q4R16 : 3));
+}
 
 struct Kernel {
   std::string name, isa;
@@ -113,9 +117,14 @@ bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t c
   m->base = static_cast<uint8_t *>(gb_port_aligned_alloc(m->stride * copies, 4096));
   if (!m->base) return false;
   std::vector<float> row(cols);
+  const uint32_t qfmt = fmt == GB_FMT_Q4R16 ? (uint32_t)gb::kFmtQ4 : fmt;
   for (size_t r = 0; r < rows; r++) {
     random_floats(row.data(), cols, &seed);
-    gb::quantize_row(fmt, m->base + r * rb, row.data(), cols);
+    gb::quantize_row(qfmt, m->base + r * rb, row.data(), cols);
+  }
+  if (fmt == GB_FMT_Q4R16) {
+    std::vector<uint8_t> rm(m->base, m->base + m->bytes);
+    gb::q4_rows16_from_rows(m->base, rm.data(), rows, cols);
   }
   for (size_t c = 1; c < copies; c++) memcpy(m->base + c * m->stride, m->base, m->bytes);
   return true;
@@ -133,7 +142,10 @@ struct GemvTask {
 
 void gemv_task(void *ctx, uint32_t t, uint32_t n) {
   const GemvTask *g = static_cast<const GemvTask *>(ctx);
-  const size_t r0 = g->rows * t / n, r1 = g->rows * (t + 1) / n;
+  // Whole row tiles, as src/session.h task_rows() splits.
+  const size_t tiles = (g->rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  const size_t r0 = std::min(g->rows, tiles * t / n * GB_GEMV_ROW_TILE);
+  const size_t r1 = std::min(g->rows, tiles * (t + 1) / n * GB_GEMV_ROW_TILE);
   g->fn(g->y, g->W, g->x, g->xq, r0, r1, g->cols);
 }
 
@@ -245,12 +257,13 @@ int main(int argc, char **argv) {
   std::vector<gb_q8x_block> xq((kmax + 31) / 32);
 
   std::vector<Row> rows;
-  for (uint32_t fmt = 0; fmt < 4; fmt++) {
+  for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
     bool any = false;
     for (const Kernel &k : kernels) any |= k.fmt == fmt;
     if (!any) continue;
     for (const Shape &s : kShapes) {
       if (!shape_filter.empty() && std::string(s.name).find(shape_filter) == std::string::npos) continue;
+      if (fmt == GB_FMT_Q4R16 && s.n % 16 != 0) continue;
       const size_t bytes = gb::row_bytes(fmt, s.k) * s.n;
       const size_t stride = (bytes + 4095) / 4096 * 4096;
       const size_t copies = std::max((size_t)2, std::min((ws_target + stride - 1) / stride, cap / stride));

@@ -24,7 +24,7 @@ struct IsaName {
   const char *name;
   uint32_t bit;
 };
-const IsaName kIsas[] = {{"avx2", GB_ISA_AVX2}, {"neon", GB_ISA_NEON}, {"dotprod", GB_ISA_DOTPROD},
+const IsaName kIsas[] = {{"avx2", GB_ISA_AVX2}, {"avx512", GB_ISA_AVX512}, {"neon", GB_ISA_NEON}, {"dotprod", GB_ISA_DOTPROD},
                          {"i8mm", GB_ISA_I8MM}, {"sve", GB_ISA_SVE}};
 
 std::string isa_list(uint32_t bits) {

@@ -77,6 +77,9 @@ uint32_t gb_port_cpu_features(void) {
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   f |= GB_ISA_AVX2;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+  f |= GB_ISA_AVX512;
+#endif
 #endif
   return f;
 }

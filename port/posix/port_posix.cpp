@@ -345,13 +345,19 @@ uint32_t gb_port_cpu_features(void) {
   unsigned a, b, c, d;
   if (__get_cpuid(1, &a, &b, &c, &d)) {
     const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
-    bool ymm = false;
+    unsigned xcr0 = 0;
     if (osxsave) {
-      unsigned lo, hi;
-      __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-      ymm = (lo & 6u) == 6u;
+      unsigned hi;
+      __asm__("xgetbv" : "=a"(xcr0), "=d"(hi) : "c"(0));
     }
-    if (fma && avx && f16c && ymm && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 5))) f |= GB_ISA_AVX2;
+    const bool ymm = (xcr0 & 6u) == 6u;
+    if (fma && avx && f16c && ymm && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 5))) {
+      f |= GB_ISA_AVX2;
+      // AVX-512 F (b16), BW (b30), VL (b31), VNNI (c11), and the OS saving
+      // opmask and ZMM state (XCR0 bits 5..7).
+      const bool zmm = (xcr0 & 0xE6u) == 0xE6u;
+      if (zmm && (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (c & (1u << 11))) f |= GB_ISA_AVX512;
+    }
   }
 #elif defined(__aarch64__) && defined(__linux__)
   const unsigned long hw = getauxval(AT_HWCAP);
