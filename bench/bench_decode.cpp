@@ -11,9 +11,9 @@
 // prefill: gb_prefill() of BOS + --prefill random tokens (that many forward
 //          passes), warm-up + --reps runs, median tokens/s. On an `auto`
 //          session the first prefill also calibrates the monitor, as in use.
-//          The library has no BLAS prefill path yet: the rows say blas "n/a";
-//          set_prefill_blas() below is the one place where the with / without
-//          OpenBLAS toggle goes once gb_session_options has `prefill_blas`.
+//          Twice: with OpenBLAS sgemm (gb_session_options.prefill_blas = 1;
+//          the built-in GEMM when the library was built without OpenBLAS)
+//          and with the built-in GEMM (0).
 // Model: -m/--model FILE, else --synthetic SPEC converted to a temporary
 // .gbx (tiers --tiers, default low,mid,high), deleted after opening unless
 // --keep. `--synthetic tinyllama-1.1b` is TinyLlama-1.1B's shape with random
@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -44,21 +43,7 @@ namespace {
 using gbbench::median;
 
 // ---- the with/without-BLAS prefill toggle --------------------------------------
-// The single place it is set. Once gb_session_options gains `prefill_blas`,
-// this compiles the setter in and main() writes prefill rows for both
-// settings; until then there is only the current path (no BLAS) and its rows
-// carry blas "n/a". No "with BLAS" number is ever made up.
-template <class O, class = void>
-struct HasPrefillBlas : std::false_type {};
-template <class O>
-struct HasPrefillBlas<O, std::void_t<decltype(std::declval<O &>().prefill_blas)>> : std::true_type {};
-
-template <class O>
-void set_prefill_blas(O &o, bool on) {
-  if constexpr (HasPrefillBlas<O>::value) o.prefill_blas = on ? 1 : 0;
-  else (void)o, (void)on;
-}
-constexpr bool kHavePrefillBlas = HasPrefillBlas<gb_session_options>::value;
+void set_prefill_blas(gb_session_options &o, bool on) { o.prefill_blas = on ? 1 : 0; }
 
 struct GearSpec {
   const char *name;
@@ -267,7 +252,7 @@ int main(int argc, char **argv) {
     return p;
   };
   double w_pass = 0;  // weights of one forward pass, from a plain gear's row
-  const std::vector<int> blas_modes = kHavePrefillBlas ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  const std::vector<int> blas_modes = {0, 1};
 
   std::vector<Row> rows;
   for (size_t ti = 0; ti < threads.size(); ti++)
@@ -380,7 +365,7 @@ int main(int argc, char **argv) {
          quick ? " --quick" : "", mi.name, mi.dim, mi.n_layers, mi.hidden_dim, mi.n_heads, mi.n_kv_heads, mi.vocab_size,
          (double)mi.n_params * 1e-9);
   printf("decode: %d tokens after %s; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s\n", tokens,
-         prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps, kHavePrefillBlas ? "gb_session_options.prefill_blas" : "absent (the library has no BLAS path yet: n/a)");
+         prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps, "gb_session_options.prefill_blas");
   for (size_t ti = 0; ti < threads.size(); ti++)
     printf("measured streaming read bandwidth, %u thread%s: %.2f GB/s (best probe: %s)\n", threads[ti], threads[ti] > 1 ? "s" : "",
            bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
