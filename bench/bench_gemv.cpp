@@ -18,8 +18,9 @@
 //       default 1024; the table says how many copies and MiB were used), so
 //       every call streams its weights from DRAM.
 // Threads split the rows the way src/forward.cpp matmul() does: n chunks of
-// whole rows through gb_port_parallel_for, and only for matrices of at
-// least 2^16 weights (smaller ones run on the calling thread: marked '*').
+// whole row tiles on a persistent worker pool (the session's kind, started
+// once per thread count), and only for matrices of at least 2^16 weights
+// (smaller ones run on the calling thread: marked '*').
 // q8/q4 time the kernel only: the activations are quantized once, outside.
 //
 // Reported per cell: median ms per call over --reps samples (each sample
@@ -168,13 +169,14 @@ struct Cell {
   GemvTask task;
   bool cold;
   uint32_t threads;
+  gb_port_pool *pool = nullptr;  // started with `threads` threads
   size_t next = 0, iters = 1;
   std::vector<double> samples;  // ms per call
 };
 
 void call(Cell &c, const Matrices &m) {
   c.task.W = m.at(c.cold ? c.next++ : 0);
-  if (c.threads > 1) gb_port_parallel_for(c.threads, c.threads, gemv_task, &c.task);
+  if (c.threads > 1) gb_port_pool_run(c.pool, c.threads, gemv_task, &c.task);
   else gemv_task(&c.task, 0, 1);
 }
 
@@ -255,6 +257,14 @@ int main(int argc, char **argv) {
   uint64_t seed = 12345;
   random_floats(x.data(), kmax, &seed);
   std::vector<gb_q8x_block> xq((kmax + 31) / 32);
+  // One persistent pool per thread count (as a session has one).
+  std::vector<std::vector<uint8_t>> pool_mem(threads.size());
+  std::vector<gb_port_pool *> pools(threads.size(), nullptr);
+  for (size_t ti = 0; ti < threads.size(); ti++) {
+    pool_mem[ti].resize(gb_port_pool_mem_size(threads[ti]) + 64);
+    void *mem = pool_mem[ti].data() + (64 - reinterpret_cast<uintptr_t>(pool_mem[ti].data()) % 64) % 64;
+    pools[ti] = gb_port_pool_start(mem, threads[ti]);
+  }
 
   std::vector<Row> rows;
   for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
@@ -286,6 +296,7 @@ int main(int argc, char **argv) {
             c.task = GemvTask{k.fn, nullptr, y.data(), x.data(), xq.data(), s.n, s.k};
             c.cold = mode == 1;
             c.threads = threads_used(threads[ti], s.n, s.k);
+            c.pool = pools[ti];
             calibrate(c, m, min_sample_ms);
             cells.push_back(c);
             Row r;
@@ -401,5 +412,6 @@ int main(int argc, char **argv) {
     fprintf(f, "]\n");
     fclose(f);
   }
+  for (gb_port_pool *p : pools) gb_port_pool_stop(p);
   return 0;
 }
