@@ -19,6 +19,9 @@
 # cycles/iteration = Total Cycles / Iterations; cycles per 32 weights =
 # cycles/iteration * 32 / weights per iteration (from the kernel source; the
 # table says so, and the weight-pointer step found in the loop is checked).
+# q4r16 (16-row interleaved q4) kernels do a whole group-block per
+# iteration: 16 rows x 32 weights, 288 bytes, so their cycles per 32 weights
+# are per row-block as for q4.
 #
 # Multi-position kernels (GB_GEMVM) whose hot loops are position tiles (one
 # loop per tile width P, each loop weights x P positions; f32 / f16 in the
@@ -138,11 +141,13 @@ CPU_ISAS = {
 }
 MATTR = {"neon": [], "dotprod": ["-mattr=+dotprod"], "i8mm": ["-mattr=+dotprod,+i8mm"], "sve": ["-mattr=+sve"]}
 SVE_VL_BITS = 256  # Neoverse-V1
-BYTES_PER_32 = {"f32": 128, "f16": 64, "q8": 34, "q4": 18}
+BYTES_PER_32 = {"f32": 128, "f16": 64, "q8": 34, "q4": 18, "q4r16": 18}
 
 # Weights one iteration of the hot loop consumes, from the kernel sources,
 # and the weight-pointer step (bytes) that shows it in the assembly.
 def weights_per_iter(fmt, isa):
+    if fmt == "q4r16":  # one block of a 16-row group (288 bytes) per iteration
+        return 512, "16 rows x 1 block of 32", [16 * BYTES_PER_32[fmt]]
     if fmt in ("q8", "q4"):
         return 128, "4 rows x 1 block of 32", [BYTES_PER_32[fmt], 2 * BYTES_PER_32[fmt]]
     if isa == "sve":
@@ -157,8 +162,8 @@ for line in open(os.path.join(root, "arch", "kernels.inc")):
     if m and m.group(3) in folders:
         (gemvm_kernels if m.group(1) else kernels).append((m.group(2), m.group(3)))
 if quick:
-    kernels = [k for k in kernels if k[0] == "q4"]
-    gemvm_kernels = [k for k in gemvm_kernels if k[0] == "q4"]
+    kernels = [k for k in kernels if k[0] in ("q4", "q4r16")]
+    gemvm_kernels = [k for k in gemvm_kernels if k[0] in ("q4", "q4r16")]
 
 BRANCH = re.compile(r"^(b(\.\w+)?|b(eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)|cbn?z|tbn?z)$")
 
