@@ -376,7 +376,7 @@ int main(int argc, char **argv) {
   printf("\n|---|---|");
   for (size_t i = 0; i < threads.size(); i++) printf("---:|");
   printf("\n");
-  for (uint32_t fmt = 0; fmt < 4; fmt++) {
+  for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
     if (!best.name[fmt]) continue;
     for (const Shape &s : kShapes) {
       std::string line;
