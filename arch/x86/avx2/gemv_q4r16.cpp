@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "f16.h"
 #include "kernels.h"
 
 namespace {
@@ -74,5 +75,36 @@ extern "C" void gb_q4r16_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, con
   for (size_t r = row_begin; r < row_end; r += 16) {
     const uint8_t *g = W + (r / 16) * nb * kGroupBlock;
     for (size_t i = 0; i < m; i++) group_dot(g, XQ + i * ldxq, nb, Y + i * ldy + r);
+  }
+}
+
+// Rows to f32 (prefill panels): per row and block, the four 4-byte slices
+// gathered into the q4 byte order, nibbles widened to int32, minus 8, times
+// the scale: d * (float)(u - 8), one rounding, as the generic expansion.
+extern "C" void gb_q4r16_rows_to_f32__avx2(float *out, const uint8_t *W, size_t row_begin, size_t row_end,
+                                           size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m256i eight = _mm256_set1_epi32(8);
+  for (size_t r = row_begin; r < row_end; r++) {
+    float *o = out + (r - row_begin) * cols;
+    const uint8_t *g = W + (r / 16) * nb * kGroupBlock;
+    const size_t i = r % 16;
+    for (size_t b = 0; b < nb; b++, g += kGroupBlock) {
+      int32_t s[4];
+      for (int k = 0; k < 4; k++) memcpy(&s[k], g + 32 + 64 * k + 4 * i, 4);
+      const __m128i q = _mm_setr_epi32(s[0], s[1], s[2], s[3]);
+      // The generic conversion (vcvtph2ps would quiet a signalling NaN scale).
+      const __m256 d = _mm256_set1_ps(gb::f16_to_f32((uint16_t)(g[2 * i] | (g[2 * i + 1] << 8))));
+      const __m128i lo = _mm_and_si128(q, low4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low4);
+      float v[32];
+      const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+      for (int p = 0; p < 4; p++) {
+        const __m256i u = _mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[p]), eight);
+        _mm256_storeu_ps(v + 8 * p, _mm256_mul_ps(d, _mm256_cvtepi32_ps(u)));
+      }
+      const size_t c0 = b * 32, n = cols - c0 < 32 ? cols - c0 : 32;
+      memcpy(o + c0, v, n * sizeof(float));
+    }
   }
 }
