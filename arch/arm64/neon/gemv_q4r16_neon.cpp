@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "f16.h"
 #include "kernels.h"
 
 namespace {
@@ -150,4 +151,42 @@ extern "C" void gb_q4r16_gemvm__neon(float *Y, size_t ldy, const uint8_t *W, con
   const size_t nb = (cols + 31) / 32;
   for (size_t r = row_begin; r < row_end; r += 16)
     for (size_t p = 0; p < m; p++) group_gemv(Y + p * ldy + r, W + (r / 16) * nb * kGroupBlock, XQ + p * ldxq, nb);
+}
+
+// ---- rows to f32 (prefill panels) ------------------------------------------------
+// Per row and block: the four 4-byte slices gathered into the q4 byte order,
+// nibbles widened to int32, minus 8, times the scale: d * (float)(u - 8),
+// one rounding, as the generic expansion (the scale converted by generic's
+// gb::f16_to_f32, which keeps a signalling NaN's payload as FCVT would not).
+extern "C" void gb_q4r16_rows_to_f32__neon(float *out, const uint8_t *W, size_t row_begin, size_t row_end,
+                                           size_t cols) {
+  const size_t nb = (cols + 31) / 32;
+  const uint8x16_t low4 = vdupq_n_u8(15);
+  const int32x4_t eight = vdupq_n_s32(8);
+  for (size_t r = row_begin; r < row_end; r++) {
+    float *o = out + (r - row_begin) * cols;
+    const uint8_t *g = W + (r / 16) * nb * kGroupBlock;
+    const size_t i = r % 16;
+    for (size_t b = 0; b < nb; b++, g += kGroupBlock) {
+      uint32x4_t s = vdupq_n_u32(0);
+      s = vld1q_lane_u32(reinterpret_cast<const uint32_t *>(g + 32 + 4 * i), s, 0);
+      s = vld1q_lane_u32(reinterpret_cast<const uint32_t *>(g + 96 + 4 * i), s, 1);
+      s = vld1q_lane_u32(reinterpret_cast<const uint32_t *>(g + 160 + 4 * i), s, 2);
+      s = vld1q_lane_u32(reinterpret_cast<const uint32_t *>(g + 224 + 4 * i), s, 3);
+      const uint8x16_t q = vreinterpretq_u8_u32(s);
+      const float d = gb::f16_to_f32((uint16_t)(g[2 * i] | (g[2 * i + 1] << 8)));
+      const uint8x16_t half[2] = {vandq_u8(q, low4), vshrq_n_u8(q, 4)};
+      float v[32];
+      for (int h = 0; h < 2; h++) {
+        const uint16x8_t w0 = vmovl_u8(vget_low_u8(half[h])), w1 = vmovl_high_u8(half[h]);
+        const uint16x4_t parts[4] = {vget_low_u16(w0), vget_high_u16(w0), vget_low_u16(w1), vget_high_u16(w1)};
+        for (int p = 0; p < 4; p++) {
+          const int32x4_t u = vsubq_s32(vreinterpretq_s32_u32(vmovl_u16(parts[p])), eight);
+          vst1q_f32(v + 16 * h + 4 * p, vmulq_n_f32(vcvtq_f32_s32(u), d));
+        }
+      }
+      const size_t c0 = b * 32, n = cols - c0 < 32 ? cols - c0 : 32;
+      memcpy(o + c0, v, n * sizeof(float));
+    }
+  }
 }
