@@ -33,7 +33,10 @@ const char *name(int g) { return g == 0 ? "low" : g == 1 ? "mid" : "high"; }
 int main(int argc, char **argv) {
   std::string model, synthetic = "dim=1024,layers=8,hidden=2816,heads=16,kv_heads=4,vocab=4096,seq_len=256,seed=4", json;
   int reps = 21;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc) {  // every option takes a value: a lone one (--help too) is a usage error
+      return fprintf(stderr, "usage: gearbx-bench-shift [-m MODEL.gbx | --synthetic SPEC] [--reps R] [--json FILE]\n"), 1;
+    }
     if (!strcmp(argv[i], "-m")) model = argv[i + 1];
     else if (!strcmp(argv[i], "--synthetic")) synthetic = argv[i + 1];
     else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
