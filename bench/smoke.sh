@@ -7,7 +7,8 @@
 #          bench/smoke.sh --mca SOURCE_DIR               (bench/mca.sh --quick)
 set -euo pipefail
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# On failure, show what the programs printed (ctest --output-on-failure shows this script's output only).
+trap 'rc=$?; [ $rc = 0 ] || tail -n 20 "$work"/*.txt "$work"/*.err 2>/dev/null; rm -rf "$work"; exit $rc' EXIT
 
 if [ "${1:-}" = "--mca" ]; then
   bash "$2/bench/mca.sh" --quick --json "$work/mca.json" > "$work/mca.txt"
