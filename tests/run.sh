@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
 # tests/run.sh — the whole test suite on a fresh Debian/Ubuntu machine.
 # Installs what it needs, then builds and runs, each under ctest:
-#   1. x86-64 Release (warnings as errors; includes the hygiene check)
-#   2. x86-64 ASan + UBSan
-#   3. aarch64 cross build, the full suite under qemu-aarch64 for each CPU
-#      model: cortex-a53 (NEON), cortex-a76 (+dotprod), max with SVE at
-#      128, 256 and 512 bits (+i8mm)
+#   1. x86-64 Release, the whole suite (warnings as errors; includes the
+#      hygiene check and the benchmark smoke tests)
+#   2. x86-64 ASan + UBSan, the whole suite
+#   3. aarch64 cross build under qemu-aarch64: the whole suite on one CPU
+#      model (cortex-a76: NEON + dotprod, the Raspberry Pi 5 class), and the
+#      tests labelled `isa` (tests/isa/: SIMD kernels against generic, fused
+#      attention variants, the dispatcher's choice, thread invariance) on
+#      each of the others: cortex-a53 (NEON), max with SVE off (+i8mm), max
+#      with SVE at 128, 256 and 512 bits; the greedy stories of both shared
+#      models on every model, compared with x86's
 #   4. the none port (aarch64, no OS services): a decode test with the model
 #      linked into the program, under qemu (cortex-a53)
-# then reports the aarch64 .text size of libgearbx.a at -Os and -O2 and the
-# greedy story on every CPU model next to x86's. Ends with one summary line
-# over all configurations, in ctest's form.
-#   usage: tests/run.sh [--quick]   (--quick: x86 Release only)
+# then reports the aarch64 .text size of libgearbx.a at -Os and -O2 and a
+# table of every stage's wall time. Ends with one summary line over all
+# configurations, in ctest's form.
+#   usage: tests/run.sh [--quick]   (--quick: x86 Release only, for iteration)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 START=$(date +%s)
+# Wall time of every stage, printed as a table at the end (and on an early
+# exit, so a failed build still shows where the time went).
+STAGE_NAMES=(); STAGE_SECS=()
+timed() {  # name, command...: run it, record its wall time, keep its status
+  local name=$1 t0 rc=0; shift
+  t0=$(date +%s)
+  "$@" || rc=$?
+  STAGE_NAMES+=("$name"); STAGE_SECS+=($(( $(date +%s) - t0 )))
+  return $rc
+}
+stage_table() {
+  local i
+  echo "== wall time per stage (s):"
+  for i in "${!STAGE_NAMES[@]}"; do printf '   %-40s %6d\n' "${STAGE_NAMES[$i]}" "${STAGE_SECS[$i]}"; done
+  printf '   %-40s %6d\n' "total" "$(( $(date +%s) - START ))"
+}
+trap 'rc=$?; [ $rc = 0 ] || { echo "!! tests/run.sh stopped early (status $rc)"; stage_table; }' EXIT
 JOBS=$(nproc 2>/dev/null || echo 2)
 QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
 SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
@@ -23,7 +45,7 @@ SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
 # ---- dependencies -------------------------------------------------------------
 PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils libopenblas-dev"
 [ $QUICK = 1 ] || PKGS="$PKGS llvm g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64 libopenblas-dev:arm64"
-bash tests/deps.sh $PKGS
+timed "install packages" bash tests/deps.sh $PKGS
 # Debian 12's qemu-user hangs in pthread_create of dynamically linked
 # programs, so the aarch64 build links its executables statically
 # (GEARBX_STATIC_EXES): the thread tests then run under the emulator too.
@@ -47,88 +69,108 @@ count_log() {  # name, log, rc: add a ctest log's counts to the totals
   SUMMARY+=("$(printf '%-28s %4d passed, %d failed' "$name" "$pass" "$fail")")
   echo "== [$name] $pass passed, $fail failed"
 }
-build() {  # dir, cmake args...
+build() {  # name, dir, cmake args...
+  local name=$1 dir=$2; shift 2
+  echo "== [$name] build"
+  timed "$name: build" cmake_build "$dir" "$@"
+}
+cmake_build() {
   local dir=$1; shift
   cmake -S "$ROOT" -B "$dir" -G Ninja "$@" >/dev/null
   cmake --build "$dir" -j "$JOBS"
 }
-run_ctest() {  # name, dir, [env assignments...]
+run_ctest() {  # name, dir, [env assignments...] [-- ctest arguments...]
   local name=$1 dir=$2; shift 2
-  local log="$dir/ctest-$name.log" rc=0
-  echo "== [$name] ctest"
-  (cd "$dir" && env "$@" ctest --output-on-failure -j "$JOBS" --timeout 1500) >"$log" 2>&1 || rc=$?
+  local log="$dir/ctest-$name.log" rc=0 envs=() args=() t0
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ $# = 0 ] || { shift; args=("$@"); }
+  echo "== [$name] ctest ${args[*]}"
+  t0=$(date +%s)
+  (cd "$dir" && env "${envs[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1500 "${args[@]}") >"$log" 2>&1 || rc=$?
+  STAGE_NAMES+=("$name: test ${args[*]}"); STAGE_SECS+=($(( $(date +%s) - t0 )))
   grep -E "^(CPU features|SVE vector length)|tests passed|^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Not Run|Subprocess)" "$log" || true
   [ "$rc" = 0 ] || tail -n 60 "$log"
   count_log "$name" "$log" $rc
 }
 
 # 1-2. x86-64 ---------------------------------------------------------------------
-echo "== [x86-release] build"
-build "$ROOT/build/x86-release" -DCMAKE_BUILD_TYPE=Release -DGEARBX_WERROR=ON
+build x86-release "$ROOT/build/x86-release" -DCMAKE_BUILD_TYPE=Release -DGEARBX_WERROR=ON
 run_ctest x86-release "$ROOT/build/x86-release"
 GB="$ROOT/build/x86-release/gearbx"
 
 if [ $QUICK = 0 ]; then
-echo "== [x86-asan-ubsan] build"
-build "$ROOT/build/x86-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBX_SANITIZE=ON -DGEARBX_WERROR=ON -DGEARBX_BUILD_BENCH=OFF
+build x86-asan-ubsan "$ROOT/build/x86-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBX_SANITIZE=ON -DGEARBX_WERROR=ON -DGEARBX_BUILD_BENCH=OFF
 run_ctest x86-asan-ubsan "$ROOT/build/x86-asan" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 # 3. aarch64 under qemu ---------------------------------------------------------------
-echo "== [aarch64] cross build"
 A64="$ROOT/build/aarch64"
-build "$A64" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
+build aarch64 "$A64" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DGEARBX_WERROR=ON -DGEARBX_BUILD_BENCH=OFF -DGEARBX_STATIC_EXES=ON
 QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 MODEL_DIR="$ROOT/build/models"; mkdir -p "$MODEL_DIR"
-"$GB" convert "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s260k.gbx" --quiet
-"$GB" convert "$SHARED/models/stories5M_distilled.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s5m.gbx" --quiet
 story() { $1 run -m "$2" -n 200 --gear high --temp 0 --deterministic --quiet 2>/dev/null | md5sum | cut -c1-12; }
-X86_260=$(story "$GB" "$MODEL_DIR/s260k.gbx"); X86_5M=$(story "$GB" "$MODEL_DIR/s5m.gbx")
+x86_stories() {
+  "$GB" convert "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s260k.gbx" --quiet &&
+  "$GB" convert "$SHARED/models/stories5M_distilled.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s5m.gbx" --quiet &&
+  X86_260=$(story "$GB" "$MODEL_DIR/s260k.gbx") && X86_5M=$(story "$GB" "$MODEL_DIR/s5m.gbx")
+}
+timed "models + x86 greedy stories" x86_stories
 # The two models' stories agree for ~60 tokens (5M is distilled from 260K) but
 # not over 200; an empty output (md5 d41d8cd98f00) would make every CPU agree.
 if [ "$X86_260" = "$X86_5M" ] || [ "$X86_260" = d41d8cd98f00 ]; then
   echo "!! greedy story check is vacuous: stories260K $X86_260, stories5M $X86_5M"; TOTAL_FAIL=$((TOTAL_FAIL + 1))
 fi
 STORIES=("x86-64           stories260K $X86_260  stories5M $X86_5M  (md5 of 200 greedy tokens' text)")
-for spec in "cortex-a53|neon|" "cortex-a76|neon,dotprod|" "max,sve=off|neon,dotprod,i8mm|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
+aarch64_stories() {  # cpu: both models' greedy stories under that CPU model, against x86's
+  local cpu=$1 a b
+  a=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s260k.gbx"); b=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s5m.gbx")
+  STORIES+=("$(printf '%-16s stories260K %s  stories5M %s  %s' "$cpu" "$a" "$b" \
+    "$([ "$a" = "$X86_260" ] && [ "$b" = "$X86_5M" ] && echo same-as-x86 || echo DIFFERENT)")")
+  if [ "$a" != "$X86_260" ] || [ "$b" != "$X86_5M" ]; then TOTAL_FAIL=$((TOTAL_FAIL + 1)); fi
+}
+# CPU model | ISAs the dispatcher must see | SVE bits. The first runs the whole
+# suite; the others run the tests whose outcome depends on the CPU (label
+# isa, tests/isa/; tests/check_isa_labels.sh keeps the label complete).
+FULL_CPU=cortex-a76
+for spec in "cortex-a76|neon,dotprod|" "cortex-a53|neon|" "max,sve=off|neon,dotprod,i8mm|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
             "max,sve-max-vq=2|neon,dotprod,i8mm,sve|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve|512"; do
   IFS='|' read -r cpu isa bits <<<"$spec"
   name="aarch64-${cpu//,sve-max-vq=/-vq}"
   envs=(QEMU_CPU="$cpu" GB_EXPECT_ISA="$isa" GB_TEST_SCALE=0.15)
   [ -z "$bits" ] || envs+=(GB_EXPECT_SVE_BITS="$bits")
-  run_ctest "$name" "$A64" "${envs[@]}"
-  a=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s260k.gbx"); b=$(QEMU_CPU=$cpu story "$QEMU $A64/gearbx" "$MODEL_DIR/s5m.gbx")
-  STORIES+=("$(printf '%-16s stories260K %s  stories5M %s  %s' "$cpu" "$a" "$b" \
-    "$([ "$a" = "$X86_260" ] && [ "$b" = "$X86_5M" ] && echo same-as-x86 || echo DIFFERENT)")")
-  if [ "$a" != "$X86_260" ] || [ "$b" != "$X86_5M" ]; then TOTAL_FAIL=$((TOTAL_FAIL + 1)); fi
+  if [ "$cpu" = "$FULL_CPU" ]; then
+    run_ctest "$name" "$A64" "${envs[@]}"
+  else
+    run_ctest "$name" "$A64" "${envs[@]}" -- -L '^isa$'
+  fi
+  timed "$name: greedy stories" aarch64_stories "$cpu"
 done
 echo "== greedy stories (deterministic mode), x86 vs aarch64 CPU models:"
 printf '   %s\n' "${STORIES[@]}"
 echo "   stories260K at high on cortex-a53: $(QEMU_CPU=cortex-a53 $QEMU "$A64/gearbx" run -m "$MODEL_DIR/s260k.gbx" -n 40 --gear high --temp 0 --quiet 2>/dev/null | head -c 200)"
 
 # 4. none port ------------------------------------------------------------------------
-echo "== [none-port] build"
-build "$ROOT/build/none" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-none.cmake" -DCMAKE_BUILD_TYPE=Release \
+build none-port "$ROOT/build/none" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-none.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DGEARBX_WERROR=ON -DGEARBX_NONE_MODEL="$MODEL_DIR/s260k.gbx"
-run_ctest none-port "$ROOT/build/none"
-grep -E "^(PASS|FAIL|none port)" "$ROOT/build/none/ctest-none-port.log" || true
-(cd "$ROOT/build/none" && ctest -V 2>/dev/null | grep -E "^[0-9]+: (PASS|FAIL|gear|none)" | cut -c1-160) || true
+run_ctest none-port "$ROOT/build/none" -- -V
+grep -E "^[0-9]+: (PASS|FAIL|gear|none)" "$ROOT/build/none/ctest-none-port.log" | cut -c1-160 || true
 
 # .text size of libgearbx.a for aarch64 -----------------------------------------------------
 echo "== libgearbx.a for aarch64, .text bytes (library only, all kernels included):"
-for opt in Os O2; do
-  d="$ROOT/build/aarch64-size-$opt"
+size_build() {  # opt: the library alone (no tools, tests or benchmarks) at -OPT
+  local d="$ROOT/build/aarch64-size-$1"
   cmake -S "$ROOT" -B "$d" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-linux-gnu.cmake" \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-$opt -DNDEBUG" -DGEARBX_BUILD_TOOLS=OFF >/dev/null
-  cmake --build "$d" --target gearbx >/dev/null
-  printf '   -%s: %s bytes of .text\n' "$opt" "$(aarch64-linux-gnu-size -t "$d/libgearbx.a" | tail -1 | awk '{print $1}')"
-done
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-$1 -DNDEBUG" -DGEARBX_BUILD_TOOLS=OFF >/dev/null &&
+  cmake --build "$d" --target gearbx >/dev/null &&
+  printf '   -%s: %s bytes of .text\n' "$1" "$(aarch64-linux-gnu-size -t "$d/libgearbx.a" | tail -1 | awk '{print $1}')"
+}
+for opt in Os O2; do timed "aarch64 size -$opt: build" size_build $opt; done
 fi
 
 echo
 echo "== configurations:"
 printf '   %s\n' "${SUMMARY[@]}"
-echo "== total time $(( $(date +%s) - START )) s"
+stage_table
 TOTAL=$((TOTAL_PASS + TOTAL_FAIL))
 PCT=$(( TOTAL > 0 ? 100 * TOTAL_PASS / TOTAL : 0 ))
 echo "$PCT% tests passed, $TOTAL_FAIL tests failed out of $TOTAL"
