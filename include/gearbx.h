@@ -514,8 +514,11 @@ gb_status gb_session_reset(gb_session *s);
  * if the library obtained it. */
 void gb_session_destroy(gb_session *s);
 
-/* One decode step's report. The caller sets struct_size; the library writes
- * fields up to it. logits stays valid until the next call on the session. */
+/* One decode step's report. The caller sets struct_size: at least
+ * offsetof(gb_step_info, predicted_gear) (the first published layout, which
+ * ended at step_ns) and at most sizeof(gb_step_info); the library writes the
+ * fields up to it. Any other value: GB_ERR_STRUCT_SIZE from the step, which
+ * then runs nothing. logits stays valid until the next call on the session. */
 typedef struct gb_step_info {
   uint32_t struct_size;
   int32_t token;            /* sampled token (-1 for gb_feed)                */
@@ -581,13 +584,17 @@ gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n_tokens);
  * policy). Errors: GB_ERR_BAD_STATE (nothing pending: call gb_prefill
  * first), GB_ERR_CONTEXT_FULL (position n_ctx reached, or the token cannot
  * fit in the KV pool even with every unprotected token at the minimum
- * precision and kv.evict is 0; nothing changed, the pending token stays). */
+ * precision and kv.evict is 0; nothing changed, the pending token stays),
+ * GB_ERR_STRUCT_SIZE (info's struct_size outside the range gb_step_info
+ * documents; nothing run, nothing written). */
 gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
 
 /* Teacher forcing: run `token` (instead of a sampled one) through the model
  * at the next position, update the monitor exactly as gb_decode_step does,
  * and report the logits predicting the position after it. Any pending token
- * is discarded first without being run. Used for scoring text. */
+ * is discarded first without being run. Used for scoring text. Errors:
+ * GB_ERR_TOKEN_OUT_OF_RANGE, GB_ERR_CONTEXT_FULL, GB_ERR_STRUCT_SIZE (as for
+ * gb_decode_step); nothing changed on any of them. */
 gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info);
 
 /* Cold-start prompt classifier (seed 000 §11): score = 2*math symbols +

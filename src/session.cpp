@@ -263,10 +263,20 @@ struct StepResult {
   uint32_t spec_drafted = 0, spec_accepted = 0, spec_round = 0;  // GB_GEAR_SPEC
 };
 
+// gb_step_info's first layout ended at step_ns; fields are only appended.
+constexpr uint32_t kStepInfoMinSize = offsetof(gb_step_info, predicted_gear);
+
+// The one struct_size rule of every struct the caller passes: from the first
+// published layout up to this header's. Checked before the step changes anything.
+gb_status check_info(const gb_session *s, const gb_step_info *info, const char *fn) {
+  if (!info || (info->struct_size >= kStepInfoMinSize && info->struct_size <= sizeof(gb_step_info))) return GB_OK;
+  return fail(s->log, GB_ERR_STRUCT_SIZE, "%s: gb_step_info struct_size %u not supported (%u to %u)", fn,
+              info->struct_size, kStepInfoMinSize, (uint32_t)sizeof(gb_step_info));
+}
+
 void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, const StepResult &sr, uint64_t t0) {
   if (!info) return;
-  const uint32_t size = info->struct_size;
-  if (size < sizeof(uint32_t) || size > sizeof(gb_step_info)) return;
+  const uint32_t size = info->struct_size;  // in range: check_info ran first
   gb_step_info r;
   memset(&r, 0, sizeof r);
   r.struct_size = size;
@@ -605,6 +615,7 @@ extern "C" gb_status gb_session_set_gear(gb_session *s, gb_gear gear) {
 extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info) {
   if (!s) return GB_ERR_NULL_POINTER;
   const uint64_t t0 = gb_port_now_ns();
+  GB_TRY(check_info(s, info, "gb_decode_step"));
   GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
   if (s->spec) return spec_step(s, token_out, info, t0);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
@@ -621,6 +632,7 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
 extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   if (!s) return GB_ERR_NULL_POINTER;
   const uint64_t t0 = gb_port_now_ns();
+  GB_TRY(check_info(s, info, "gb_feed"));
   GB_RETURN_IF(token < 0 || (uint32_t)token >= s->model->meta.vocab_size, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                "gb_feed: token %d out of range", token);
   spec_settle(s);

@@ -1,5 +1,6 @@
 // status.cpp — status strings, version, and the logger.
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 #include "gearbx_port.h"
@@ -13,7 +14,11 @@ extern "C" const char *gb_version_string(void) {
 }
 
 extern "C" const char *gb_status_str(gb_status s) {
-  switch (s) {
+  // C callers may pass any int. Loading a value outside the enum's range as
+  // gb_status is undefined behaviour in C++, so the value is read as an int.
+  int v;
+  memcpy(&v, &s, sizeof v);
+  switch (v) {
     case GB_STATUS_MAX_ENUM: break;
     case GB_OK: return "ok";
     case GB_ERR_INVALID_ARGUMENT: return "invalid argument";

@@ -1,6 +1,7 @@
 // test_session.cpp — the session API: options, memory estimate and
 // placement, budget refusals, misuse statuses, determinism, and that
 // prefill/decode never allocate.
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,11 @@ TEST_F(Session, VersionAndStatusStrings) {
   for (int s = 0; s < 700; s++) EXPECT_NE(gb_status_str((gb_status)s), nullptr);
   EXPECT_STREQ(gb_status_str((gb_status)12345), "unknown status");
   EXPECT_STREQ(gb_status_str(GB_ERR_CONTEXT_FULL), "context full");
+  // Any int a C caller can pass, negative ones included (the sanitizer build
+  // aborted on -1 while the value was loaded as the enum).
+  for (int v : {-1, -100, INT_MIN, INT_MAX, 0x7ffffffe, 600})
+    EXPECT_STREQ(gbt_c_status_str(v), "unknown status") << v;
+  EXPECT_STREQ(gbt_c_status_str(GB_ERR_CONTEXT_FULL), "context full");
 }
 
 TEST_F(Session, MemSizeIsExactAndCallerMemoryWorks) {
@@ -157,6 +163,55 @@ TEST_F(Session, BadOptionsAndArguments) {
   gb_session_destroy(s);
   gb_session_destroy(nullptr);
   gb_model_close(nullptr);
+}
+
+// gb_step_info follows the rule of every caller struct: a struct_size below
+// the first published layout or above this header's is refused before the
+// step runs, so the session is where it was and nothing was written.
+TEST_F(Session, StepInfoStructSizeOutOfRangeIsRefusedBeforeTheStep) {
+  o_.sampler.temperature = 0.0f;
+  gb_session *s = nullptr, *ref = nullptr;
+  ASSERT_EQ(gb_session_create(m_, &o_, nullptr, 0, &s), GB_OK);
+  ASSERT_EQ(gb_session_create(m_, &o_, nullptr, 0, &ref), GB_OK);
+  const int32_t bos = 1;
+  ASSERT_EQ(gb_prefill(s, &bos, 1), GB_OK);
+  ASSERT_EQ(gb_prefill(ref, &bos, 1), GB_OK);
+  const uint32_t first = (uint32_t)offsetof(gb_step_info, predicted_gear);
+  for (uint32_t size : {0u, 4u, first - 1, (uint32_t)sizeof(gb_step_info) + 1, 0xFFFFFFFFu}) {
+    gb_step_info info;
+    memset(&info, 0x5A, sizeof info);
+    info.struct_size = size;
+    int32_t tok = -7;
+    EXPECT_EQ(gb_decode_step(s, &tok, &info), GB_ERR_STRUCT_SIZE) << size;
+    EXPECT_EQ(gb_feed(s, 5, &info), GB_ERR_STRUCT_SIZE) << size;
+    EXPECT_EQ(tok, -7) << size;
+    EXPECT_EQ(info.struct_size, size);
+    EXPECT_EQ(info.token, (int32_t)0x5A5A5A5A) << "the refused step wrote into info";
+  }
+  uint32_t pos = 99;
+  ASSERT_EQ(gb_session_position(s, &pos, nullptr), GB_OK);
+  EXPECT_EQ(pos, 0u);
+  // Both ends of the range are accepted, and the refused calls changed nothing:
+  // the session decodes what an untouched one does.
+  for (uint32_t size : {first, (uint32_t)sizeof(gb_step_info)}) {
+    gb_step_info a, b;
+    memset(&a, 0x5A, sizeof a);
+    a.struct_size = size;
+    b.struct_size = sizeof b;
+    int32_t ta = -1, tb = -2;
+    ASSERT_EQ(gb_decode_step(s, &ta, &a), GB_OK);
+    ASSERT_EQ(gb_decode_step(ref, &tb, &b), GB_OK);
+    EXPECT_EQ(ta, tb);
+    EXPECT_EQ(a.token, ta);
+    EXPECT_EQ(a.pos, b.pos);
+    if (size < sizeof a) {
+      uint8_t past;
+      memcpy(&past, (const uint8_t *)&a + size, 1);
+      EXPECT_EQ(past, 0x5Au) << "wrote past struct_size";
+    }
+  }
+  gb_session_destroy(s);
+  gb_session_destroy(ref);
 }
 
 TEST_F(Session, MissingTierIsUnavailable) {

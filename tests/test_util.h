@@ -11,6 +11,10 @@
 
 #include "gearbx.h"
 
+// tests/c_caller.c: gb_status_str(value) called from C, where a gb_status
+// may hold any int.
+extern "C" const char *gbt_c_status_str(int value);
+
 namespace gbt {
 
 std::string shared_path(const char *rel);  // GB_SHARED_DIR "/" rel
