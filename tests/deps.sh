@@ -5,7 +5,12 @@
 # fresh machine needs nothing by hand.
 set -euo pipefail
 missing=""
-for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+# A package installed for two architectures (libgtest-dev and
+# libgtest-dev:arm64) is ambiguous without its native qualifier.
+native=$(dpkg --print-architecture)
+for p in "$@"; do
+  dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$native" >/dev/null 2>&1 || missing="$missing $p"
+done
 if [ -n "$missing" ]; then
   echo "== installing:$missing"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
