@@ -45,12 +45,6 @@ using gbbench::median;
 // ---- the with/without-BLAS prefill toggle --------------------------------------
 void set_prefill_blas(gb_session_options &o, bool on) { o.prefill_blas = on ? 1 : 0; }
 
-struct GearSpec {
-  const char *name;
-  gb_gear gear;
-};
-const GearSpec kGears[] = {{"low", GB_GEAR_LOW},   {"mid", GB_GEAR_MID},   {"high", GB_GEAR_HIGH},
-                           {"f32", GB_GEAR_F32},   {"auto", GB_GEAR_AUTO}, {"spec", GB_GEAR_SPEC}};
 
 struct Row {
   std::string gear, phase, blas = "n/a";
@@ -98,8 +92,8 @@ bool parse_tiers(const std::string &s, uint32_t *out) {
   *out = 0;
   for (const std::string &t : gbbench::split(s)) {
     int g = -1;
-    for (int i = 0; i < 4; i++)
-      if (t == kGears[i].name) g = i;
+    for (int i = 0; i < GB_GEAR_COUNT; i++)
+      if (t == gb_gear_name((gb_gear)i)) g = i;
     if (g < 0) return false;
     *out |= 1u << g;
   }
@@ -162,13 +156,12 @@ int main(int argc, char **argv) {
   if (!model.empty() && !synthetic.empty()) return fprintf(stderr, "give either --model or --synthetic\n"), 1;
   uint32_t tiers = 0;
   if (!parse_tiers(tier_list, &tiers)) return fprintf(stderr, "--tiers: a list of low, mid, high, f32\n"), 1;
-  std::vector<const GearSpec *> gears;
-  for (const std::string &g : gbbench::split(gear_list)) {
-    const GearSpec *p = nullptr;
-    for (const GearSpec &q : kGears)
-      if (g == q.name) p = &q;
-    if (!p) return fprintf(stderr, "--gears: unknown gear '%s' (low, mid, high, f32, auto)\n", g.c_str()), 1;
-    gears.push_back(p);
+  std::vector<gb_gear> gears;
+  for (const std::string &name : gbbench::split(gear_list)) {
+    gb_gear g;
+    if (gb_gear_from_name(name.c_str(), &g) != GB_OK)
+      return fprintf(stderr, "--gears: unknown gear '%s' (low, mid, high, f32, auto, spec)\n", name.c_str()), 1;
+    gears.push_back(g);
   }
 
   // ---- the model -----------------------------------------------------------------
@@ -256,14 +249,14 @@ int main(int argc, char **argv) {
 
   std::vector<Row> rows;
   for (size_t ti = 0; ti < threads.size(); ti++)
-    for (const GearSpec *g : gears) {
-      if ((unsigned)g->gear < GB_GEAR_COUNT && !(mi.gears & (1u << g->gear))) continue;
-      if (g->gear == GB_GEAR_AUTO && (mi.gears & 7u) != 7u) continue;  // auto routes among low / mid / high
-      if (g->gear == GB_GEAR_SPEC && (mi.gears & 5u) != 5u) continue;  // drafts on low, verifies on high
+    for (const gb_gear g : gears) {
+      if ((unsigned)g < GB_GEAR_COUNT && !(mi.gears & (1u << g))) continue;
+      if (g == GB_GEAR_AUTO && (mi.gears & 7u) != 7u) continue;  // auto routes among low / mid / high
+      if (g == GB_GEAR_SPEC && (mi.gears & 5u) != 5u) continue;  // drafts on low, verifies on high
       for (int blas : blas_modes) {
         gb_session_options so;
         gb_session_options_init(&so);
-        so.gear = g->gear;
+        so.gear = g;
         so.n_threads = threads[ti];
         if (spec_k > 0) so.spec_k = (uint32_t)spec_k;
         if (spec_stop >= 0.0f) so.spec_stop_entropy = spec_stop;
@@ -274,13 +267,13 @@ int main(int argc, char **argv) {
         if (blas >= 0) set_prefill_blas(so, blas == 1);
         gb_session *s = nullptr;
         if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)
-          return fprintf(stderr, "session (%s, %u threads): %s\n", g->name, threads[ti], gb_status_str(st)), 1;
-        fprintf(stderr, "\r%-5s %u thread(s) ...", g->name, threads[ti]);
+          return fprintf(stderr, "session (%s, %u threads): %s\n", gb_gear_name(g), threads[ti], gb_status_str(st)), 1;
+        fprintf(stderr, "\r%-5s %u thread(s) ...", gb_gear_name(g), threads[ti]);
 
         // decode (once, whatever the BLAS setting: it never uses BLAS)
         if (blas <= 0) {
           Row row;
-          row.gear = g->name;
+          row.gear = gb_gear_name(g);
           row.phase = "decode";
           row.threads = threads[ti];
           row.bw = bw[ti].bytes_per_s;
@@ -308,7 +301,7 @@ int main(int argc, char **argv) {
               }
             }
             const uint64_t t1 = gb_port_now_ns();
-            if (done == 0) return fprintf(stderr, "decode failed (%s)\n", g->name), 1;
+            if (done == 0) return fprintf(stderr, "decode failed (%s)\n", gb_gear_name(g)), 1;
             if (r > 0) {
               rates.push_back(done / ((double)(t1 - t0) * 1e-9));
               for (int k = 0; k < 3; k++) row.mix[k] += mix[k];
@@ -317,11 +310,11 @@ int main(int argc, char **argv) {
             }
             row.bytes_per_tok = (double)bytes / done;
             row.bits_per_weight = weights ? 8.0 * bytes / weights : 0;
-            if (g->gear != GB_GEAR_SPEC && weights) w_pass = (double)weights / done;
+            if (g != GB_GEAR_SPEC && weights) w_pass = (double)weights / done;
           }
           row.tok_s = median(rates);
           if (made) row.bytes_per_tok = (double)bytes_all / made;
-          if (g->gear == GB_GEAR_SPEC) {
+          if (g == GB_GEAR_SPEC) {
             row.tokens_per_verify = rounds ? (double)made / rounds : 0;
             row.acceptance = drafted ? (double)accepted / drafted : 0;
             row.bits_per_weight = w_pass > 0 ? 8.0 * row.bytes_per_tok / w_pass : 0;
@@ -333,7 +326,7 @@ int main(int argc, char **argv) {
         // prefill: prefill forward passes (BOS + prefill tokens, the last left pending)
         {
           Row row;
-          row.gear = g->name;
+          row.gear = gb_gear_name(g);
           row.phase = "prefill";
           row.threads = threads[ti];
           row.bw = bw[ti].bytes_per_s;
@@ -343,7 +336,7 @@ int main(int argc, char **argv) {
             gb_session_reset(s);
             const uint64_t t0 = gb_port_now_ns();
             if ((st = gb_prefill(s, prompt.data(), prompt.size())) != GB_OK)
-              return fprintf(stderr, "prefill (%s): %s\n", g->name, gb_status_str(st)), 1;
+              return fprintf(stderr, "prefill (%s): %s\n", gb_gear_name(g), gb_status_str(st)), 1;
             const uint64_t t1 = gb_port_now_ns();
             if (r > 0) rates.push_back((double)prefill / ((double)(t1 - t0) * 1e-9));
           }

@@ -27,7 +27,7 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
-const char *name(int g) { return g == 0 ? "low" : g == 1 ? "mid" : "high"; }
+const char *name(int g) { return gb_gear_name((gb_gear)g); }
 }  // namespace
 
 int main(int argc, char **argv) {

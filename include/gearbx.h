@@ -138,6 +138,16 @@ typedef enum gb_gear {
   GB_GEAR_MAX_ENUM = 0x7fffffff
 } gb_gear;
 
+/* The gear's name as the tools and logs spell it: "low", "mid", "high",
+ * "f32", "auto", "spec"; "unknown" for any other value. Static storage,
+ * never NULL; thread-safe. */
+const char *gb_gear_name(gb_gear gear);
+
+/* The reverse of gb_gear_name (exact spelling). Errors: GB_ERR_NULL_POINTER,
+ * GB_ERR_INVALID_ARGUMENT for any other name; *out is written only on
+ * success. Thread-safe. */
+gb_status gb_gear_from_name(const char *name, gb_gear *out);
+
 typedef enum gb_verify {
   GB_VERIFY_AUTO = 0,     /* metadata always; tensor data when the file is
                              at most verify_auto_limit bytes             */
@@ -336,6 +346,17 @@ typedef enum gb_kv_policy {
                          exp(-age / T) alone (no attention statistics)     */
   GB_KV_POLICY_MAX_ENUM = 0x7fffffff
 } gb_kv_policy;
+
+/* The policy's name as the tools and logs spell it: "default", "f32", "f16",
+ * "uniform8", "uniform4", "uniform3", "uniform2", "seed", "window",
+ * "recency"; "unknown" for any other value. Static storage, never NULL;
+ * thread-safe. */
+const char *gb_kv_policy_name(gb_kv_policy policy);
+
+/* The reverse of gb_kv_policy_name (exact spelling). Errors:
+ * GB_ERR_NULL_POINTER, GB_ERR_INVALID_ARGUMENT for any other name; *out is
+ * written only on success. Thread-safe. */
+gb_status gb_kv_policy_from_name(const char *name, gb_kv_policy *out);
 
 /* KV pool options (inside gb_session_options; defaults from
  * gb_session_options_init). */

@@ -34,16 +34,6 @@ struct Logger {
 // Log an error and return its status: `return fail(log, GB_ERR_CORRUPT, "...", ...)`.
 gb_status fail(const Logger &log, gb_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-// A value or a status. T must be cheap to copy (pointers, small structs).
-template <typename T>
-struct Result {
-  gb_status status;
-  T value;
-  Result(T v) : status(GB_OK), value(v) {}  // NOLINT: implicit by design
-  Result(gb_status s) : status(s), value() {}  // NOLINT
-  bool ok() const { return status == GB_OK; }
-};
-
 }  // namespace gb
 
 // Evaluate a gb_status expression; return it from the caller if it failed.

@@ -36,11 +36,6 @@
 namespace gb {
 namespace {
 
-const char *policy_name(uint32_t p) {
-  static const char *const n[] = {"default", "f32", "f16", "uniform8", "uniform4", "uniform3", "uniform2", "seed", "window", "recency"};
-  return p <= GB_KV_RECENCY ? n[p] : "?";
-}
-
 bool multi_level(uint32_t policy) { return policy >= GB_KV_SEED; }
 
 // Relative squared error of a level's rows (step^2 ~ 1 / qmax^2).
@@ -70,11 +65,12 @@ gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log,
   const bool budget = k.pool_bytes > 0 || k.beta > 0.0f;
   uint32_t policy = (uint32_t)pol;
   if (policy == GB_KV_DEFAULT) policy = budget ? GB_KV_WINDOW : GB_KV_F32;
+  const char *const pname = gb_kv_policy_name((gb_kv_policy)policy);
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
   const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers, n_ctx = o.n_ctx;
   GB_RETURN_IF(quantized && (d % 8 != 0 || d > 512), log, GB_ERR_INVALID_ARGUMENT,
-               "kv policy %s needs a head_dim that is a multiple of 8 and at most 512 (model: %u)", policy_name(policy), d);
+               "kv policy %s needs a head_dim that is a multiple of 8 and at most 512 (model: %u)", pname, d);
   // Levels.
   switch (policy) {
     case GB_KV_F32: p->levels = 1u << kLv32; p->entry = p->min = kLv32; break;
@@ -143,12 +139,12 @@ gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log,
                 "(policy %s; a token costs %llu bytes per layer at the minimum, scales included; beta_min for %u tokens "
                 "is %.4f)",
                 (unsigned long long)(budget ? (k.pool_bytes ? k.pool_bytes : (uint64_t)((double)k.beta * (double)fp16)) : 0), L,
-                prot_want, kv_level_bits(p->min), policy_name(policy), (unsigned long long)per_min, n_ctx,
+                prot_want, kv_level_bits(p->min), pname, (unsigned long long)per_min, n_ctx,
                 (double)(per_min * L * n_ctx) / (double)fp16);
   }
   if (p->max_tokens < n_ctx)
     log.log(k.evict ? GB_LOG_INFO : GB_LOG_WARN,
-            "KV pool (%s, %llu bytes) holds at most %u of the %u context tokens at minimum precision; then %s", policy_name(policy),
+            "KV pool (%s, %llu bytes) holds at most %u of the %u context tokens at minimum precision; then %s", pname,
             (unsigned long long)p->pool_bytes, p->max_tokens, n_ctx,
             k.evict ? "the least important unprotected tokens are evicted" : "decoding returns GB_ERR_CONTEXT_FULL");
   return GB_OK;

@@ -10,24 +10,10 @@
 
 #include "format.h"
 #include "gearbx_port.h"
+#include "gears.h"
 
 namespace gb {
 namespace {
-
-const char *gear_name(uint32_t g) {
-  static const char *const names[] = {"low", "mid", "high", "f32"};
-  return g < GB_GEAR_COUNT ? names[g] : (g == GB_GEAR_AUTO ? "auto" : "?");
-}
-
-// Tier a lazy tier is quantized from: f32 when the file has it, else high.
-int lazy_source(const gb_model *m) {
-  return (m->gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : (m->gears >> GB_GEAR_HIGH & 1) ? GB_GEAR_HIGH : -1;
-}
-// Whether tier g is built lazily in this session: a low or mid tier the file
-// lacks, with lazy_tiers on and a source tier present.
-bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g) {
-  return o.lazy_tiers && g <= GB_GEAR_MID && !(m->gears >> g & 1) && lazy_source(m) >= 0;
-}
 
 gb_status read_options(const gb_model *m, const gb_session_options *in, gb_session_options *o, Logger *log, KvPlan *kv) {
   gb_session_options_init(o);
@@ -80,18 +66,15 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
                "session options: prefill_blas 2 needs OpenBLAS, and this library was built without it (GEARBX_WITH_OPENBLAS)");
   GB_TRY(sampler_validate(o->sampler, *log));
   GB_TRY(monitor_validate(o->monitor, *log));
-  // Every tier the session may enter must be in the file.
-  uint32_t need = 1u << o->base_gear;
-  need |= spec    ? (1u << o->spec_verify_gear) | (1u << o->spec_draft_gear)
-          : fixed ? 1u << o->gear
-                  : (1u << GB_GEAR_LOW) | (1u << GB_GEAR_MID) | (1u << GB_GEAR_HIGH);
+  // Every tier the session may enter must be in the file (or built lazily).
+  const uint32_t need = 1u << o->base_gear | policy_tiers(*o);
   GB_RETURN_IF(o->lazy_tiers > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: lazy_tiers must be 0 or 1");
   GB_RETURN_IF(o->measure_residency > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: measure_residency must be 0 or 1");
   GB_RETURN_IF(o->release_steps > 65536, *log, GB_ERR_INVALID_ARGUMENT, "session options: release_steps %u > 65536",
                o->release_steps);
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
     GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1) && !lazy_tier(m, *o, g), *log, GB_ERR_UNAVAILABLE,
-                 "session options: the %s tier is not in the model file%s", gear_name(g),
+                 "session options: the %s tier is not in the model file%s", gb_gear_name((gb_gear)g),
                  g <= GB_GEAR_MID && !o->lazy_tiers ? " (lazy_tiers is off)" : "");
   GB_TRY(kv_plan(c, *o, *log, kv));
   GB_RETURN_IF(spec && (kv->policy >= GB_KV_SEED), *log, GB_ERR_INVALID_ARGUMENT,
@@ -131,40 +114,7 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   kv_carve(&t->kv, a, c, o, kvp);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
   t->calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
-  // Lazy tiers the session may enter: every managed matrix (and the
-  // classifier when it follows the gear) in the tier's format.
-  const bool fixed_gear = (uint32_t)o.gear < GB_GEAR_COUNT;
-  bool any_lazy = false;
-  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
-    t->lazy_mats[g] = nullptr;
-    t->lazy_ready[g] = false;
-    const bool enters = o.gear == GB_GEAR_SPEC ? (g == (uint32_t)o.spec_verify_gear || g == (uint32_t)o.spec_draft_gear)
-                        : fixed_gear           ? (uint32_t)o.gear == g
-                                               : g <= GB_GEAR_HIGH;
-    if (!enters || !lazy_tier(m, o, g)) continue;
-    any_lazy = true;
-    const uint32_t fmt = g == GB_GEAR_LOW ? kFmtQ4 : kFmtQ8;
-    const size_t nm = (size_t)c.n_layers * kMatsPerLayer;
-    TensorRef *refs = a.array<TensorRef>(nm);
-    if (refs)
-      for (size_t i = 0; i < nm; i++) new (&refs[i]) TensorRef();
-    const TensorRef *src = m->mats[lazy_source(m)];
-    for (size_t i = 0; i < nm; i++) {
-      const bool follows = o.managed == GB_MANAGED_ALL || i % kMatsPerLayer <= kMatO;
-      if (!follows) continue;
-      const uint64_t nb = (uint64_t)src[i].rows * row_bytes(fmt, src[i].cols);
-      uint8_t *d = static_cast<uint8_t *>(a.alloc(nb, 64));
-      if (refs) refs[i] = TensorRef{d, fmt, src[i].rows, src[i].cols, nb};
-    }
-    t->lazy_mats[g] = refs;
-    t->lazy_cls[g] = TensorRef();
-    if (o.managed == GB_MANAGED_ALL) {
-      const TensorRef &cs = m->classifier[lazy_source(m)];
-      const uint64_t nb = (uint64_t)cs.rows * row_bytes(fmt, cs.cols);
-      uint8_t *d = static_cast<uint8_t *>(a.alloc(nb, 64));
-      t->lazy_cls[g] = TensorRef{d, fmt, cs.rows, cs.cols, nb};
-    }
-  }
+  const bool any_lazy = lazy_carve(t, a, m, o);
   // Batched prefill scratch (none when chunks are single positions).
   const uint32_t M = !prefill_batched(o) ? 1 : o.prefill_batch < o.n_ctx ? o.prefill_batch : o.n_ctx;
   t->pf_batch = M;
@@ -229,22 +179,7 @@ gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t ar
   uint64_t weights = 0;
   for (uint32_t i = 0; i < m->n_sections; i++)
     if (m->sections[i].kind == kSecCommon) weights += m->sections[i].size;
-  const bool fixed = (unsigned)o.gear < GB_GEAR_COUNT;
-  uint64_t tiers = m->gear_section[o.base_gear].size;
-  if (fixed && o.gear != o.base_gear) tiers += m->gear_section[o.gear].size;
-  if (o.gear == GB_GEAR_SPEC) {
-    // Spec: the draft and the verifying tiers (plus the base tier).
-    tiers = m->gear_section[o.spec_verify_gear].size + m->gear_section[o.spec_draft_gear].size;
-    if (o.managed == GB_MANAGED_ATTENTION && o.base_gear != o.spec_verify_gear && o.base_gear != o.spec_draft_gear)
-      tiers += m->gear_section[o.base_gear].size;
-  } else if (!fixed) {
-    // Auto: the largest managed tier resident at a time, plus the base tier.
-    uint64_t biggest = 0;
-    for (uint32_t g = GB_GEAR_LOW; g <= GB_GEAR_HIGH; g++)
-      biggest = m->gear_section[g].size > biggest ? m->gear_section[g].size : biggest;
-    tiers = o.managed == GB_MANAGED_ALL ? biggest : biggest + m->gear_section[o.base_gear].size;
-  }
-  weights += tiers;
+  weights += resident_tier_bytes(m, o);
   GB_RETURN_IF(arena > o.mem_budget, log, GB_ERR_BUDGET_EXCEEDED,
                "session does not fit the budget: the arena alone needs %zu bytes of %llu (n_ctx %u: KV pool %llu bytes)", arena,
                (unsigned long long)o.mem_budget, o.n_ctx, (unsigned long long)kv_pool_bytes);
@@ -326,21 +261,7 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   r.bytes = s->bytes_read;
   r.weights = s->weights_read;
   r.H = entropy_bits(s->logits, V);
-  const gb_gear next = monitor_update(&s->monitor, r.H, &r.Hs);
-  if (next != s->gear) shift_gear(s, next);  // a pointer swap; fixed policies never shift
-  if (s->release_pending) release_work(s, false);  // this step's slice of the tiers left behind
-  if (s->resident_stale && s->opt.measure_residency) {
-    s->resident_bytes = measure_resident(s);
-    s->resident_stale = false;
-  }
-  // Pre-warming: hint the forecast tier in once, when the forecast changes.
-  const gb_gear pred = s->monitor.predicted;
-  if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gear && pred != s->prewarmed && s->model->mapping.data) {
-    const SectionRef &t = s->model->gear_section[pred];
-    gb_port_advise(s->model->base + t.offset, t.size, GB_PORT_ADVISE_WILLNEED);
-    s->release_pending &= ~(1u << pred);  // wanted again: stop releasing it
-    s->prewarmed = pred;
-  }
+  gears_after_step(s, monitor_update(&s->monitor, r.H, &r.Hs));
   return GB_OK;
 }
 

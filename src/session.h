@@ -140,19 +140,6 @@ void spec_settle(gb_session *s);
 // Pieces of the forward pass shared by forward() and forward_batch().
 void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
 void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
-// Point the session's matrices at gear g (no copy).
-void set_gear(gb_session *s, gb_gear g);
-// The precision manager's shift: set_gear, hint the new tier in (unless it
-// was pre-warmed) and queue the tiers no longer in use for release.
-void shift_gear(gb_session *s, gb_gear g);
-// Return the next slice of each queued tier to the OS (one decode step's
-// share: 1/release_steps of the tier); `all` releases everything queued.
-// When the queue empties, residency is re-measured at the end of the next
-// decode step (measure_residency), once the new tier has been read.
-void release_work(gb_session *s, bool all);
-// Quantize a lazy tier from its source tier (first entry; logs a warning
-// when the source looks already quantized).
-void lazy_quantize(gb_session *s, gb_gear g);
 // Tasks a GEMV of rows x cols is split into on the session's pool: whole
 // row tiles, at most one per thread, none smaller than a minimum of work.
 uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols);
@@ -165,6 +152,4 @@ inline void task_rows(size_t rows, uint32_t t, uint32_t n, size_t *r0, size_t *r
   *r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
   if (*r1 > rows) *r1 = rows;
 }
-// Weight-tier bytes resident in this process (0 when the port cannot tell).
-uint64_t measure_resident(const gb_session *s);
 }  // namespace gb

@@ -35,6 +35,7 @@
 
 #include "format.h"
 #include "gearbx_port.h"
+#include "gears.h"
 #include "session.h"
 
 namespace gb {

@@ -1,4 +1,4 @@
-// status.cpp — status strings, version, and the logger.
+// status.cpp — status strings, gear and KV policy names, version, and the logger.
 #include <stdio.h>
 #include <string.h>
 
@@ -13,12 +13,20 @@ extern "C" const char *gb_version_string(void) {
   return GB_STR(GB_VERSION_MAJOR) "." GB_STR(GB_VERSION_MINOR) "." GB_STR(GB_VERSION_PATCH);
 }
 
+namespace {
+// Index = enum value, for the dense ranges of both enums.
+const char *const kTierNames[] = {"low", "mid", "high", "f32"};
+const char *const kPolicyNames[] = {"default", "f32",      "f16",  "uniform8", "uniform4",
+                                    "uniform3", "uniform2", "seed", "window",   "recency"};
+static_assert(sizeof kTierNames / sizeof *kTierNames == GB_GEAR_COUNT, "one name per tier");
+static_assert(sizeof kPolicyNames / sizeof *kPolicyNames == GB_KV_RECENCY + 1, "one name per KV policy");
+}  // namespace
+
+// The functions that name enum values read their argument with raw_enum: C
+// allows any int in an enum parameter, and loading one outside the enum's
+// range as the enum is undefined behaviour in C++.
 extern "C" const char *gb_status_str(gb_status s) {
-  // C callers may pass any int. Loading a value outside the enum's range as
-  // gb_status is undefined behaviour in C++, so the value is read as an int.
-  int v;
-  memcpy(&v, &s, sizeof v);
-  switch (v) {
+  switch (gb::raw_enum(s)) {
     case GB_STATUS_MAX_ENUM: break;
     case GB_OK: return "ok";
     case GB_ERR_INVALID_ARGUMENT: return "invalid argument";
@@ -46,6 +54,40 @@ extern "C" const char *gb_status_str(gb_status s) {
     case GB_ERR_INTERNAL: return "internal error";
   }
   return "unknown status";
+}
+
+extern "C" const char *gb_gear_name(gb_gear gear) {
+  const int g = gb::raw_enum(gear);
+  if (g >= 0 && g < GB_GEAR_COUNT) return kTierNames[g];
+  if (g == GB_GEAR_AUTO) return "auto";
+  if (g == GB_GEAR_SPEC) return "spec";
+  return "unknown";
+}
+
+extern "C" gb_status gb_gear_from_name(const char *name, gb_gear *out) {
+  if (!name || !out) return GB_ERR_NULL_POINTER;
+  static const gb_gear kAll[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC};
+  for (const gb_gear g : kAll)
+    if (strcmp(name, gb_gear_name(g)) == 0) {
+      *out = g;
+      return GB_OK;
+    }
+  return GB_ERR_INVALID_ARGUMENT;
+}
+
+extern "C" const char *gb_kv_policy_name(gb_kv_policy policy) {
+  const int p = gb::raw_enum(policy);
+  return p >= 0 && p <= GB_KV_RECENCY ? kPolicyNames[p] : "unknown";
+}
+
+extern "C" gb_status gb_kv_policy_from_name(const char *name, gb_kv_policy *out) {
+  if (!name || !out) return GB_ERR_NULL_POINTER;
+  for (int p = 0; p <= GB_KV_RECENCY; p++)
+    if (strcmp(name, kPolicyNames[p]) == 0) {
+      *out = (gb_kv_policy)p;
+      return GB_OK;
+    }
+  return GB_ERR_INVALID_ARGUMENT;
 }
 
 namespace gb {

@@ -5,3 +5,5 @@
 #include "gearbx.h"
 
 const char *gbt_c_status_str(int value) { return gb_status_str((gb_status)value); }
+const char *gbt_c_gear_name(int value) { return gb_gear_name((gb_gear)value); }
+const char *gbt_c_kv_policy_name(int value) { return gb_kv_policy_name((gb_kv_policy)value); }

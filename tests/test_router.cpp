@@ -16,6 +16,7 @@
 #include "format.h"
 #include "quant.h"
 #include "sample_files.h"
+#include "gears.h"
 #include "session.h"
 #include "test_util.h"
 

@@ -165,6 +165,45 @@ TEST_F(Session, BadOptionsAndArguments) {
   gb_model_close(nullptr);
 }
 
+// One spelling of every gear and KV policy, in the library and the tools:
+// names round-trip, anything else is a status (names) or "unknown" (values).
+TEST(Names, GearsAndKvPoliciesRoundTrip) {
+  const gb_gear gears[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC};
+  const char *const gear_names[] = {"low", "mid", "high", "f32", "auto", "spec"};
+  for (size_t i = 0; i < 6; i++) {
+    EXPECT_STREQ(gb_gear_name(gears[i]), gear_names[i]);
+    gb_gear g = GB_GEAR_MAX_ENUM;
+    ASSERT_EQ(gb_gear_from_name(gear_names[i], &g), GB_OK);
+    EXPECT_EQ(g, gears[i]);
+  }
+  const char *const policy_names[] = {"default", "f32", "f16", "uniform8", "uniform4", "uniform3", "uniform2",
+                                      "seed", "window", "recency"};
+  for (int p = GB_KV_DEFAULT; p <= GB_KV_RECENCY; p++) {
+    EXPECT_STREQ(gb_kv_policy_name((gb_kv_policy)p), policy_names[p]);
+    gb_kv_policy q = GB_KV_POLICY_MAX_ENUM;
+    ASSERT_EQ(gb_kv_policy_from_name(policy_names[p], &q), GB_OK);
+    EXPECT_EQ(q, (gb_kv_policy)p);
+  }
+  // Unknown names, wrong case, prefixes, NULL: a status, *out untouched.
+  for (const char *bad : {"", "LOW", "lo", "lowx", "high ", "unknown", "window8"}) {
+    gb_gear g = GB_GEAR_MID;
+    EXPECT_EQ(gb_gear_from_name(bad, &g), GB_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(g, GB_GEAR_MID);
+    gb_kv_policy q = GB_KV_F16;
+    EXPECT_EQ(gb_kv_policy_from_name(bad, &q), GB_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(q, GB_KV_F16);
+  }
+  gb_gear g;
+  gb_kv_policy q;
+  EXPECT_EQ(gb_gear_from_name(nullptr, &g), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_gear_from_name("low", nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_kv_policy_from_name(nullptr, &q), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_kv_policy_from_name("f16", nullptr), GB_ERR_NULL_POINTER);
+  // Values no enumerator has, as a C caller can pass them.
+  for (int v : {-1, 4, 15, 18, 100, INT_MIN, INT_MAX}) EXPECT_STREQ(gbt_c_gear_name(v), "unknown") << v;
+  for (int v : {-1, 10, 100, INT_MIN, INT_MAX}) EXPECT_STREQ(gbt_c_kv_policy_name(v), "unknown") << v;
+}
+
 // gb_step_info follows the rule of every caller struct: a struct_size below
 // the first published layout or above this header's is refused before the
 // step runs, so the session is where it was and nothing was written.

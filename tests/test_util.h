@@ -11,9 +11,11 @@
 
 #include "gearbx.h"
 
-// tests/c_caller.c: gb_status_str(value) called from C, where a gb_status
-// may hold any int.
+// tests/c_caller.c: the naming functions called from C, where an enum
+// parameter may hold any int.
 extern "C" const char *gbt_c_status_str(int value);
+extern "C" const char *gbt_c_gear_name(int value);
+extern "C" const char *gbt_c_kv_policy_name(int value);
 
 namespace gbt {
 

@@ -18,16 +18,14 @@ int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 bool cli_parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out);
 bool cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
 bool cli_parse_f32(const char *cmd, const char *opt, const char *s, float *out);
-// "low" | "mid" | "high" | "f32" | "auto"
+// A gear by its name (gb_gear_from_name); prints the error.
 bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out);
-const char *cli_gear_name(int g);
 // KV pool options shared by run and perplexity: --kv-budget BETA,
 // --kv-bytes N, --kv-policy NAME, --kv-window N, --kv-critical N,
 // --kv-tail N, --kv-evict, --kv-asym. Returns 2 for a flag, 1 for an
 // option that took the value v, 0 when o is not a kv option, -1 on error
 // (printed).
 int cli_parse_kv_option(const char *cmd, const char *o, const char *v, gb_kv_options *kv);
-const char *cli_kv_policy_name(int p);
 #define CLI_KV_USAGE                                                                                  \
   "  --kv-policy NAME  KV cache: default, f32, f16, uniform8, uniform4, uniform3, uniform2, seed,\n"  \
   "                    window, recency (default: f32 without a budget, window with one)\n"          \

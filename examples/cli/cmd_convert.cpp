@@ -27,15 +27,16 @@ int err(const char *fmt, const char *arg) {
 
 // "low,mid,high" -> tier bits.
 bool parse_tiers(const char *s, uint32_t *out) {
-  static const char *const names[GB_GEAR_COUNT] = {"low", "mid", "high", "f32"};
   uint32_t bits = 0;
   const char *p = s;
   while (*p) {
     const char *e = strchr(p, ',');
     const size_t n = e ? (size_t)(e - p) : strlen(p);
     int g = -1;
-    for (int i = 0; i < GB_GEAR_COUNT; i++)
-      if (strlen(names[i]) == n && strncmp(p, names[i], n) == 0) g = i;
+    for (int i = 0; i < GB_GEAR_COUNT; i++) {
+      const char *name = gb_gear_name((gb_gear)i);
+      if (strlen(name) == n && strncmp(p, name, n) == 0) g = i;
+    }
     if (g < 0) return false;
     bits |= 1u << g;
     p += n;
@@ -166,11 +167,10 @@ int gb_cli_convert(int argc, char **argv) {
   }
   if (!quiet) {
     char tiers[32] = "";
-    static const char *const names[GB_GEAR_COUNT] = {"low", "mid", "high", "f32"};
     for (int g = 0; g < GB_GEAR_COUNT; g++)
       if (opt.tiers >> g & 1) {
         if (tiers[0]) strcat(tiers, ",");
-        strcat(tiers, names[g]);
+        strcat(tiers, gb_gear_name((gb_gear)g));
       }
     fprintf(stderr, "gearbx convert: wrote %s (%llu bytes, tiers %s) in %.1f s\n", out, (unsigned long long)file_size(out), tiers,
             now_s() - t0);

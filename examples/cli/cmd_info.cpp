@@ -21,7 +21,7 @@ int gb_cli_info(int argc, char **argv) {
   printf("special      bos %d eos %d unk %d pad %d\n", i.bos_id, i.eos_id, i.unk_id, i.pad_id);
   printf("classifier   %s\n", i.shared_classifier ? "shared with embedding" : "separate");
   for (int g = 0; g < GB_GEAR_COUNT; g++)
-    if (i.gears >> g & 1) printf("tier %-7s %llu bytes\n", cli_gear_name(g), (unsigned long long)i.gear_bytes[g]);
+    if (i.gears >> g & 1) printf("tier %-7s %llu bytes\n", gb_gear_name((gb_gear)g), (unsigned long long)i.gear_bytes[g]);
   gb_model_close(m);
   return 0;
 }

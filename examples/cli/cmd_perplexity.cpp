@@ -168,13 +168,13 @@ int gb_cli_perplexity(int argc, char **argv) {
     const double mean = nll / scored, ppl = exp(mean), bpw = weights ? 8.0 * bytes / weights : 0.0;
     const double mkl = kl / scored;
     printf("policy %s: ppl %.4f  nll %.5f nats/token  kl %.6f nats/token (vs %s)  tokens %llu  bits_per_weight %.3f\n",
-           cli_gear_name(so.gear), ppl, mean, mkl, cli_gear_name(ref_gear), (unsigned long long)scored, bpw);
+           gb_gear_name(so.gear), ppl, mean, mkl, gb_gear_name(ref_gear), (unsigned long long)scored, bpw);
     printf("gear fraction: low %.3f mid %.3f high %.3f f32 %.3f   shifts/100 tokens %.2f\n", (double)per_gear[0] / scored,
            (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored);
     if (kv_mode)
       printf("kv %s: pool %llu bytes (beta %.4f of fp16 at ctx %u), %.3f bits/element on average, nll vs f32 cache %+.5f, "
              "evicted %llu\n",
-             cli_kv_policy_name(so.kv.policy), (unsigned long long)kv_pool, kv_pool / fp16_kv, ctx, kv_bits / scored,
+             gb_kv_policy_name(so.kv.policy), (unsigned long long)kv_pool, kv_pool / fp16_kv, ctx, kv_bits / scored,
              ref ? mean - nll_ref / scored : 0.0, (unsigned long long)kv_evicted);
     if (json) {
       FILE *f = fopen(json, "w");
@@ -188,10 +188,10 @@ int gb_cli_perplexity(int argc, char **argv) {
                 "\"shifts_per_100\": %.3f, \"kv_policy\": \"%s\", \"kv_beta\": %.4f, \"kv_pool_bytes\": %llu, "
                 "\"kv_pool_beta\": %.5f, \"kv_bits_per_element\": %.4f, \"nll_ref\": %.6f, \"kv_evicted\": %llu, "
                 "\"kv_reallocations\": %llu}\n",
-                mi.name, cli_gear_name(so.gear), so.managed == GB_MANAGED_ALL ? "all" : "attn", ctx, ppl, mean, mkl,
-                kv_mode ? "f32-kv" : cli_gear_name(ref_gear), (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
+                mi.name, gb_gear_name(so.gear), so.managed == GB_MANAGED_ALL ? "all" : "attn", ctx, ppl, mean, mkl,
+                kv_mode ? "f32-kv" : gb_gear_name(ref_gear), (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
                 (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored,
-                cli_kv_policy_name(so.kv.policy), (double)so.kv.beta, (unsigned long long)kv_pool, kv_pool / fp16_kv,
+                gb_kv_policy_name(so.kv.policy), (double)so.kv.beta, (unsigned long long)kv_pool, kv_pool / fp16_kv,
                 kv_bits / scored, ref ? nll_ref / scored : 0.0, (unsigned long long)kv_evicted, (unsigned long long)kv_reallocs);
         fclose(f);
       }

@@ -157,7 +157,7 @@ int gb_cli_run(int argc, char **argv) {
     float score = 0;
     const gb_gear g = gb_classify_prompt(a.prompt, plen, &so.monitor, &score);
     st = gb_session_set_gear(s, g);
-    if (st == GB_OK && !a.quiet) fprintf(stderr, "gearbx run: prompt score %.2f -> start in %s\n", (double)score, cli_gear_name(g));
+    if (st == GB_OK && !a.quiet) fprintf(stderr, "gearbx run: prompt score %.2f -> start in %s\n", (double)score, gb_gear_name(g));
   }
   if (st == GB_OK) st = gb_prefill(s, prompt, n_prompt);
   if (st != GB_OK) rc = cli_error(C, "%s", cli_detail(st));
@@ -199,7 +199,7 @@ int gb_cli_run(int argc, char **argv) {
       last = info;
       if (trace.f)
         fprintf(trace.f, "%u,%u,%d,%s,%s,%s,%u,%u,%.5f,%.5f,%.5f,%.5f,%u,%llu,%llu,%.1f,%u,%llu,%llu,%.4f,%u,%u,%u,%u,%u,%u,%llu,%llu,%llu\n",
-                step, info.pos, tok, cli_gear_name(info.gear), cli_gear_name(info.next_gear), cli_gear_name(info.predicted_gear),
+                step, info.pos, tok, gb_gear_name(info.gear), gb_gear_name(info.next_gear), gb_gear_name(info.predicted_gear),
                 info.shifted, info.tokens_in_gear, (double)info.entropy, (double)info.entropy_smoothed, (double)info.theta_low,
                 (double)info.theta_high, info.catastrophic, (unsigned long long)info.weight_bytes_read,
                 (unsigned long long)info.resident_weight_bytes, (double)info.step_ns / 1e3, info.kv_tokens,
@@ -232,7 +232,7 @@ int gb_cli_run(int argc, char **argv) {
     if (!a.quiet && made > 0) {
       fprintf(stderr, "gears (L=low M=mid H=high F=f32, one letter per token):\n%s\n", strip);
       fprintf(stderr, "policy %s: %u tokens, low %.0f%% mid %.0f%% high %.0f%% f32 %.0f%%, %u shifts, %.1f tok/s\n",
-              cli_gear_name(so.gear), made, 100.0 * per_gear[0] / made, 100.0 * per_gear[1] / made, 100.0 * per_gear[2] / made,
+              gb_gear_name(so.gear), made, 100.0 * per_gear[0] / made, 100.0 * per_gear[1] / made, 100.0 * per_gear[2] / made,
               100.0 * per_gear[3] / made, shifts, total_ns ? made / (total_ns / 1e9) : 0.0);
       if (so.gear == GB_GEAR_SPEC && sp_rounds > 0)
         fprintf(stderr, "spec: %llu rounds, %llu drafted, %llu accepted (%.0f%%), %.2f tokens per verify pass, %.3f MB of weights read per token\n",
@@ -244,7 +244,7 @@ int gb_cli_run(int argc, char **argv) {
       fprintf(stderr,
               "kv %s: %u tokens cached, %llu of %llu pool bytes, %.2f bits/element (2/3/4/8/16/32-bit token-layers %u/%u/%u/%u/%u/%u), "
               "%llu reallocations, %llu step-downs, %llu evicted\n",
-              cli_kv_policy_name(so.kv.policy), last.kv_tokens, (unsigned long long)last.kv_bytes_used,
+              gb_kv_policy_name(so.kv.policy), last.kv_tokens, (unsigned long long)last.kv_bytes_used,
               (unsigned long long)last.kv_pool_bytes, (double)last.kv_bits_per_element, last.kv_tokens_at_bits[0],
               last.kv_tokens_at_bits[1], last.kv_tokens_at_bits[2], last.kv_tokens_at_bits[3], last.kv_tokens_at_bits[4],
               last.kv_tokens_at_bits[5], (unsigned long long)last.kv_reallocations, (unsigned long long)last.kv_requantized,
@@ -260,7 +260,7 @@ int gb_cli_run(int argc, char **argv) {
       else
         snprintf(sampling, sizeof sampling, "greedy");
       snprintf(title, sizeof title, "%s \xc2\xb7 policy %s \xc2\xb7 %u tokens (%s)", mi.name[0] ? mi.name : base_name(a.model),
-               cli_gear_name(so.gear), made, sampling);
+               gb_gear_name(so.gear), made, sampling);
       if (cli_write_plot_svg(a.plot, title, steps.data(), steps.size())) plot.committed = true;
       else rc = cli_error(C, "cannot write plot file '%s': %s", a.plot, strerror(errno));
     }

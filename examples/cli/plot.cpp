@@ -22,15 +22,17 @@ constexpr double kX0 = 66, kX1 = 914;  // plot area left / right (labels of the 
 constexpr double kY0 = 66, kY1 = 404;  // plot area top / bottom
 
 struct GearStyle {
-  const char *name, *band, *dark;
+  const char *band, *dark;
 };
-// low / mid / high / f32: light band colours and a dark tone for markers.
+// low / mid / high / f32 (by gb_gear value): light band colours and a dark
+// tone for markers.
 const GearStyle kGear[GB_GEAR_COUNT] = {
-    {"low", "#d6e9f8", "#2a6db0"},
-    {"mid", "#fbe7b5", "#b07a12"},
-    {"high", "#f7d0cd", "#b3312c"},
-    {"f32", "#e3daf3", "#6a4fa3"},
+    {"#d6e9f8", "#2a6db0"},
+    {"#fbe7b5", "#b07a12"},
+    {"#f7d0cd", "#b3312c"},
+    {"#e3daf3", "#6a4fa3"},
 };
+const char *gear_label(int g) { return gb_gear_name((gb_gear)g); }
 const char *const kRawColor = "#5f6f86";
 const char *const kSmoothColor = "#14284b";
 const char *const kThetaLowColor = "#1e7b3c";
@@ -122,7 +124,7 @@ class Plot {
       bool first = true;
       for (int g = 0; g < GB_GEAR_COUNT; g++) {
         if (!used[g] && g == GB_GEAR_F32) continue;
-        fprintf(f_, "%s %s %.0f%%", first ? "" : ",", kGear[g].name, 100.0 * used[g] / (double)n_);
+        fprintf(f_, "%s %s %.0f%%", first ? "" : ",", gear_label(g), 100.0 * used[g] / (double)n_);
         first = false;
       }
       const CliPlotStep &last = s_[n_ - 1];
@@ -157,7 +159,7 @@ class Plot {
       while (b + 1 < n_ && gear_index(s_[b + 1].gear) == g) b++;
       const double xa = X((double)a - 0.5), xb = X((double)b + 0.5);
       fprintf(f_, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>steps %zu-%zu: %s</title></rect>\n",
-              xa, kY0, xb - xa, kY1 - kY0, kGear[g].band, a, b, kGear[g].name);
+              xa, kY0, xb - xa, kY1 - kY0, kGear[g].band, a, b, gear_label(g));
       a = b + 1;
     }
     fprintf(f_, "</g>\n");
@@ -220,10 +222,10 @@ class Plot {
       const double top = kY0 + 3, h = 8, w = 5;
       if (to > from)
         fprintf(f_, "<path d=\"M%.2f %.1fL%.2f %.1fL%.2f %.1fZ\" fill=\"%s\"><title>step %zu: %s -&gt; %s</title></path>\n", x,
-                top, x + w, top + h, x - w, top + h, kGear[to].dark, i, kGear[from].name, kGear[to].name);
+                top, x + w, top + h, x - w, top + h, kGear[to].dark, i, gear_label(from), gear_label(to));
       else
         fprintf(f_, "<path d=\"M%.2f %.1fL%.2f %.1fL%.2f %.1fZ\" fill=\"%s\"><title>step %zu: %s -&gt; %s</title></path>\n", x,
-                top + h, x + w, top, x - w, top, kGear[to].dark, i, kGear[from].name, kGear[to].name);
+                top + h, x + w, top, x - w, top, kGear[to].dark, i, gear_label(from), gear_label(to));
     }
     fprintf(f_, "</g>\n");
   }
@@ -295,7 +297,7 @@ class Plot {
     for (int g = 0; g < GB_GEAR_COUNT; g++) {
       if (g == GB_GEAR_F32 && !f32) continue;
       char label[32];
-      snprintf(label, sizeof label, "%s gear", kGear[g].name);
+      snprintf(label, sizeof label, "%s gear", gear_label(g));
       fprintf(f_, "<rect x=\"%.1f\" y=\"%.1f\" width=\"20\" height=\"12\" fill=\"%s\" stroke=\"#888888\" stroke-width=\"0.5\"/>\n",
               x, y - 10, kGear[g].band);
       text(label);

@@ -45,32 +45,10 @@ bool cli_parse_f32(const char *cmd, const char *opt, const char *s, float *out) 
   return true;
 }
 
-const char *cli_gear_name(int g) {
-  switch (g) {
-    case GB_GEAR_LOW: return "low";
-    case GB_GEAR_MID: return "mid";
-    case GB_GEAR_HIGH: return "high";
-    case GB_GEAR_F32: return "f32";
-    case GB_GEAR_AUTO: return "auto";
-    case GB_GEAR_SPEC: return "spec";
-    default: return "?";
-  }
-}
-
 bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out) {
-  static const gb_gear all[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC};
-  for (gb_gear g : all)
-    if (s && strcmp(s, cli_gear_name(g)) == 0) {
-      *out = g;
-      return true;
-    }
+  if (s && gb_gear_from_name(s, out) == GB_OK) return true;
   cli_error(cmd, "unknown gear '%s' (low, mid, high, f32, auto, spec)", s ? s : "");
   return false;
-}
-
-const char *cli_kv_policy_name(int p) {
-  static const char *const n[] = {"default", "f32", "f16", "uniform8", "uniform4", "uniform3", "uniform2", "seed", "window", "recency"};
-  return p >= 0 && p <= GB_KV_RECENCY ? n[p] : "?";
 }
 
 int cli_parse_kv_option(const char *cmd, const char *o, const char *v, gb_kv_options *kv) {
@@ -91,11 +69,7 @@ int cli_parse_kv_option(const char *cmd, const char *o, const char *v, gb_kv_opt
   } else if (!strcmp(o, "--kv-tail")) {
     ok = cli_parse_u32(cmd, o, v, &kv->k_tail);
   } else if (!strcmp(o, "--kv-policy")) {
-    for (int p = 0; p <= GB_KV_RECENCY; p++)
-      if (!strcmp(v, cli_kv_policy_name(p))) {
-        kv->policy = (gb_kv_policy)p;
-        return 1;
-      }
+    if (gb_kv_policy_from_name(v, &kv->policy) == GB_OK) return 1;
     return cli_error(cmd, "unknown kv policy '%s' (default, f32, f16, uniform8, uniform4, uniform3, uniform2, seed, window, recency)", v), -1;
   } else {
     return cli_error(cmd, "unknown option '%s'", o), -1;

@@ -92,8 +92,7 @@ int main(void) {
       prev = tok;
     }
     text[len] = 0;
-    static const char *const names[] = {"low", "mid", "high", "f32"};
-    printf("gear %s: %s\n", names[g], text);
+    printf("gear %s: %s\n", gb_gear_name((gb_gear)g), text);
     char what[96];
     /* The 4-bit tier of this tiny model drifts later in the story (see
      * docs/RESULTS.md: +0.09 nats/token): its first two sentences' worth. */
