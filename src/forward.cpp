@@ -1,26 +1,26 @@
-// forward.cpp — one token through a Llama-family decoder, read top to bottom
-// as the model's specification:
+// forward.cpp — m tokens through a Llama-family decoder (forward.h), read
+// top to bottom as the model's specification; for each position i < m at
+// position pos + i:
 //
 //   x = embed[token]
 //   for each layer l:
 //     xb = rmsnorm(x) * attn_norm[l]
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier)
 //     rotate q and k by position (RoPE: adjacent pairs or NeoX halves)
-//     cache k, v at pos (in the KV pool, at the token's precision)
+//     cache k, v at pos + i (in the KV pool, at the token's precision)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
-//       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t
+//       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t <= pos + i
 //       xb_h = sum_t att_t v_t
 //     x += Wo xb
 //     xb = rmsnorm(x) * ffn_norm[l]
 //     x += W2 (silu(W1 xb) * (W3 xb))
 //   logits = Wcls rmsnorm(x) * out_norm
+#include "forward.h"
+
 #include <math.h>
 #include <string.h>
 
 #include "format.h"
-#include "quant.h"
-#include "gearbx_port.h"
-#include "session.h"
 
 namespace gb {
 
@@ -30,6 +30,34 @@ void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float e
   const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
   const float *g = reinterpret_cast<const float *>(w.data);  // F32, 64-byte aligned in the file
   for (uint32_t i = 0; i < n; i++) out[i] = g[i] * (x[i] * scale);
+}
+
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
+  const uint32_t half = rope_dim / 2;
+  for (uint32_t i = 0; i < half; i++) {
+    const float angle = (float)pos * freq[i];
+    const float c = cosf(angle), sn = sinf(angle);
+    for (uint32_t h = 0; h < n_heads; h++) {
+      float *v = vec + (size_t)h * head_dim;
+      // Adjacent: pair (2i, 2i+1). NeoX: pair (i, i + rope_dim/2).
+      const uint32_t a = type == GB_ROPE_NEOX ? i : 2 * i;
+      const uint32_t b = type == GB_ROPE_NEOX ? i + half : 2 * i + 1;
+      const float v0 = v[a], v1 = v[b];
+      v[a] = v0 * c - v1 * sn;
+      v[b] = v0 * sn + v1 * c;
+    }
+  }
+}
+
+uint32_t gemv_tasks(gb_port_pool *pool, uint64_t rows, uint64_t cols) {
+  // A task below kMinTaskWeights costs more to hand out than it saves.
+  constexpr uint64_t kMinTaskWeights = 16384;
+  const uint64_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  uint64_t n = gb_port_pool_threads(pool);
+  if (n > tiles) n = tiles;
+  const uint64_t by_work = rows * cols / kMinTaskWeights;
+  if (n > by_work) n = by_work;
+  return n ? (uint32_t)n : 1u;
 }
 
 namespace {
@@ -54,99 +82,105 @@ void gemv_task(void *ctx, uint32_t t, uint32_t n) {
 
 }  // namespace
 
-uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols) {
-  // A task below kMinTaskWeights costs more to hand out than it saves.
-  constexpr uint64_t kMinTaskWeights = 16384;
-  const uint64_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
-  uint64_t n = gb_port_pool_threads(s->pool);
-  if (n > tiles) n = tiles;
-  const uint64_t by_work = rows * cols / kMinTaskWeights;
-  if (n > by_work) n = by_work;
-  return n ? (uint32_t)n : 1u;
-}
-
-namespace {
-
-// y = W x on W's format. Block formats first quantize x into s->xq.
-void matmul(gb_session *s, float *y, const float *x, const TensorRef &w) {
+void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *y, const float *x, uint32_t m, const TensorRef &w) {
+  (void)m;  // always 1
   const gb_q8x_block *xq = nullptr;
-  if (is_block_format(w.format)) {
-    s->k.quantize_act(s->xq, x, w.cols);
-    xq = s->xq;
+  if (is_block_format(w.format)) {  // block formats first quantize x
+    e.k->quantize_act(sc.xq, x, w.cols);
+    xq = sc.xq;
   }
-  GemvTask task{&s->k, &w, y, x, xq};
-  gb_port_pool_run(s->pool, gemv_tasks(s, w.rows, w.cols), gemv_task, &task);
-  s->bytes_read += w.nbytes;
-  s->weights_read += (uint64_t)w.rows * w.cols;
+  GemvTask task{e.k, &w, y, x, xq};
+  gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, w.cols), gemv_task, &task);
+  cost->bytes += w.nbytes;
+  cost->weights += (uint64_t)w.rows * w.cols;
 }
 
-}  // namespace
-
-void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
-  const uint32_t half = rope_dim / 2;
-  for (uint32_t i = 0; i < half; i++) {
-    const float angle = (float)pos * freq[i];
-    const float c = cosf(angle), sn = sinf(angle);
-    for (uint32_t h = 0; h < n_heads; h++) {
-      float *v = vec + (size_t)h * head_dim;
-      // Adjacent: pair (2i, 2i+1). NeoX: pair (i, i + rope_dim/2).
-      const uint32_t a = type == GB_ROPE_NEOX ? i : 2 * i;
-      const uint32_t b = type == GB_ROPE_NEOX ? i + half : 2 * i + 1;
-      const float v0 = v[a], v1 = v[b];
-      v[a] = v0 * c - v1 * sn;
-      v[b] = v0 * sn + v1 * c;
-    }
+void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh) {
+  const uint32_t qd = c.q_dim(), kvd = c.kv_dim(), xbw = qd > c.dim ? qd : c.dim;
+  const uint32_t wide = c.hidden_dim > xbw ? c.hidden_dim : xbw;
+  const size_t M = sh.m_max;
+  memset(sc, 0, sizeof *sc);
+  sc->m_max = sh.m_max;
+  sc->x = a.array<float>(M * c.dim);
+  sc->xb = a.array<float>(M * xbw);
+  sc->xb2 = a.array<float>(M * c.dim);
+  sc->hb = a.array<float>(M * c.hidden_dim);
+  sc->hb2 = a.array<float>(M * c.hidden_dim);
+  sc->q = a.array<float>(M * qd);
+  sc->k = a.array<float>(M * kvd);
+  sc->v = a.array<float>(M * kvd);
+  sc->logit_rows = sh.logit_rows;
+  sc->logits = a.array<float>((size_t)sh.logit_rows * c.vocab_size);
+  sc->xq_rows = sh.xq_rows;
+  sc->xq_stride = (wide + 31) / 32;
+  sc->xq = a.array<gb_q8x_block>((size_t)sh.xq_rows * sc->xq_stride);
+  if (sh.panel_slots) {
+    sc->xa = a.array<float>(M * wide);
+    sc->panel = a.array<float>((size_t)sh.panel_slots * sh.panel_rows * wide);
   }
 }
 
-gb_status forward(gb_session *s, int32_t token, bool want_logits) {
-  const gb_model *m = s->model;
-  const Meta &c = m->meta;
-  const uint32_t dim = c.dim, hd = c.head_dim, pos = s->pos;
-  const bool attn_only = s->opt.managed == GB_MANAGED_ATTENTION;
-  // A place in the KV pool for this token (precision of older tokens may
-  // step down, or the least important may be evicted, per the kv policy).
-  GB_TRY(kv_begin(&s->kv, s->k, pos, s->log));
-  s->bytes_read = 0;
-  s->weights_read = 0;
+gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tok, uint32_t m, uint32_t pos,
+                  MatmulFn mm, bool want_logits, PassCost *cost) {
+  const gb_model *mod = w.model;
+  const Meta &c = mod->meta;
+  const uint32_t dim = c.dim, hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
+  const bool attn_only = w.base_mats != w.mats;
+  float *X = sc.x, *XB = sc.xb, *XB2 = sc.xb2, *HB = sc.hb, *HB2 = sc.hb2;
+  *cost = PassCost();
+  // Places in the KV pool: one token as a decode step enters it (precision
+  // of older tokens may step down, or the least important may be evicted,
+  // per the policy); m tokens of a single-level policy at once, in order.
+  if (m == 1) {
+    GB_TRY(kv_begin(kv, *e.k, pos, e.log));
+    kv->batch_slot[0] = kv->cur_slot;
+  } else {
+    GB_RETURN_IF(!kv_batchable(kv, m), e.log, GB_ERR_CONTEXT_FULL, "forward: no room for %u tokens in the KV pool", m);
+    GB_TRY(kv_begin_batch(kv, *e.k, pos, m, e.log));
+  }
 
-  // Embedding row (any stored format).
-  s->k.rows_to_f32[m->embd.format](s->x, m->embd.data, token, (size_t)token + 1, dim);
+  // Embedding rows (any stored format).
+  for (uint32_t i = 0; i < m; i++)
+    e.k->rows_to_f32[mod->embd.format](X + (size_t)i * dim, mod->embd.data, tok[i], (size_t)tok[i] + 1, dim);
 
   for (uint32_t l = 0; l < c.n_layers; l++) {
-    const TensorRef *W = s->mats + (size_t)l * kMatsPerLayer;
-    const TensorRef *Wb = attn_only ? s->base_mats + (size_t)l * kMatsPerLayer : W;
+    const TensorRef *W = w.mats + (size_t)l * kMatsPerLayer;
+    const TensorRef *Wb = attn_only ? w.base_mats + (size_t)l * kMatsPerLayer : W;
 
-    rmsnorm(s->xb, s->x, m->attn_norm[l], dim, c.norm_eps);
-    matmul(s, s->q, s->xb, W[kMatQ]);
-    matmul(s, s->kt, s->xb, W[kMatK]);
-    matmul(s, s->vt, s->xb, W[kMatV]);
-    rope(s->q, c.n_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
-    rope(s->kt, c.n_kv_heads, hd, c.rope_dim, c.rope_type, s->rope_freq, pos);
-    kv_store(&s->kv, l, s->kt, s->vt);
+    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->attn_norm[l], dim, c.norm_eps);
+    mm(e, sc, cost, sc.q, XB, m, W[kMatQ]);
+    mm(e, sc, cost, sc.k, XB, m, W[kMatK]);
+    mm(e, sc, cost, sc.v, XB, m, W[kMatV]);
+    for (uint32_t i = 0; i < m; i++) {
+      float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
+      rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
+      rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
+      kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
+    }
     // For each head h (kv head h / (n_heads / n_kv_heads)):
     //   xb_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t
-    // over the cached tokens, read in place from the pool's buckets.
-    kv_attend(&s->kv, s->k, l, s->q, s->xb);
-    matmul(s, s->xb2, s->xb, W[kMatO]);
-    for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
+    // over the cached tokens, read in place from the pool's buckets;
+    // position i attends to t <= pos + i only (the pass's m - 1 - i later
+    // tokens, already cached, are hidden from it).
+    for (uint32_t i = 0; i < m; i++) kv_attend(kv, *e.k, l, sc.q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
+    mm(e, sc, cost, XB2, XB, m, W[kMatO]);
+    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
 
-    rmsnorm(s->xb, s->x, m->ffn_norm[l], dim, c.norm_eps);
-    matmul(s, s->hb, s->xb, Wb[kMat1]);
-    matmul(s, s->hb2, s->xb, Wb[kMat3]);
-    for (uint32_t i = 0; i < c.hidden_dim; i++) {
-      const float g = s->hb[i];
-      s->hb[i] = g / (1.0f + expf(-g)) * s->hb2[i];
+    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->ffn_norm[l], dim, c.norm_eps);
+    mm(e, sc, cost, HB, XB, m, Wb[kMat1]);
+    mm(e, sc, cost, HB2, XB, m, Wb[kMat3]);
+    for (size_t i = 0; i < (size_t)m * hid; i++) {
+      const float g = HB[i];
+      HB[i] = g / (1.0f + expf(-g)) * HB2[i];
     }
-    matmul(s, s->xb2, s->hb, Wb[kMat2]);
-    for (uint32_t i = 0; i < dim; i++) s->x[i] += s->xb2[i];
+    mm(e, sc, cost, XB2, HB, m, Wb[kMat2]);
+    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
   }
 
-  kv_end(&s->kv);
-  s->pos = pos + 1;
+  for (uint32_t i = 0; i < m; i++) kv_end(kv);
   if (!want_logits) return GB_OK;
-  rmsnorm(s->x, s->x, m->out_norm, dim, c.norm_eps);
-  matmul(s, s->logits, s->x, *s->classifier);
+  for (uint32_t i = 0; i < m; i++) rmsnorm(X + (size_t)i * dim, X + (size_t)i * dim, mod->out_norm, dim, c.norm_eps);
+  mm(e, sc, cost, sc.logits, X, m, *w.classifier);
   return GB_OK;
 }
 

@@ -77,17 +77,26 @@ bool lazy_carve(gb_session *t, Arena &a, const gb_model *m, const gb_session_opt
   return any_lazy;
 }
 
-void set_gear(gb_session *s, gb_gear g) {
+Weights tier_weights(gb_session *s, gb_gear g) {
   const gb_model *m = s->model;
-  s->gear = g;
+  const bool all = s->opt.managed == GB_MANAGED_ALL;
+  Weights w;
+  w.model = m;
   if (s->lazy_mats[g]) {
     if (!s->lazy_ready[g]) lazy_quantize(s, g);
-    s->mats = s->lazy_mats[g];
-    s->classifier = s->opt.managed == GB_MANAGED_ALL ? &s->lazy_cls[g] : &m->classifier[s->opt.base_gear];
-    return;
+    w.mats = s->lazy_mats[g];
+    w.classifier = all ? &s->lazy_cls[g] : &m->classifier[s->opt.base_gear];
+  } else {
+    w.mats = m->mats[g];
+    w.classifier = &m->classifier[all ? g : s->opt.base_gear];
   }
-  s->mats = m->mats[g];
-  s->classifier = &m->classifier[s->opt.managed == GB_MANAGED_ALL ? g : s->opt.base_gear];
+  w.base_mats = all ? w.mats : m->mats[s->opt.base_gear];
+  return w;
+}
+
+void set_gear(gb_session *s, gb_gear g) {
+  s->gear = g;
+  s->w = tier_weights(s, g);
 }
 
 namespace {

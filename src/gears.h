@@ -42,8 +42,10 @@ bool lazy_carve(gb_session *t, Arena &a, const gb_model *m, const gb_session_opt
 // when the source looks already quantized).
 void lazy_quantize(gb_session *s, gb_gear g);
 
-// Point the session's matrices at gear g (no copy; a lazy tier is built on
-// its first entry).
+// The Weights of tier g (no copy; a lazy tier is built on its first use):
+// the managed matrices on g, the others on the base gear's tier.
+Weights tier_weights(gb_session *s, gb_gear g);
+// Run the next passes on gear g: s->gear and s->w.
 void set_gear(gb_session *s, gb_gear g);
 // The precision manager's shift: set_gear, hint the new tier in (unless it
 // was pre-warmed) and queue the tiers no longer in use for release.

@@ -95,67 +95,39 @@ bool prefill_batched(const gb_session_options &o) {
 // The arena layout of a session (counting when a is counting).
 gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, const KvPlan &kvp) {
   const Meta &c = m->meta;
-  const uint32_t qd = c.q_dim(), kvd = c.kv_dim();
-  const uint32_t wide = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
+  const uint32_t qd = c.q_dim();
   gb_session *s = a.array<gb_session>(1);
   gb_session tmp;  // receives pointers while counting
   gb_session *t = s ? new (s) gb_session() : &tmp;
-  t->x = a.array<float>(c.dim);
-  t->xb = a.array<float>(qd > c.dim ? qd : c.dim);
-  t->xb2 = a.array<float>(c.dim);
-  t->hb = a.array<float>(c.hidden_dim);
-  t->hb2 = a.array<float>(c.hidden_dim);
-  t->q = a.array<float>(qd);
-  t->kt = a.array<float>(kvd);
-  t->vt = a.array<float>(kvd);
-  t->logits = a.array<float>(c.vocab_size);
   t->rope_freq = a.array<float>(c.rope_dim / 2 + 1);
-  t->xq = a.array<gb_q8x_block>((wide + 31) / 32);
   kv_carve(&t->kv, a, c, o, kvp);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
   t->calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
   const bool any_lazy = lazy_carve(t, a, m, o);
-  // Batched prefill scratch (none when chunks are single positions).
+  // One scratch for every pass: the prefill chunk, the verify pass, or one
+  // position; logits rows for calibrating prefill chunks and verify passes.
   const uint32_t M = !prefill_batched(o) ? 1 : o.prefill_batch < o.n_ctx ? o.prefill_batch : o.n_ctx;
-  t->pf_batch = M;
-  t->pf_panel_rows = o.prefill_panel_rows;
-  t->pf_slots = o.n_threads > 1 ? o.n_threads : 1;
-  t->pf_tok = nullptr;
-  t->pf_x = t->pf_xb = t->pf_xb2 = t->pf_hb = t->pf_hb2 = t->pf_q = t->pf_k = t->pf_v = t->pf_xa = t->pf_panel = nullptr;
-  t->pf_logits = nullptr;
-  if (M > 1) {
-    t->pf_tok = a.array<int32_t>(M);
-    t->pf_x = a.array<float>((size_t)M * c.dim);
-    t->pf_xb = a.array<float>((size_t)M * (qd > c.dim ? qd : c.dim));
-    t->pf_xb2 = a.array<float>((size_t)M * c.dim);
-    t->pf_hb = a.array<float>((size_t)M * c.hidden_dim);
-    t->pf_hb2 = a.array<float>((size_t)M * c.hidden_dim);
-    t->pf_q = a.array<float>((size_t)M * qd);
-    t->pf_k = a.array<float>((size_t)M * kvd);
-    t->pf_v = a.array<float>((size_t)M * kvd);
-    t->pf_xa = a.array<float>((size_t)M * wide);
-    t->pf_panel = a.array<float>((size_t)t->pf_slots * o.prefill_panel_rows * wide);
-    t->pf_logits = calibrating ? a.array<float>((size_t)M * c.vocab_size) : nullptr;
-  }
-  // Speculative gear: the draft's pool, the history and the verify pass.
   t->spec = o.gear == GB_GEAR_SPEC;
+  const uint32_t S = t->spec ? o.spec_k + 1 : 1;
+  ScratchShape shape;
+  shape.m_max = M > S ? M : S;
+  shape.logit_rows = calibrating && M > S ? M : S;
+  shape.xq_rows = S;
+  if (M > 1) {
+    shape.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
+    shape.panel_rows = o.prefill_panel_rows;
+  }
+  scratch_carve(&t->sc, a, c, shape);
+  t->pf_batch = M;
+  t->pf_tok = M > 1 ? a.array<int32_t>(M) : nullptr;
+  // Speculative gear: the draft's pool, the history, the round's buffers.
   t->hist = nullptr;
   t->sp_m = 0;
   if (t->spec) {
-    const uint32_t S = o.spec_k + 1, V = c.vocab_size;
+    const uint32_t V = c.vocab_size;
     kv_carve(&t->dkv, a, c, o, kvp);
     t->hist = a.array<int32_t>(o.n_ctx);
     t->sp_m = S;
-    t->sp_x = a.array<float>((size_t)S * c.dim);
-    t->sp_xb = a.array<float>((size_t)S * (qd > c.dim ? qd : c.dim));
-    t->sp_xb2 = a.array<float>((size_t)S * c.dim);
-    t->sp_hb = a.array<float>((size_t)S * c.hidden_dim);
-    t->sp_hb2 = a.array<float>((size_t)S * c.hidden_dim);
-    t->sp_q = a.array<float>((size_t)S * qd);
-    t->sp_k = a.array<float>((size_t)S * kvd);
-    t->sp_v = a.array<float>((size_t)S * kvd);
-    t->sp_xq = a.array<gb_q8x_block>((size_t)S * ((wide + 31) / 32));
-    t->sp_logits = a.array<float>((size_t)S * V);
     t->sp_draft_p = a.array<float>((size_t)o.spec_k * V);
     t->sp_p = a.array<float>(V);
     t->sp_tok = a.array<int32_t>(S);
@@ -254,13 +226,18 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   StepResult &r = *out;
   r.gear = s->gear;
   r.tokens_in_gear = s->monitor.tokens_in_gear + 1;
-  GB_TRY(forward(s, token, true));
+  PassCost cost;
+  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, &token, 1, s->pos, matmul_gemv, true, &cost));
+  s->pos++;
+  s->bytes_read = cost.bytes;
+  s->weights_read = cost.weights;
   const uint32_t V = s->model->meta.vocab_size;
-  nan_guard(s->logits, V);
-  r.logits = s->logits;
-  r.bytes = s->bytes_read;
-  r.weights = s->weights_read;
-  r.H = entropy_bits(s->logits, V);
+  float *logits = s->sc.logits;
+  nan_guard(logits, V);
+  r.logits = logits;
+  r.bytes = cost.bytes;
+  r.weights = cost.weights;
+  r.H = entropy_bits(logits, V);
   gears_after_step(s, monitor_update(&s->monitor, r.H, &r.Hs));
   return GB_OK;
 }
@@ -413,11 +390,17 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   const Meta &c = m->meta;
   for (uint32_t i = 0; i < c.rope_dim / 2; i++)
     s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
-  s->base_mats = m->mats[o.base_gear];
-  // Prefill GEMM: OpenBLAS unless the options or deterministic mode say no.
-  s->pf_gemm = s->k.gemm_f32;
+  // How passes multiply. Prefill GEMM: OpenBLAS unless the options or
+  // deterministic mode say no.
+  s->ex.k = &s->k;
+  s->ex.pool = s->pool;
+  s->ex.gemm = s->k.gemm_f32;
+  s->ex.panel_rows = o.prefill_panel_rows;
+  s->ex.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
+  s->ex.rope_freq = s->rope_freq;
+  s->ex.log = log;
   if (prefill_uses_blas(o)) {
-    s->pf_gemm = gb_gemm_blas();
+    s->ex.gemm = gb_gemm_blas();
     gb_gemm_blas_single_threaded();
   }
   gb_session_reset(s);
@@ -443,6 +426,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
   s->release_pending = 0;
   s->resident_bytes = 0;
   shift_gear(s, s->monitor.gear);
+  if (s->spec) s->wdraft = tier_weights(s, s->opt.spec_draft_gear);
   release_work(s, true);  // a fresh context starts with only its tiers mapped
   return GB_OK;
 }
@@ -472,15 +456,6 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   // the entropies of its positions (computing their logits).
   const bool calib = s->calib && !s->monitor.calibrated;
   size_t nc = 0;
-  auto run1 = [&](int32_t t) {
-    const gb_status st = forward(s, t, calib);
-    if (st != GB_OK) return st;
-    if (calib) {
-      nan_guard(s->logits, V);
-      s->calib[nc++] = entropy_bits(s->logits, V);
-    }
-    return GB_OK;
-  };
   // The positions to run: the pending token, then all but the last new one;
   // in chunks of up to pf_batch (a single position runs as a decode pass, and
   // so does every position when the KV policy moves tokens between
@@ -493,16 +468,16 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   for (size_t i = 0; i < total;) {
     uint32_t m = (uint32_t)(total - i < s->pf_batch ? total - i : s->pf_batch);
     if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
-    if (m == 1) {
-      GB_TRY(run1(token_at(i)));
-    } else {
-      for (uint32_t j = 0; j < m; j++) s->pf_tok[j] = token_at(i + j);
-      GB_TRY(forward_batch(s, s->pf_tok, m, calib));
-      for (uint32_t j = 0; calib && j < m; j++) {
-        float *lg = s->pf_logits + (size_t)j * V;
-        nan_guard(lg, V);
-        s->calib[nc++] = entropy_bits(lg, V);
-      }
+    int32_t one;
+    int32_t *chunk = m == 1 ? &one : s->pf_tok;
+    for (uint32_t j = 0; j < m; j++) chunk[j] = token_at(i + j);
+    PassCost cost;
+    GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, m == 1 ? matmul_gemv : matmul_panels, calib, &cost));
+    s->pos += m;
+    for (uint32_t j = 0; calib && j < m; j++) {
+      float *lg = s->sc.logits + (size_t)j * V;
+      nan_guard(lg, V);
+      s->calib[nc++] = entropy_bits(lg, V);
     }
     s->pending = -1;  // it ran in the first chunk
     i += m;
@@ -543,7 +518,7 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   const uint32_t pos = s->pos;
   StepResult sr;
   GB_TRY(step(s, s->pending, &sr));
-  const int32_t next = sampler_sample(&s->sampler, s->logits);
+  const int32_t next = sampler_sample(&s->sampler, s->sc.logits);
   s->pending = next;
   if (token_out) *token_out = next;
   fill_info(s, info, next, pos, sr, t0);

@@ -6,6 +6,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "forward.h"
 #include "gearbx_port.h"
 #include "kernels.h"
 #include "kv.h"
@@ -27,28 +28,19 @@ struct gb_session {
   uint32_t pos;      // tokens in the KV cache
   int32_t pending;   // token to run at the next decode step, -1 = none
 
-  // Activations (llama2.c's RunState).
-  float *x;          // (dim) residual stream
-  float *xb;         // (max(dim, q_dim)) normed input / attention output
-  float *xb2;        // (dim)
-  float *hb;         // (hidden_dim)
-  float *hb2;        // (hidden_dim)
-  float *q;          // (q_dim)
-  float *kt;         // (kv_dim) this token's key before it is stored
-  float *vt;         // (kv_dim)
-  float *logits;     // (vocab)
+  // The model path's arguments (forward.h). sc.logits row 0 holds the last
+  // decode pass's logits; a verify pass's m rows stay there while its tokens
+  // are handed out.
+  gb::Weights w;     // the current gear's tier (set_gear)
+  gb::Scratch sc;    // activations of every pass, sized for the largest m
+  gb::Exec ex;       // kernel table, pool, panel GEMM, rope frequencies
   float *rope_freq;  // (rope_dim / 2) inverse frequencies
-  gb_q8x_block *xq;  // (max(dim, q_dim, hidden) / 32) quantized activations
-  gb::KvPool kv;     // the KV pool (issue #6) and attention scratch
+  gb::KvPool kv;     // the KV pool and attention scratch
   gb::Sampler sampler;
   gb::Monitor monitor;
 
-  // Matrices of the current gear, resolved once per shift (pointer swap).
-  gb_gear gear;                // gear of the next forward pass
-  const gb::TensorRef *mats;   // (n_layers * kMatsPerLayer) for the managed set's gear
-  const gb::TensorRef *base_mats;  // the base gear's (unmanaged matrices)
-  const gb::TensorRef *classifier;
-  uint64_t bytes_read, weights_read;  // of the last forward pass
+  gb_gear gear;                // gear of the next forward pass (w is its tier)
+  uint64_t bytes_read, weights_read;  // of the last decode pass
 
   // Lazy tiers: tiers the file lacks, quantized from its f32 / high tier into
   // the arena on first entry and cached (seed 000 §6.2, §6.4).
@@ -57,34 +49,20 @@ struct gb_session {
   bool lazy_ready[GB_GEAR_COUNT];
   float *lazy_row;                          // (max cols) dequantized source row
 
-  // Batched prefill (prefill.cpp): chunks of up to pf_batch positions; with
-  // pf_batch == 1 nothing below is carved.
-  uint32_t pf_batch;       // positions per chunk
-  uint32_t pf_panel_rows;  // weight rows per panel
-  uint32_t pf_slots;       // panels in pf_panel: threads that expand panels at once
-  gb_gemm_fn pf_gemm;      // OpenBLAS's sgemm or the kernel table's GEMM
-  int32_t *pf_tok;         // (pf_batch) tokens of the chunk
-  float *pf_x;             // (pf_batch, dim) residual streams
-  float *pf_xb;            // (pf_batch, max(dim, q_dim)) normed inputs / attention outputs
-  float *pf_xb2;           // (pf_batch, dim)
-  float *pf_hb, *pf_hb2;   // (pf_batch, hidden_dim)
-  float *pf_q;             // (pf_batch, q_dim)
-  float *pf_k, *pf_v;      // (pf_batch, kv_dim)
-  float *pf_xa;            // (pf_batch, wide) activations as the q8/q4 kernels see them
-  float *pf_panel;         // (pf_slots, pf_panel_rows, wide) weight rows expanded to f32
-  float *pf_logits;        // (pf_batch, vocab) for monitor calibration, else nullptr
+  // Batched prefill: chunks of up to pf_batch positions through forward()
+  // with matmul_panels (ex.gemm on panels of ex.panel_rows rows).
+  uint32_t pf_batch;       // positions per chunk (1: token by token)
+  int32_t *pf_tok;         // (pf_batch) tokens of the chunk, or nullptr
 
   // Speculative gear (spec.cpp), carved only for GB_GEAR_SPEC. The main KV
   // pool holds the verifier's entries, dkv the draft's; hist the token at
   // every position, for the draft to catch up with.
   bool spec;
+  gb::Weights wdraft;      // the draft tier
   gb::KvPool dkv;          // the draft's KV pool (same plan as kv)
   uint32_t dpos;           // positions in dkv
   int32_t *hist;           // (n_ctx) token at each position of kv
   uint32_t sp_m;           // spec_k + 1: positions of a verify pass
-  float *sp_x, *sp_xb, *sp_xb2, *sp_hb, *sp_hb2, *sp_q, *sp_k, *sp_v;  // (sp_m, ...) as pf_*
-  gb_q8x_block *sp_xq;     // (sp_m, wide / 32) quantized activations per position
-  float *sp_logits;        // (sp_m, vocab) the verifier's logits per position
   float *sp_draft_p;       // (spec_k, vocab) the draft's sampling distributions
   float *sp_p;             // (vocab) the verifier's distribution at a position
   int32_t *sp_tok;         // (sp_m) the pass's tokens: pending, then the drafts
@@ -107,26 +85,6 @@ struct gb_session {
 };
 
 namespace gb {
-// Run one token at position s->pos through the model: s->logits gets the
-// next-token logits and s->pos advances. Caller checks pos < n_ctx.
-// GB_ERR_CONTEXT_FULL (nothing run) when the KV pool has no room.
-gb_status forward(gb_session *s, int32_t token, bool want_logits);
-// Run the chunk tokens[0..m) at positions s->pos.. through the model at once
-// (GEMMs on weight panels, attention per position); s->pos advances by m.
-// want_logits: s->pf_logits gets each position's next-token logits.
-// Caller checks 2 <= m <= pf_batch, pos + m <= n_ctx and kv_batchable
-// (GB_ERR_CONTEXT_FULL, nothing run, otherwise).
-gb_status forward_batch(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits);
-// The batched forward itself, for prefill and the speculative verify pass:
-// every matrix multiplies the m positions through mm (Y (m, rows) = X (m,
-// cols) W^T), attention runs per position over the pool (later positions
-// hidden), and logits (when b.logits is set) get each position's logits.
-struct BatchBuffers {
-  float *x, *xb, *xb2, *hb, *hb2, *q, *k, *v;  // (m, dim), (m, max(dim, q_dim)), (m, dim), (m, hidden) x2, (m, q_dim), (m, kv_dim) x2
-  float *logits;                               // (m, vocab) or nullptr
-};
-typedef void (*BatchMatmulFn)(gb_session *s, float *Y, const float *X, uint32_t m, const TensorRef &w);
-gb_status forward_rows(gb_session *s, const int32_t *tokens, uint32_t m, const BatchBuffers &b, BatchMatmulFn mm);
 // GB_GEAR_SPEC: the next token, from the queue of the last round or from
 // a new round (draft, verify, accept, roll back). *logits: the verifier's
 // distribution that produced it; *ran_round: whether this call ran one.
@@ -137,19 +95,4 @@ void spec_reset(gb_session *s);
 // handed out yet leave both KV pools, and the last handed-out token becomes
 // pending again, as if the session had decoded one token at a time.
 void spec_settle(gb_session *s);
-// Pieces of the forward pass shared by forward() and forward_batch().
-void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
-void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
-// Tasks a GEMV of rows x cols is split into on the session's pool: whole
-// row tiles, at most one per thread, none smaller than a minimum of work.
-uint32_t gemv_tasks(const gb_session *s, uint64_t rows, uint64_t cols);
-// Rows [*r0, *r1) of task t of n over a matrix of `rows` rows: whole kernel
-// row tiles (GB_GEMV_ROW_TILE), so each row is computed as one call over the
-// whole matrix would compute it, whatever n is.
-inline void task_rows(size_t rows, uint32_t t, uint32_t n, size_t *r0, size_t *r1) {
-  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
-  *r0 = tiles * t / n * GB_GEMV_ROW_TILE;
-  *r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
-  if (*r1 > rows) *r1 = rows;
-}
 }  // namespace gb

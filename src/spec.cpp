@@ -31,11 +31,9 @@
 #include <math.h>
 #include <string.h>
 
-#include <utility>
-
 #include "format.h"
+#include "forward.h"
 #include "gearbx_port.h"
-#include "gears.h"
 #include "session.h"
 
 namespace gb {
@@ -61,56 +59,34 @@ void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
     g->k->gemvm[g->w->format](g->Y, rows, g->w->data, g->X, g->w->cols, g->XQ, g->xq_stride, g->m, r0, r1, g->w->cols);
 }
 
-// Y (m, w.rows) = X (m, w.cols) W^T, reading W once; block formats first
-// quantize each position's activations as the one-position matmul does.
-void matmul_m(gb_session *s, float *Y, const float *X, uint32_t m, const TensorRef &w) {
-  const size_t stride = (w.cols + 31) / 32;
+}  // namespace
+
+void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+  const size_t stride = sc.xq_stride;
   const gb_q8x_block *XQ = nullptr;
-  if (is_block_format(w.format)) {
-    for (uint32_t i = 0; i < m; i++) s->k.quantize_act(s->sp_xq + i * stride, X + (size_t)i * w.cols, w.cols);
-    XQ = s->sp_xq;
+  if (is_block_format(w.format)) {  // each position's activations quantized as matmul_gemv does
+    for (uint32_t i = 0; i < m; i++) e.k->quantize_act(sc.xq + i * stride, X + (size_t)i * w.cols, w.cols);
+    XQ = sc.xq;
   }
-  GemvmTask task{&s->k, &w, Y, X, XQ, stride, m};
-  gb_port_pool_run(s->pool, gemv_tasks(s, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
-  s->bytes_read += w.nbytes;
-  s->weights_read += (uint64_t)w.rows * w.cols;
+  GemvmTask task{e.k, &w, Y, X, XQ, stride, m};
+  gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
+  cost->bytes += w.nbytes;
+  cost->weights += (uint64_t)w.rows * w.cols;
 }
 
-// The verifier over tokens tok[0..m) at positions s->pos..: forward() for m
-// positions at once, each weight read once. sp_logits gets each position's
-// logits (NaN/inf guarded, as a decode step's are).
-gb_status forward_verify(gb_session *s, const int32_t *tok, uint32_t m) {
-  const BatchBuffers b{s->sp_x, s->sp_xb, s->sp_xb2, s->sp_hb, s->sp_hb2, s->sp_q, s->sp_k, s->sp_v, s->sp_logits};
-  GB_TRY(forward_rows(s, tok, m, b, matmul_m));
-  const uint32_t V = s->model->meta.vocab_size;
-  for (uint32_t i = 0; i < m; i++) nan_guard(s->sp_logits + (size_t)i * V, V);
+namespace {
+
+// One draft pass: tokens at the draft's positions dpos.. on the draft tier
+// and pool (logits in sc.logits when asked); the weights it read count for
+// the round.
+gb_status draft_forward(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits) {
+  PassCost cost;
+  GB_TRY(forward(s->wdraft, &s->dkv, s->sc, s->ex, tokens, m, s->dpos, m == 1 ? matmul_gemv : matmul_gemvm, want_logits,
+                 &cost));
+  s->dpos += m;
+  s->sp_round_bytes += cost.bytes;
+  s->sp_round_weights += cost.weights;
   return GB_OK;
-}
-
-// Runs pass() on the draft tier and pool, at the draft's position dpos
-// (which the pass advances), then restores the verifier's tier, pool and
-// position; the weights the pass read count for the round.
-template <class Pass>
-gb_status on_draft(gb_session *s, Pass &&pass) {
-  const uint32_t vpos = s->pos;
-  const gb_gear vgear = s->gear;
-  std::swap(s->kv, s->dkv);
-  set_gear(s, s->opt.spec_draft_gear);
-  s->pos = s->dpos;
-  const gb_status st = pass();
-  s->dpos = s->pos;
-  s->pos = vpos;
-  set_gear(s, vgear);
-  std::swap(s->kv, s->dkv);
-  s->sp_round_bytes += s->bytes_read;
-  s->sp_round_weights += s->weights_read;
-  return st;
-}
-
-// One draft forward pass: token at position s->dpos on the draft tier and
-// pool; logits in s->logits when asked.
-gb_status draft_forward(gb_session *s, int32_t token, bool want_logits) {
-  return on_draft(s, [&] { return forward(s, token, want_logits); });
 }
 
 // The draft length minimizing expected weight bytes per token when each
@@ -145,12 +121,8 @@ gb_status draft_catch_up(gb_session *s, uint32_t to) {
   while (s->dpos < to) {
     uint32_t m = to - s->dpos;
     if (m > s->sp_m) m = s->sp_m;
-    if (m == 1 || !kv_batchable(&s->dkv, m)) {
-      GB_TRY(draft_forward(s, s->hist[s->dpos], false));
-      continue;
-    }
-    const BatchBuffers b{s->sp_x, s->sp_xb, s->sp_xb2, s->sp_hb, s->sp_hb2, s->sp_q, s->sp_k, s->sp_v, nullptr};
-    GB_TRY(on_draft(s, [&] { return forward_rows(s, s->hist + s->pos, m, b, matmul_m); }));
+    if (m > 1 && !kv_batchable(&s->dkv, m)) m = 1;
+    GB_TRY(draft_forward(s, s->hist + s->dpos, m, false));
   }
   return GB_OK;
 }
@@ -177,35 +149,32 @@ gb_status round(gb_session *s) {
   if (k > 0) GB_TRY(draft_catch_up(s, pos));
   s->sp_tok[0] = s->pending;
   uint32_t n = 0;  // drafted
+  const float *dl = s->sc.logits;  // the draft's logits of its last position
   for (int32_t cur = s->pending; n < k;) {
-    GB_TRY(draft_forward(s, cur, true));
-    nan_guard(s->logits, V);
-    if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(s->logits, V) > s->opt.spec_stop_entropy) break;
+    GB_TRY(draft_forward(s, &cur, 1, true));
+    nan_guard(s->sc.logits, V);
+    if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(dl, V) > s->opt.spec_stop_entropy) break;
     if (greedy) {
-      cur = sampler_sample(&s->sampler, s->logits);
+      cur = sampler_sample(&s->sampler, dl);
     } else {
       float *q = s->sp_draft_p + (size_t)n * V;
-      sampler_probs(&s->sampler, s->logits, q);
+      sampler_probs(&s->sampler, dl, q);
       cur = sampler_draw(&s->sampler, q);
     }
     s->sp_tok[++n] = cur;
   }
   // 2. Verify the pending token and the n drafts in one pass (no drafts:
   // the verifier's ordinary decode step, the same logits bit for bit).
-  if (n == 0) {
-    GB_TRY(forward(s, s->sp_tok[0], true));
-    memcpy(s->sp_logits, s->logits, (size_t)V * sizeof(float));
-    nan_guard(s->sp_logits, V);
-  } else {
-    GB_TRY(forward_verify(s, s->sp_tok, n + 1));
-  }
-  s->sp_round_bytes += s->bytes_read;
-  s->sp_round_weights += s->weights_read;
+  PassCost cost;
+  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, s->sp_tok, n + 1, pos, n == 0 ? matmul_gemv : matmul_gemvm, true, &cost));
+  for (uint32_t i = 0; i <= n; i++) nan_guard(s->sc.logits + (size_t)i * V, V);
+  s->sp_round_bytes += cost.bytes;
+  s->sp_round_weights += cost.weights;
   // 3. Accept the longest agreeing prefix, then the verifier's own token.
   uint32_t a = 0;
   int32_t bonus = -1;
   for (; a < n; a++) {
-    const float *L = s->sp_logits + (size_t)a * V;
+    const float *L = s->sc.logits + (size_t)a * V;
     const int32_t d = s->sp_tok[a + 1];
     if (greedy) {
       const int32_t best = sampler_sample(&s->sampler, L);
@@ -224,7 +193,7 @@ gb_status round(gb_session *s) {
     break;
   }
   if (bonus < 0) {
-    const float *L = s->sp_logits + (size_t)n * V;
+    const float *L = s->sc.logits + (size_t)n * V;
     if (greedy) {
       bonus = sampler_sample(&s->sampler, L);
     } else {
@@ -236,9 +205,7 @@ gb_status round(gb_session *s) {
   kv_truncate(&s->kv, pos + a + 1);
   s->pos = pos + a + 1;
   if (s->dpos > s->pos) {
-    std::swap(s->kv, s->dkv);
-    kv_truncate(&s->kv, s->pos);
-    std::swap(s->kv, s->dkv);
+    kv_truncate(&s->dkv, s->pos);
     s->dpos = s->pos;
   }
   for (uint32_t i = 0; i <= a; i++) s->hist[pos + i] = s->sp_tok[i];
@@ -265,7 +232,7 @@ gb_status spec_next(gb_session *s, int32_t *token, const float **logits, bool *r
   }
   const uint32_t i = s->sp_out_i++;
   *token = s->sp_out[i];
-  *logits = s->sp_logits + (size_t)i * s->model->meta.vocab_size;
+  *logits = s->sc.logits + (size_t)i * s->model->meta.vocab_size;
   return GB_OK;
 }
 
@@ -276,9 +243,7 @@ void spec_settle(gb_session *s) {
   s->pos = keep;
   s->pending = s->sp_out_i ? s->sp_out[s->sp_out_i - 1] : s->sp_tok[0];
   if (s->dpos > keep) {
-    std::swap(s->kv, s->dkv);
-    kv_truncate(&s->kv, keep);
-    std::swap(s->kv, s->dkv);
+    kv_truncate(&s->dkv, keep);
     s->dpos = keep;
   }
   s->sp_out_n = s->sp_out_i = 0;

@@ -208,7 +208,16 @@ TEST(Prefill, ArenaAccountsForScratchAndNothingAllocates) {
   size_t autob = 0;
   o = options(GB_GEAR_AUTO, 32, 64, 0);
   ASSERT_EQ(gb_session_mem_size(m, &o, &autob), GB_OK);
-  EXPECT_GE(autob - b32, (size_t)32 * 512 * 4);  // calibration logits
+  // Calibration logits: a row per chunk position. The session's one scratch
+  // (forward.h) already holds the decode pass's row, so the auto session
+  // needs 31 more rows, and holds 32.
+  EXPECT_GE(autob - b32, (size_t)31 * 512 * 4);
+  {
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
+    EXPECT_GE(s->sc.logit_rows, 32u);
+    gb_session_destroy(s);
+  }
 
   for (uint32_t blas : {0u, 1u})
     for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_HIGH, GB_GEAR_AUTO}) {
@@ -278,7 +287,7 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o.prefill_blas = 0;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf_batch, 32u);
-  EXPECT_EQ(s->pf_gemm, s->k.gemm_f32);
+  EXPECT_EQ(s->ex.gemm, s->k.gemm_f32);
   gb_session_destroy(s);
   // Callers built against the header before the prefill options get the
   // defaults: batches of 64 through OpenBLAS, or token by token without it.
@@ -286,9 +295,9 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o.struct_size = offsetof(gb_session_options, prefill_batch);
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf_batch, gb_gemm_blas() ? 64u : 1u);
-  EXPECT_EQ(s->pf_panel_rows, 64u);
+  EXPECT_EQ(s->ex.panel_rows, 64u);
   if (gb_gemm_blas()) {
-    EXPECT_EQ(s->pf_gemm, gb_gemm_blas());
+    EXPECT_EQ(s->ex.gemm, gb_gemm_blas());
   }
   gb_session_destroy(s);
   gb_model_close(m);

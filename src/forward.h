@@ -1,0 +1,119 @@
+// forward.h — the model path: m tokens through the decoder, in the spirit of
+// llama2.c's Config / TransformerWeights / RunState split. Everything a pass
+// reads or writes is an argument:
+//
+//   Weights  a read-only view of the tiers in use (gears.h makes them)
+//   KvPool   the cache the pass appends to and attends over (kv.h)
+//   Scratch  activations for up to m_max positions, carved once per session
+//   Exec     how the matrices are multiplied: kernel table, threads, GEMM
+//
+// Decode (m = 1, one GEMV per matrix), batched prefill (m = the chunk, GEMMs
+// on weight panels) and speculative verification (m = drafts + 1, the
+// multi-position GEMV that reads each weight once) are the same function
+// with a different m and MatmulFn; drafting is a call with the draft tier's
+// Weights and the draft's KvPool.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "common.h"
+#include "gearbx_port.h"
+#include "kernels.h"
+#include "kv.h"
+#include "model.h"
+
+namespace gb {
+
+// The matrices one pass reads. mats and base_mats are (n_layers,
+// kMatsPerLayer) arrays; base_mats holds the unmanaged matrices (the FFN
+// when only attention follows the gear) and equals mats otherwise.
+struct Weights {
+  const gb_model *model;        // embedding, norms, hyper-parameters
+  const TensorRef *mats;        // the managed matrices on the gear's tier
+  const TensorRef *base_mats;   // the unmanaged matrices' tier
+  const TensorRef *classifier;
+};
+
+// Activations of up to m_max positions, position-major. A pass of m <= m_max
+// positions uses the first m rows of each buffer.
+struct Scratch {
+  uint32_t m_max;
+  float *x;          // (m_max, dim) residual streams
+  float *xb;         // (m_max, max(dim, q_dim)) normed inputs / attention outputs
+  float *xb2;        // (m_max, dim)
+  float *hb, *hb2;   // (m_max, hidden_dim)
+  float *q;          // (m_max, q_dim)
+  float *k, *v;      // (m_max, kv_dim) this pass's keys and values before they are cached
+  float *logits;     // (logit_rows, vocab)
+  uint32_t logit_rows;
+  gb_q8x_block *xq;  // (xq_rows, xq_stride) activations quantized for the integer kernels
+  uint32_t xq_rows, xq_stride;
+  float *xa;         // (m_max, wide) q8/q4 activations expanded back to f32 (panel GEMM), or nullptr
+  float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
+};
+
+// What a session needs of its scratch: positions per pass, rows of logits
+// kept, rows of quantized activations, and the panel GEMM's buffers.
+struct ScratchShape {
+  uint32_t m_max = 1, logit_rows = 1, xq_rows = 1;
+  uint32_t panel_slots = 0, panel_rows = 0;  // 0: no panel GEMM (no xa, no panels)
+};
+// Carve sc from the arena (counting when a is counting; sc is always real).
+void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &shape);
+
+// How a pass multiplies: the session's kernel table, its worker pool, and the
+// panel GEMM (OpenBLAS or the table's) with its panel height.
+struct Exec {
+  const gb_kernels *k;
+  gb_port_pool *pool;
+  gb_gemm_fn gemm;
+  uint32_t panel_rows, panel_slots;
+  const float *rope_freq;  // (rope_dim / 2) inverse frequencies
+  Logger log;
+};
+
+// Weights streamed by a pass (the classifier included when it ran).
+struct PassCost {
+  uint64_t bytes = 0, weights = 0;
+};
+
+// Y (m, w.rows) = X (m, w.cols) W^T on W's format, through sc's activation
+// buffers; adds what it streamed to *cost.
+typedef void (*MatmulFn)(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+// One position, one GEMV per matrix (decode).
+void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+// m positions through the multi-position GEMV: each weight read once, each
+// position's result bit for bit matmul_gemv's (speculative verification).
+void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+// m positions as GEMMs on weight panels expanded to f32 (batched prefill;
+// not counted in *cost: prefill is not a decode step).
+void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+
+// Run tokens[0..m) at positions pos..pos+m-1 through the model: each enters
+// the KV pool, each position attends to the cache up to itself, and when
+// want_logits sc.logits gets each position's next-token logits (m rows).
+// m == 1 enters the pool as a decode step does (per-policy step-downs,
+// eviction); m > 1 needs kv_batchable (a single-level policy with room).
+// GB_ERR_CONTEXT_FULL with nothing run when the pool cannot take them.
+gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tokens, uint32_t m, uint32_t pos,
+                  MatmulFn mm, bool want_logits, PassCost *cost);
+
+// Pieces of the pass.
+void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
+// Tasks a GEMV of rows x cols is split into on the pool: whole row tiles, at
+// most one per thread, none smaller than a minimum of work.
+uint32_t gemv_tasks(gb_port_pool *pool, uint64_t rows, uint64_t cols);
+// Rows [*r0, *r1) of task t of n over a matrix of `rows` rows: whole kernel
+// row tiles (GB_GEMV_ROW_TILE), so each row is computed as one call over the
+// whole matrix would compute it, whatever n is.
+inline void task_rows(size_t rows, uint32_t t, uint32_t n, size_t *r0, size_t *r1) {
+  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
+  *r0 = tiles * t / n * GB_GEMV_ROW_TILE;
+  *r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
+  if (*r1 > rows) *r1 = rows;
+}
+
+}  // namespace gb
