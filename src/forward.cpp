@@ -128,6 +128,8 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
   const bool attn_only = w.base_mats != w.mats;
   float *X = sc.x, *XB = sc.xb, *XB2 = sc.xb2, *HB = sc.hb, *HB2 = sc.hb2;
   *cost = PassCost();
+  GB_RETURN_IF(m == 0 || m > sc.m_max || (want_logits && m > sc.logit_rows), e.log, GB_ERR_INTERNAL,
+               "forward: %u positions, scratch carved for %u (%u rows of logits)", m, sc.m_max, sc.logit_rows);
   // Places in the KV pool: one token as a decode step enters it (precision
   // of older tokens may step down, or the least important may be evicted,
   // per the policy); m tokens of a single-level policy at once, in order.

@@ -96,7 +96,8 @@ void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const f
 // want_logits sc.logits gets each position's next-token logits (m rows).
 // m == 1 enters the pool as a decode step does (per-policy step-downs,
 // eviction); m > 1 needs kv_batchable (a single-level policy with room).
-// GB_ERR_CONTEXT_FULL with nothing run when the pool cannot take them.
+// GB_ERR_CONTEXT_FULL with nothing run when the pool cannot take them;
+// GB_ERR_INTERNAL when m exceeds what sc was carved for.
 gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tokens, uint32_t m, uint32_t pos,
                   MatmulFn mm, bool want_logits, PassCost *cost);
 

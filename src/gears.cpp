@@ -142,7 +142,7 @@ void check_double_quantization(gb_session *s, const TensorRef *src, uint32_t n_l
 
 void lazy_quantize(gb_session *s, gb_gear g) {
   const gb_model *m = s->model;
-  const int srcg = (m->gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : GB_GEAR_HIGH;
+  const int srcg = lazy_source(m);  // present: lazy_tier() required it
   const TensorRef *src = m->mats[srcg];
   const uint64_t t0 = gb_port_now_ns();
   check_double_quantization(s, src, m->meta.n_layers);

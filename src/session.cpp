@@ -173,8 +173,9 @@ struct StepResult {
 // gb_step_info's first layout ended at step_ns; fields are only appended.
 constexpr uint32_t kStepInfoMinSize = offsetof(gb_step_info, predicted_gear);
 
-// The one struct_size rule of every struct the caller passes: from the first
-// published layout up to this header's. Checked before the step changes anything.
+// The struct_size rule of the other caller structs (options, gb_model_info):
+// from the first published layout up to this header's. Checked before the
+// step changes anything.
 gb_status check_info(const gb_session *s, const gb_step_info *info, const char *fn) {
   if (!info || (info->struct_size >= kStepInfoMinSize && info->struct_size <= sizeof(gb_step_info))) return GB_OK;
   return fail(s->log, GB_ERR_STRUCT_SIZE, "%s: gb_step_info struct_size %u not supported (%u to %u)", fn,
@@ -229,8 +230,6 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   PassCost cost;
   GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, &token, 1, s->pos, matmul_gemv, true, &cost));
   s->pos++;
-  s->bytes_read = cost.bytes;
-  s->weights_read = cost.weights;
   const uint32_t V = s->model->meta.vocab_size;
   float *logits = s->sc.logits;
   nan_guard(logits, V);

@@ -40,7 +40,6 @@ struct gb_session {
   gb::Monitor monitor;
 
   gb_gear gear;                // gear of the next forward pass (w is its tier)
-  uint64_t bytes_read, weights_read;  // of the last decode pass
 
   // Lazy tiers: tiers the file lacks, quantized from its f32 / high tier into
   // the arena on first entry and cached (seed 000 §6.2, §6.4).
