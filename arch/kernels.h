@@ -5,13 +5,14 @@
  * generates the declarations here, the dispatch tables (dispatch.cpp), the
  * kernel tests and the kernel benchmarks.
  *
- * Weight layouts are those of src/format.h (kLayoutRowMajor):
+ * The weight layouts and the constants below are owned here; src/format.h
+ * names them for the file format and static_asserts the ids it shares.
  *   f32 row: cols floats; f16 row: cols binary16;
  *   q8 row: ceil(cols/32) blocks {u16 d; i8 qs[32]}            (34 bytes);
  *   q4 row: ceil(cols/32) blocks {u16 d; u8 qs[16]}            (18 bytes),
  *           weight j = d*((qs[j]&15)-8), weight j+16 = d*((qs[j]>>4)-8).
  * Block rows are padded with zero weights past cols.
- * q4r16 (kLayoutRows16, the q4 blocks of 16 rows interleaved; rows % 16 == 0):
+ * q4r16 (the q4 blocks of 16 rows interleaved; rows % 16 == 0):
  *   group g = rows 16g..16g+15 starts at byte g * nb * 288 (nb = ceil(cols/32));
  *   block b of the group, at +b*288: u16 d[16] (row 16g+i's scale), then for
  *   k = 0..3 and i = 0..15 the four bytes qs[4k..4k+3] of row 16g+i's block
@@ -29,6 +30,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Layout facts (see above). */
+#define GB_QBLOCK 32             /* weights per q8 / q4 block and per activation block */
+#define GB_Q8_BLOCK_BYTES 34     /* u16 scale + 32 int8                                */
+#define GB_Q4_BLOCK_BYTES 18     /* u16 scale + 16 bytes of nibbles                    */
+#define GB_Q4R16_ROWS 16         /* rows interleaved per q4r16 group                    */
+/* Largest head_dim the attention kernels take for K/V rows at <= 8 bits
+ * (their unpack buffers); f16 / f32 rows have no limit of their own. */
+#define GB_KV_QUANT_MAX_HEAD_DIM 512
 
 /* An activation vector quantized for integer dot products: 32 values per
  * block, symmetric, one f32 scale: x[j] ~= d * qs[j]. Blocks past the end of
@@ -181,9 +191,23 @@ enum {
   GB_ISA_SVE = 1u << 11     /* SVE, any vector length */
 };
 
-/* Weight formats, indexes of the tables below (= gb::WeightFormat; q4r16 is
- * q4 in layout kLayoutRows16, an index of these tables only). */
+/* Weight formats, indexes of the tables below. The first four are also the
+ * file format's ids (gb::WeightFormat, static_asserted there); q4r16 is q4
+ * stored in the 16-row layout, an id in memory only. */
 enum { GB_FMT_F32 = 0, GB_FMT_F16 = 1, GB_FMT_Q8 = 2, GB_FMT_Q4 = 3, GB_FMT_Q4R16 = 4, GB_FMT_COUNT = 5 };
+
+/* Priorities of kernels.inc entries: per slot, the available entry with the
+ * highest wins. Folders of one architecture rank by specialisation; an entry
+ * may deviate (with the reason next to it in kernels.inc). */
+enum {
+  GB_PRIO_GENERIC = 0,
+  GB_PRIO_AVX2 = 10,
+  GB_PRIO_AVX512 = 20,
+  GB_PRIO_NEON = 10,
+  GB_PRIO_DOTPROD = 20,
+  GB_PRIO_I8MM = 30,
+  GB_PRIO_SVE = 40
+};
 
 typedef struct gb_kernels {
   const char *name[GB_FMT_COUNT];  /* name of the gemv chosen per format   */
@@ -196,30 +220,31 @@ typedef struct gb_kernels {
   gb_attn_run_fn attn_run;         /* fused attention over packed records */
   gb_attn_finish_fn attn_finish;
   gb_kv_dequant_fn kv_dequant;
-  const char *attn_name;
+  const char *attn_name;           /* of attn_run                        */
   gb_gemm_fn gemm_f32;             /* the built-in GEMM (batched prefill)  */
 } gb_kernels;
 
 /* Declarations of every kernel in kernels.inc. */
-#define GB_GEMV(fmt, isa, req)                                                                  \
+#define GB_GEMV(fmt, id, isa, req, prio)                                                                  \
   void gb_##fmt##_gemv__##isa(float *y, const uint8_t *W, const float *x, const gb_q8x_block *xq, \
                               size_t row_begin, size_t row_end, size_t cols);
-#define GB_GEMVM(fmt, isa, req)                                                                    \
+#define GB_GEMVM(fmt, id, isa, req)                                                                    \
   void gb_##fmt##_gemvm__##isa(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,     \
                                const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
                                size_t row_end, size_t cols);
-#define GB_ROW(fmt, isa, req) \
+#define GB_ROW(fmt, id, isa, req, prio) \
   void gb_##fmt##_rows_to_f32__##isa(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols);
-#define GB_QUANT_ACT(isa, req) void gb_q8x_quantize__##isa(gb_q8x_block *out, const float *x, size_t n);
-#define GB_ATTN(isa, req)                                                                                  \
+#define GB_QUANT_ACT(isa, req, prio) void gb_q8x_quantize__##isa(gb_q8x_block *out, const float *x, size_t n);
+#define GB_ATTN(isa, req, prio)                                                                                  \
   void gb_attn_run__##isa(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count, \
-                          uint32_t kbits, uint32_t vbits, uint32_t base);                                  \
+                          uint32_t kbits, uint32_t vbits, uint32_t base);
+#define GB_ATTN_FINISH(isa, req, prio)                                                                     \
   void gb_attn_finish__##isa(const gb_attn_state *st, uint32_t n, const float *head_w, float *out, float *mass, \
                              float *wmass, float *head_mean);
-#define GB_KV_DEQUANT(isa, req)                                                                             \
+#define GB_KV_DEQUANT(isa, req, prio)                                                                             \
   void gb_kv_dequant__##isa(float *out, const uint8_t *records, const uint32_t *slots, const uint16_t *scales, \
                             uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
-#define GB_GEMM(fmt, isa, req)                                                                            \
+#define GB_GEMM(fmt, id, isa, req, prio)                                                                            \
   void gb_##fmt##_gemm__##isa(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, \
                               size_t m, size_t n, size_t k);
 #include "kernels.inc"
@@ -228,11 +253,12 @@ typedef struct gb_kernels {
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN
+#undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
 #undef GB_GEMM
 
-/* Fill *k with the best kernel of each slot whose ISA requirement is in
- * `isa_available` (GB_ISA_GENERIC is always assumed; pass GB_ISA_GENERIC
+/* Fill *k with the kernel of highest priority of each slot whose ISA
+ * requirement is in `isa_available` (GB_ISA_GENERIC is always assumed; pass GB_ISA_GENERIC
  * alone for the generic table). gemvm[f] is the gemvm of the folder whose
  * gemv was chosen for format f (bit-identity), NULL if that folder has none. */
 void gb_kernels_select(gb_kernels *k, uint32_t isa_available);

@@ -51,9 +51,6 @@ using gbbench::median;
 
 const char *const kFmtName[GB_FMT_COUNT] = {"f32", "f16", "q8", "q4", "q4r16"};
 
-uint32_t fmt_of(const char *f) {
-  return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : (f[2] == 'r' ? GB_FMT_Q4R16 : 3));
-}
 
 struct Kernel {
   std::string name, isa;
@@ -64,9 +61,9 @@ struct Kernel {
 // The GEMV entries of kernels.inc whose ISA this CPU has.
 std::vector<Kernel> kernels_for(uint32_t cpu) {
   std::vector<Kernel> v;
-#define GB_GEMV(fmt, isa, req) v.push_back({#fmt "_gemv__" #isa, #isa, fmt_of(#fmt), req, gb_##fmt##_gemv__##isa});
-#define GB_ROW(fmt, isa, req)
-#define GB_QUANT_ACT(isa, req)
+#define GB_GEMV(fmt, id, isa, req, prio) v.push_back({#fmt "_gemv__" #isa, #isa, (uint32_t)(id), req, gb_##fmt##_gemv__##isa});
+#define GB_ROW(fmt, id, isa, req, prio)
+#define GB_QUANT_ACT(isa, req, prio)
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW

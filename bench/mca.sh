@@ -158,7 +158,7 @@ def weights_per_iter(fmt, isa):
 # ---- the kernels of kernels.inc in the arm64 folders ----------------------------
 kernels, gemvm_kernels = [], []
 for line in open(os.path.join(root, "arch", "kernels.inc")):
-    m = re.match(r"\s*GB_GEMV(M?)\((\w+),\s*(\w+),", line)
+    m = re.match(r"\s*GB_GEMV(M?)\((\w+),\s*\w+,\s*(\w+),", line)
     if m and m.group(3) in folders:
         (gemvm_kernels if m.group(1) else kernels).append((m.group(2), m.group(3)))
 if quick:

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels.h"  // the layout facts (block sizes, format ids) the kernels define
+
 namespace gb {
 
 // ---- header ---------------------------------------------------------------
@@ -100,24 +102,29 @@ enum TensorKind : uint32_t {
   kClassifier = 12,// (vocab, dim)
   kTensorKindMax = 12,
 };
+// File format ids: values written to .gbx files, so spelled out here; they
+// are also the kernel tables' indexes.
 enum WeightFormat : uint32_t { kFmtF32 = 0, kFmtF16 = 1, kFmtQ8 = 2, kFmtQ4 = 3, kFmtCount = 4 };
+static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
+              "file format ids are the kernel tables' indexes");
 // Layouts: row-major (any format), or kLayoutRows16 = q4 blocks of 16 rows
 // interleaved (tier matrices only, rows % 16 == 0; arch/kernels.h and
 // docs/FORMAT.md give the byte order). Same bytes per matrix as row-major.
 enum WeightLayout : uint32_t { kLayoutRowMajor = 0, kLayoutRows16 = 1, kLayoutCount = 2 };
 // In memory only (TensorRef::format, the kernel tables' index): q4 stored in
 // kLayoutRows16. Never written to a file's format field.
-constexpr uint32_t kFmtQ4R16 = 4;
-constexpr uint32_t kRows16 = 16;
+constexpr uint32_t kFmtQ4R16 = GB_FMT_Q4R16;
+constexpr uint32_t kRows16 = GB_Q4R16_ROWS;
 inline bool is_block_format(uint32_t fmt) { return fmt == kFmtQ8 || fmt == kFmtQ4 || fmt == kFmtQ4R16; }
 
 // Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).
 // q4 block: u16 fp16 scale d, u8 qs[16]; weight j (0..15) = d * ((qs[j] & 15) - 8),
 //           weight j + 16 = d * ((qs[j] >> 4) - 8). 18 bytes per 32 weights.
 // q8 block: u16 fp16 scale d, i8 qs[32]; weight j = d * qs[j]. 34 bytes per 32.
-constexpr uint32_t kBlock = 32;
-constexpr uint32_t kQ4BlockBytes = 18;
-constexpr uint32_t kQ8BlockBytes = 34;
+constexpr uint32_t kBlock = GB_QBLOCK;
+constexpr uint32_t kQ4BlockBytes = GB_Q4_BLOCK_BYTES;
+constexpr uint32_t kQ8BlockBytes = GB_Q8_BLOCK_BYTES;
+static_assert(kQ4BlockBytes == 2 + kBlock / 2 && kQ8BlockBytes == 2 + kBlock, "block = fp16 scale + codes");
 
 // Bytes of one row of `cols` weights in `fmt`.
 inline uint64_t row_bytes(uint32_t fmt, uint64_t cols) {

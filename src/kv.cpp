@@ -69,8 +69,9 @@ gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log,
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
   const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers, n_ctx = o.n_ctx;
-  GB_RETURN_IF(quantized && (d % 8 != 0 || d > 512), log, GB_ERR_INVALID_ARGUMENT,
-               "kv policy %s needs a head_dim that is a multiple of 8 and at most 512 (model: %u)", pname, d);
+  GB_RETURN_IF(quantized && (d % 8 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM), log, GB_ERR_INVALID_ARGUMENT,
+               "kv policy %s needs a head_dim that is a multiple of 8 and at most %u (model: %u)", pname,
+               (unsigned)GB_KV_QUANT_MAX_HEAD_DIM, d);
   // Levels.
   switch (policy) {
     case GB_KV_F32: p->levels = 1u << kLv32; p->entry = p->min = kLv32; break;
@@ -249,7 +250,7 @@ uint16_t kv_quantize_row(uint8_t *out, const float *x, uint32_t d, uint32_t bits
   if ((h & 0x7c00) == 0x7c00) h = 0x7bff;  // largest finite binary16
   const float sf = f16_to_f32(h);
   const float inv = sf > 0.0f ? 1.0f / sf : 0.0f;
-  int8_t q[512];
+  int8_t q[GB_KV_QUANT_MAX_HEAD_DIM];
   for (uint32_t j = 0; j < d; j++) {
     float v = roundf(x[j] * inv);
     if (v != v) v = 0.0f;

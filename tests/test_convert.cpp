@@ -17,6 +17,7 @@
 #include "convert.h"
 #include "crc32.h"
 #include "format.h"
+#include "gearbx_convert.h"
 #include "quant.h"
 #include "sample_files.h"
 #include "test_util.h"
@@ -478,6 +479,58 @@ TEST(Convert, OptionsAreValidated) {
             GB_ERR_INVALID_ARGUMENT);
   EXPECT_FALSE(exists(out));
   EXPECT_EQ(convert_gguf(nullptr, out.c_str(), quiet_opts()), GB_ERR_NULL_POINTER);
+}
+
+// The tools interface (gearbx_convert.h): defaults, NULL options, and a
+// status with a log line for every option out of range, before any file is
+// written.
+TEST(Convert, ToolsInterfaceChecksItsOptions) {
+  const std::string out = tmp("tools-api.gbx");
+  gb_convert_options o;
+  gb_convert_default_options(&o);
+  EXPECT_EQ(o.tiers, 0u);
+  EXPECT_EQ(o.embd, GB_CONVERT_EMBD_AUTO);
+  EXPECT_EQ(o.q4_layout, GB_CONVERT_Q4_ROWS16);
+  EXPECT_EQ(o.log_level, GB_LOG_WARN);
+  gb_convert_default_options(nullptr);  // no effect, no crash
+  std::string logged;  // every line, appended
+  o.log = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += std::string(msg) + "\n"; };
+  o.log_user = &logged;
+  const gb_convert_options good = o;
+  o.tiers = 1u << GB_GEAR_COUNT;
+  EXPECT_EQ(gb_convert_synthetic(kTinySpec, out.c_str(), &o), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(logged.find("tiers"), std::string::npos) << logged;
+  o = good;
+  o.embd = (gb_convert_embd)7;
+  EXPECT_EQ(gb_convert_synthetic(kTinySpec, out.c_str(), &o), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(logged.find("embd 7"), std::string::npos) << logged;
+  o = good;
+  o.q4_layout = (gb_convert_q4_layout)-1;
+  EXPECT_EQ(gb_convert_gguf(gbt::shared_path("models/stories260K.gguf").c_str(), out.c_str(), &o), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(logged.find("q4_layout -1"), std::string::npos) << logged;
+  o = good;
+  o.page_align = 96;
+  EXPECT_EQ(gb_convert_llama2c(gbt::shared_path("models/stories260K.bin").c_str(), gbt::shared_path("models/tok512.bin").c_str(),
+                               out.c_str(), &o),
+            GB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(logged.find("page_align 96"), std::string::npos) << logged;
+  EXPECT_FALSE(exists(out));
+  EXPECT_EQ(gb_convert_gguf(nullptr, out.c_str(), &good), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_convert_synthetic(kTinySpec, nullptr, &good), GB_ERR_NULL_POINTER);
+  // Good options (and NULL options: the defaults) convert; the two files agree.
+  o = good;
+  o.tiers = 1u << GB_GEAR_LOW;
+  ASSERT_EQ(gb_convert_synthetic(kTinySpec, out.c_str(), &o), GB_OK);
+  Gbx g;
+  ASSERT_NO_FATAL_FAILURE(load(out, &g));
+  ASSERT_EQ(g.secs.back().kind, kSecGearBase + GB_GEAR_LOW);
+  const std::string out2 = tmp("tools-api-defaults.gbx");
+  ASSERT_EQ(gb_convert_synthetic(kTinySpec, out2.c_str(), nullptr), GB_OK);
+  Gbx d;
+  ASSERT_NO_FATAL_FAILURE(load(out2, &d));
+  EXPECT_EQ(d.secs.size(), g.secs.size() + 3);  // low, mid, high and f32
+  unlink(out.c_str());
+  unlink(out2.c_str());
 }
 
 TEST(Convert, EmbeddingFormatAndPageAlignOptions) {

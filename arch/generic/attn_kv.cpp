@@ -64,7 +64,7 @@ extern "C" void gb_attn_run__generic(gb_attn_state *st, const uint8_t *records, 
   const uint32_t H = st->n_heads, R = st->n_kv_heads, d = st->head_dim, G = H / R;
   const uint32_t krow = row_bytes(d, kbits), vrow = row_bytes(d, vbits);
   const size_t rec = (size_t)R * (krow + vrow);
-  int8_t qk[512];  // one unpacked row (head_dim <= 512)
+  int8_t qk[GB_KV_QUANT_MAX_HEAD_DIM];  // one unpacked row
   for (uint32_t c0 = 0; c0 < count; c0 += kChunk) {
     const uint32_t n = count - c0 < kChunk ? count - c0 : kChunk;
     // Scores of the chunk.
@@ -170,7 +170,7 @@ extern "C" void gb_kv_dequant__generic(float *out, const uint8_t *records, const
   const uint32_t R = n_kv_heads, d = head_dim;
   const uint32_t krow = row_bytes(d, kbits), vrow = row_bytes(d, vbits);
   const size_t rec = (size_t)R * (krow + vrow);
-  int8_t q[512];
+  int8_t q[GB_KV_QUANT_MAX_HEAD_DIM];
   for (uint32_t t = 0; t < count; t++) {
     const uint8_t *p = records + (size_t)t * rec;
     for (uint32_t kv = 0; kv < 2; kv++) {

@@ -7,8 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "convert.h"
-#include "format.h"
+#include "gearbx_convert.h"
 
 namespace {
 
@@ -86,12 +85,15 @@ double now_s() {
 int gb_cli_convert(int argc, char **argv) {
   const char *in = nullptr, *tok = nullptr, *out = nullptr, *synth = nullptr;
   bool quiet = false, tiers_given = false;
-  gb::ConvertOptions opt;
+  gb_convert_options opt;
+  gb_convert_default_options(&opt);
+  opt.tiers = 0xF;  // low, mid, high and f32
+  opt.page_align = 65536;
   LogCapture cap;
   cap.first_error[0] = 0;
-  opt.log.fn = capture_log;
-  opt.log.user = &cap;
-  opt.log.level = GB_LOG_WARN;
+  opt.log = capture_log;
+  opt.log_user = &cap;
+  opt.log_level = GB_LOG_WARN;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const bool has_val = i + 1 < argc;
@@ -114,8 +116,8 @@ int gb_cli_convert(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--embd")) {
       const char *v = has_val ? argv[++i] : "";
-      if (!strcmp(v, "f32")) opt.embd_format = gb::kFmtF32;
-      else if (!strcmp(v, "f16")) opt.embd_format = gb::kFmtF16;
+      if (!strcmp(v, "f32")) opt.embd = GB_CONVERT_EMBD_F32;
+      else if (!strcmp(v, "f16")) opt.embd = GB_CONVERT_EMBD_F16;
       else return err("--embd: '%s' is not f32 or f16", v);
     } else if (!strcmp(a, "--page-align")) {
       if (!has_val || !cli_parse_u32("convert", a, argv[i + 1], &opt.page_align)) return has_val ? 1 : err("%s needs a number", a);
@@ -124,8 +126,8 @@ int gb_cli_convert(int argc, char **argv) {
         return err("--page-align: %s is not a power of two in [64, 16777216]", argv[i]);
     } else if (!strcmp(a, "--q4-layout")) {
       const char *v = has_val ? argv[++i] : "";
-      if (!strcmp(v, "rows16")) opt.q4_layout = gb::kLayoutRows16;
-      else if (!strcmp(v, "row")) opt.q4_layout = gb::kLayoutRowMajor;
+      if (!strcmp(v, "rows16")) opt.q4_layout = GB_CONVERT_Q4_ROWS16;
+      else if (!strcmp(v, "row")) opt.q4_layout = GB_CONVERT_Q4_ROW_MAJOR;
       else return err("--q4-layout: '%s' is not rows16 or row", v);
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       quiet = true;
@@ -148,15 +150,15 @@ int gb_cli_convert(int argc, char **argv) {
   const char *kind;
   if (synth) {
     kind = "synthetic";
-    st = gb::convert_synthetic(synth, out, opt);
+    st = gb_convert_synthetic(synth, out, &opt);
   } else if (is_gguf(in)) {
     kind = "GGUF";
     if (tok) return err("--tokenizer is for llama2.c checkpoints; '%s' is GGUF (its vocabulary is inside)", in);
-    st = gb::convert_gguf(in, out, opt);
+    st = gb_convert_gguf(in, out, &opt);
   } else {
     kind = "llama2.c";
     if (!tok) return err("'%s' is not GGUF, so it is read as a llama2.c checkpoint: give --tokenizer TOK.bin", in);
-    st = gb::convert_llama2c(in, tok, out, opt);
+    st = gb_convert_llama2c(in, tok, out, &opt);
   }
   if (st != GB_OK) {
     if (opt.progress) fputc('\n', stderr);  // end a progress line cut short

@@ -332,17 +332,30 @@ struct DequantEntry {
 TEST(Attention, EverySimdVariantMatchesGeneric) {
   std::vector<AttnEntry> attn;
   std::vector<DequantEntry> deq;
-#define GB_GEMV(fmt, isa, req)
-#define GB_ROW(fmt, isa, req)
-#define GB_QUANT_ACT(isa, req)
-#define GB_ATTN(isa, req) attn.push_back({"attn__" #isa, req, gb_attn_run__##isa, gb_attn_finish__##isa});
-#define GB_KV_DEQUANT(isa, req) deq.push_back({"kv_dequant__" #isa, req, gb_kv_dequant__##isa});
+#define GB_GEMV(fmt, id, isa, req, prio)
+#define GB_ROW(fmt, id, isa, req, prio)
+#define GB_QUANT_ACT(isa, req, prio)
+  std::vector<AttnEntry> fin;  // finishing steps, paired below
+#define GB_ATTN(isa, req, prio) attn.push_back({"attn__" #isa, req, gb_attn_run__##isa, nullptr});
+#define GB_ATTN_FINISH(isa, req, prio) fin.push_back({"attn_finish__" #isa, req, nullptr, gb_attn_finish__##isa});
+#define GB_KV_DEQUANT(isa, req, prio) deq.push_back({"kv_dequant__" #isa, req, gb_kv_dequant__##isa});
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN
+#undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
+  // A pass runs with its own folder's finishing step where the folder has
+  // one, else generic's (as the dispatcher would pair them on a CPU with
+  // only that folder); a finishing step of its own is also tested after the
+  // generic pass.
+  for (AttnEntry &e : attn) {
+    e.finish = gb_attn_finish__generic;
+    for (const AttnEntry &f : fin)
+      if (f.name.substr(strlen("attn_finish__")) == e.name.substr(strlen("attn__"))) e.finish = f.finish;
+  }
+  for (const AttnEntry &f : fin) attn.push_back({f.name, f.req, gb_attn_run__generic, f.finish});
   const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
   for (const AttnEntry &e : attn) {
     if (e.req == GB_ISA_GENERIC) continue;

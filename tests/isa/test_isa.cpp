@@ -11,6 +11,7 @@
 #endif
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -37,19 +38,21 @@ std::string isa_list(uint32_t bits) {
 // Bits of every ISA some kernels.inc entry of this build requires.
 uint32_t isas_with_kernels() {
   uint32_t m = 0;
-#define GB_GEMV(fmt, isa, req) m |= (req);
-#define GB_GEMVM(fmt, isa, req) m |= (req);
-#define GB_ROW(fmt, isa, req) m |= (req);
-#define GB_QUANT_ACT(isa, req) m |= (req);
-#define GB_ATTN(isa, req) m |= (req);
-#define GB_KV_DEQUANT(isa, req) m |= (req);
-#define GB_GEMM(fmt, isa, req) m |= (req);
+#define GB_GEMV(fmt, id, isa, req, prio) m |= (req);
+#define GB_GEMVM(fmt, id, isa, req) m |= (req);
+#define GB_ROW(fmt, id, isa, req, prio) m |= (req);
+#define GB_QUANT_ACT(isa, req, prio) m |= (req);
+#define GB_ATTN(isa, req, prio) m |= (req);
+#define GB_ATTN_FINISH(isa, req, prio) m |= (req);
+#define GB_KV_DEQUANT(isa, req, prio) m |= (req);
+#define GB_GEMM(fmt, id, isa, req, prio) m |= (req);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN
+#undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
 #undef GB_GEMM
   return m & ~(uint32_t)GB_ISA_GENERIC;
@@ -84,10 +87,15 @@ TEST(Isa, DispatchUsesWhatTheCpuHasAndNothingElse) {
   for (int f = 0; f < GB_FMT_COUNT; f++) printf("  %s\n", k.name[f]);
   printf("  %s\n", k.attn_name);
   const uint32_t usable = isas_with_kernels() & cpu;
-  // The attention kernel is the last GB_ATTN entry this CPU can run.
+  // The attention kernel is the GB_ATTN entry of highest priority this CPU
+  // can run.
   const char *last_attn = nullptr;
-#define GB_ATTN(isa, req) \
-  if (((req) & cpu) == (req)) last_attn = "attn__" #isa;
+  int best = -1;
+#define GB_ATTN(isa, req, prio)                  \
+  if (((req) & cpu) == (req) && (prio) > best) { \
+    best = (prio);                               \
+    last_attn = "attn__" #isa;                   \
+  }
 #include "kernels.inc"
 #undef GB_ATTN
   ASSERT_NE(last_attn, nullptr);
@@ -100,6 +108,40 @@ TEST(Isa, DispatchUsesWhatTheCpuHasAndNothingElse) {
         EXPECT_EQ(strstr(k.name[f], "__generic"), nullptr) << k.name[f] << " chosen although " << isa_list(usable) << " is usable";
       EXPECT_EQ(strstr(k.attn_name, "__generic"), nullptr) << k.attn_name << " chosen although " << isa_list(usable) << " is usable";
     }
+  }
+}
+
+// No two entries of one slot share a priority (the dispatcher's choice must
+// not depend on the order of kernels.inc's lines), and every priority is
+// non-negative (an empty slot is -1).
+TEST(Isa, KernelPrioritiesAreUniquePerSlot) {
+  struct E {
+    std::string slot, name;
+    int prio;
+  };
+  std::vector<E> v;
+#define GB_GEMV(fmt, id, isa, req, prio) v.push_back({"gemv " + std::to_string(id), #fmt "_gemv__" #isa, (prio)});
+#define GB_ROW(fmt, id, isa, req, prio) v.push_back({"row " + std::to_string(id), #fmt "_rows_to_f32__" #isa, (prio)});
+#define GB_QUANT_ACT(isa, req, prio) v.push_back({"quantize_act", "q8x_quantize__" #isa, (prio)});
+#define GB_ATTN(isa, req, prio) v.push_back({"attn", "attn__" #isa, (prio)});
+#define GB_ATTN_FINISH(isa, req, prio) v.push_back({"attn_finish", "attn_finish__" #isa, (prio)});
+#define GB_KV_DEQUANT(isa, req, prio) v.push_back({"kv_dequant", "kv_dequant__" #isa, (prio)});
+#define GB_GEMM(fmt, id, isa, req, prio) v.push_back({"gemm " + std::to_string(id), #fmt "_gemm__" #isa, (prio)});
+#include "kernels.inc"
+#undef GB_GEMV
+#undef GB_ROW
+#undef GB_QUANT_ACT
+#undef GB_ATTN
+#undef GB_ATTN_FINISH
+#undef GB_KV_DEQUANT
+#undef GB_GEMM
+  ASSERT_FALSE(v.empty());
+  for (size_t i = 0; i < v.size(); i++) {
+    EXPECT_GE(v[i].prio, 0) << v[i].name;
+    for (size_t j = i + 1; j < v.size(); j++)
+      if (v[i].slot == v[j].slot) {
+        EXPECT_NE(v[i].prio, v[j].prio) << v[i].name << " and " << v[j].name << " share a priority";
+      }
   }
 }
 

@@ -174,7 +174,8 @@ TEST(Kernels, RowRangesAreIndependent) {
 struct Entry {
   std::string name;
   uint32_t req;
-  int op;  // 0 gemv, 1 row, 2 quant_act
+  int prio;
+  int op;  // 0 gemv, 1 row, 2 quant_act, 3 gemm
   uint32_t fmt;
   gb_gemv_fn gemv;
   gb_rows_to_f32_fn row;
@@ -182,20 +183,16 @@ struct Entry {
   gb_gemm_fn gemm = nullptr;
 };
 
-uint32_t fmt_of(const char *f) {
-  return f[0] == 'f' ? (f[1] == '3' ? 0 : 1) : (f[1] == '8' ? 2 : (f[2] == 'r' ? GB_FMT_Q4R16 : 3));
-}
-
 std::vector<Entry> all_kernels() {
   std::vector<Entry> v;
-#define GB_GEMV(fmt, isa, req) v.push_back({#fmt "_gemv__" #isa, req, 0, fmt_of(#fmt), gb_##fmt##_gemv__##isa, nullptr, nullptr});
-#define GB_GEMVM(fmt, isa, req)
-#define GB_ROW(fmt, isa, req) \
-  v.push_back({#fmt "_rows_to_f32__" #isa, req, 1, fmt_of(#fmt), nullptr, gb_##fmt##_rows_to_f32__##isa, nullptr});
-#define GB_QUANT_ACT(isa, req) v.push_back({"q8x_quantize__" #isa, req, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
-#define GB_ATTN(isa, req)        // tests/test_attention.cpp
-#define GB_KV_DEQUANT(isa, req)  // tests/test_attention.cpp
-#define GB_GEMM(fmt, isa, req) v.push_back({#fmt "_gemm__" #isa, req, 3, 0, nullptr, nullptr, nullptr, gb_##fmt##_gemm__##isa});
+#define GB_GEMV(fmt, id, isa, req, prio) v.push_back({#fmt "_gemv__" #isa, req, prio, 0, (uint32_t)(id), gb_##fmt##_gemv__##isa, nullptr, nullptr});
+#define GB_GEMVM(fmt, id, isa, req)
+#define GB_ROW(fmt, id, isa, req, prio) \
+  v.push_back({#fmt "_rows_to_f32__" #isa, req, prio, 1, (uint32_t)(id), nullptr, gb_##fmt##_rows_to_f32__##isa, nullptr});
+#define GB_QUANT_ACT(isa, req, prio) v.push_back({"q8x_quantize__" #isa, req, prio, 2, 0, nullptr, nullptr, gb_q8x_quantize__##isa});
+#define GB_ATTN(isa, req, prio)        // tests/test_attention.cpp
+#define GB_KV_DEQUANT(isa, req, prio)  // tests/test_attention.cpp
+#define GB_GEMM(fmt, id, isa, req, prio) v.push_back({#fmt "_gemm__" #isa, req, prio, 3, 0, nullptr, nullptr, nullptr, gb_##fmt##_gemm__##isa});
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
@@ -323,10 +320,10 @@ struct GemvmEntry {
 
 std::vector<GemvmEntry> all_gemvm() {
   std::vector<GemvmEntry> v;
-#define GB_GEMV(fmt, isa, req)
-#define GB_GEMVM(fmt, isa, req) v.push_back({#fmt "_gemvm__" #isa, req, fmt_of(#fmt), gb_##fmt##_gemvm__##isa});
-#define GB_ROW(fmt, isa, req)
-#define GB_QUANT_ACT(isa, req)
+#define GB_GEMV(fmt, id, isa, req, prio)
+#define GB_GEMVM(fmt, id, isa, req) v.push_back({#fmt "_gemvm__" #isa, req, (uint32_t)(id), gb_##fmt##_gemvm__##isa});
+#define GB_ROW(fmt, id, isa, req, prio)
+#define GB_QUANT_ACT(isa, req, prio)
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
@@ -551,10 +548,15 @@ TEST(Kernels, DispatchRespectsCpuFeatures) {
   gb_kernels_select(&g, GB_ISA_GENERIC);
   EXPECT_EQ(g.isa_mask, (uint32_t)GB_ISA_GENERIC);
   EXPECT_EQ(g.gemv[GB_FMT_Q4], gb_q4_gemv__generic);
-  // The last available entry of each slot in kernels.inc is the one chosen.
+  // The available entry of highest priority of each slot is the one chosen.
   gb_gemv_fn want[GB_FMT_COUNT] = {};
+  int best[GB_FMT_COUNT];
+  for (int &b : best) b = -1;
   for (const Entry &e : all_kernels())
-    if (e.op == 0 && (e.req & cpu) == e.req) want[e.fmt] = e.gemv;
+    if (e.op == 0 && (e.req & cpu) == e.req && e.prio > best[e.fmt]) {
+      best[e.fmt] = e.prio;
+      want[e.fmt] = e.gemv;
+    }
   for (int f = 0; f < GB_FMT_COUNT; f++) EXPECT_EQ(k.gemv[f], want[f]) << "format " << f;
 }
 

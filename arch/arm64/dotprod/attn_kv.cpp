@@ -33,7 +33,7 @@ namespace {
 
 constexpr uint32_t kChunk = 32;  // records per softmax step
 constexpr uint32_t kPass = 4;    // query heads whose sums / accumulators stay in registers
-constexpr uint32_t kMaxD = 512;
+constexpr uint32_t kMaxD = GB_KV_QUANT_MAX_HEAD_DIM;
 
 // Whether a row unpacks in registers, 8 bytes of a plane at a time.
 inline bool planes_of_8(uint32_t d, uint32_t bits) {
@@ -305,7 +305,3 @@ extern "C" void gb_attn_run__dotprod(gb_attn_state *st, const uint8_t *records, 
   }
 }
 
-extern "C" void gb_attn_finish__dotprod(const gb_attn_state *st, uint32_t n, const float *head_w, float *out,
-                                        float *mass, float *wmass, float *head_mean) {
-  gb_attn_finish__generic(st, n, head_w, out, mass, wmass, head_mean);
-}

@@ -39,7 +39,7 @@ namespace {
 constexpr uint32_t kChunk = 32;  // records per softmax step
 constexpr uint32_t kPairs = 4;   // query head pairs whose sums stay in registers
 constexpr uint32_t kPass = 4;    // query heads whose value accumulators stay in registers
-constexpr uint32_t kMaxD = 512;
+constexpr uint32_t kMaxD = GB_KV_QUANT_MAX_HEAD_DIM;
 
 // Whether a row unpacks in registers, 8 bytes of a plane at a time.
 inline bool planes_of_8(uint32_t d, uint32_t bits) {
@@ -324,7 +324,3 @@ extern "C" void gb_attn_run__i8mm(gb_attn_state *st, const uint8_t *records, con
   }
 }
 
-extern "C" void gb_attn_finish__i8mm(const gb_attn_state *st, uint32_t n, const float *head_w, float *out,
-                                        float *mass, float *wmass, float *head_mean) {
-  gb_attn_finish__generic(st, n, head_w, out, mass, wmass, head_mean);
-}

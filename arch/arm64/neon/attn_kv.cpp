@@ -125,15 +125,15 @@ inline void widen_row(float *v, const uint8_t *row, uint32_t d, uint32_t bits, u
 extern "C" void gb_attn_run__neon(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count,
                                   uint32_t kbits, uint32_t vbits, uint32_t base) {
   const uint32_t H = st->n_heads, R = st->n_kv_heads, d = st->head_dim, G = H / R;
-  if (d % 32 != 0 || d > 512 || H > 64) {
+  if (d % 32 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM || H > 64) {
     gb_attn_run__generic(st, records, slots, count, kbits, vbits, base);
     return;
   }
   const uint32_t krow = d * kbits / 8, vrow = d * vbits / 8;
   const size_t rec = (size_t)R * (krow + vrow);
   const size_t stride = st->score_stride;
-  alignas(16) uint8_t codes[512];
-  alignas(16) float vf[512];
+  alignas(16) uint8_t codes[GB_KV_QUANT_MAX_HEAD_DIM];
+  alignas(16) float vf[GB_KV_QUANT_MAX_HEAD_DIM];
   float p[64 * kChunk];  // (H, chunk) softmax weights
   int32_t qsum[64];      // off x sum(q8) per head
   if (kbits < 8)
@@ -203,7 +203,3 @@ extern "C" void gb_attn_run__neon(gb_attn_state *st, const uint8_t *records, con
   }
 }
 
-extern "C" void gb_attn_finish__neon(const gb_attn_state *st, uint32_t n, const float *head_w, float *out, float *mass,
-                                     float *wmass, float *head_mean) {
-  gb_attn_finish__generic(st, n, head_w, out, mass, wmass, head_mean);
-}

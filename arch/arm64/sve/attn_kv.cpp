@@ -37,7 +37,7 @@ namespace {
 
 constexpr uint32_t kChunk = 32;  // records per softmax step
 constexpr uint32_t kPass = 4;    // query heads whose sums / accumulators stay in registers
-constexpr uint32_t kMaxD = 512;
+constexpr uint32_t kMaxD = GB_KV_QUANT_MAX_HEAD_DIM;
 
 // Plane k (0..3) of 2-bit pairs, as unsigned codes.
 inline svuint8_t pair_plane(svbool_t pg, svuint8_t b, uint32_t k) {
@@ -299,7 +299,3 @@ extern "C" void gb_attn_run__sve(gb_attn_state *st, const uint8_t *records, cons
   }
 }
 
-extern "C" void gb_attn_finish__sve(const gb_attn_state *st, uint32_t n, const float *head_w, float *out, float *mass,
-                                    float *wmass, float *head_mean) {
-  gb_attn_finish__generic(st, n, head_w, out, mass, wmass, head_mean);
-}

@@ -307,14 +307,14 @@ inline void accumulate_row(float *acc, const uint8_t *rows, size_t rs, const flo
 extern "C" void gb_attn_run__avx2(gb_attn_state *st, const uint8_t *records, const uint32_t *slots, uint32_t count,
                                   uint32_t kbits, uint32_t vbits, uint32_t base) {
   const uint32_t H = st->n_heads, R = st->n_kv_heads, d = st->head_dim, G = H / R;
-  if (d % 32 != 0 || d > 512 || H > 64) {
+  if (d % 32 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM || H > 64) {
     gb_attn_run__generic(st, records, slots, count, kbits, vbits, base);
     return;
   }
   const uint32_t krow = d * kbits / 8, vrow = d * vbits / 8;
   const size_t rec = (size_t)R * (krow + vrow);
   const size_t stride = st->score_stride;
-  alignas(32) uint8_t codes[kChunk * 512];  // the chunk's rows of one kv head, unpacked
+  alignas(32) uint8_t codes[kChunk * GB_KV_QUANT_MAX_HEAD_DIM];  // the chunk's rows of one kv head, unpacked
   alignas(32) float p[64 * kChunk];         // (H, chunk) softmax weights (x the value scale)
   alignas(32) float sc[kChunk];             // the chunk's scales of one row
   int32_t qsum[64];  // off x sum(q8) per head

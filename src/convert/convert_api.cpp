@@ -1,0 +1,78 @@
+// convert_api.cpp — gearbx_convert.h over the converter's C++ entry points.
+#include "gearbx_convert.h"
+
+#include <string.h>
+
+#include "convert.h"
+#include "format.h"
+
+namespace {
+
+// NULL-checked translation; GB_ERR_INVALID_ARGUMENT with a log line for an
+// option out of range.
+gb_status to_internal(const gb_convert_options *in, gb::ConvertOptions *out) {
+  gb_convert_options o;
+  if (in) {
+    o = *in;
+  } else {
+    gb_convert_default_options(&o);
+  }
+  out->log.fn = o.log;
+  out->log.user = o.log_user;
+  out->log.level = o.log_level;
+  if (o.tiers != 0) out->tiers = o.tiers;
+  if (out->tiers >= (1u << GB_GEAR_COUNT))
+    return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: tiers 0x%x has bits past the %d gears", out->tiers,
+                    GB_GEAR_COUNT);
+  switch (o.embd) {
+    case GB_CONVERT_EMBD_AUTO: out->embd_format = -1; break;
+    case GB_CONVERT_EMBD_F32: out->embd_format = gb::kFmtF32; break;
+    case GB_CONVERT_EMBD_F16: out->embd_format = gb::kFmtF16; break;
+    default: return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: embd %d is not a gb_convert_embd", (int)o.embd);
+  }
+  switch (o.q4_layout) {
+    case GB_CONVERT_Q4_ROWS16: out->q4_layout = gb::kLayoutRows16; break;
+    case GB_CONVERT_Q4_ROW_MAJOR: out->q4_layout = gb::kLayoutRowMajor; break;
+    default:
+      return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: q4_layout %d is not a gb_convert_q4_layout",
+                      (int)o.q4_layout);
+  }
+  if (o.page_align != 0) out->page_align = o.page_align;
+  if (out->page_align < 64 || out->page_align > (1u << 24) || (out->page_align & (out->page_align - 1)))
+    return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: page_align %u is not a power of two in [64, 2^24]",
+                    out->page_align);
+  out->progress = o.progress != 0;
+  return GB_OK;
+}
+
+}  // namespace
+
+extern "C" void gb_convert_default_options(gb_convert_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof(*opt));
+  opt->embd = GB_CONVERT_EMBD_AUTO;
+  opt->q4_layout = GB_CONVERT_Q4_ROWS16;
+  opt->log_level = GB_LOG_WARN;
+}
+
+extern "C" gb_status gb_convert_llama2c(const char *checkpoint_path, const char *tokenizer_path, const char *out_path,
+                                        const gb_convert_options *opt) {
+  gb::ConvertOptions o;
+  const gb_status st = to_internal(opt, &o);
+  if (st != GB_OK) return st;
+  return gb::convert_llama2c(checkpoint_path, tokenizer_path, out_path, o);
+}
+
+extern "C" gb_status gb_convert_gguf(const char *gguf_path, const char *out_path, const gb_convert_options *opt) {
+  gb::ConvertOptions o;
+  const gb_status st = to_internal(opt, &o);
+  if (st != GB_OK) return st;
+  return gb::convert_gguf(gguf_path, out_path, o);
+}
+
+extern "C" gb_status gb_convert_synthetic(const char *spec, const char *out_path, const gb_convert_options *opt) {
+  gb::ConvertOptions o;
+  const gb_status st = to_internal(opt, &o);
+  if (st != GB_OK) return st;
+  return gb::convert_synthetic(spec, out_path, o);
+}

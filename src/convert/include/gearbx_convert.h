@@ -1,0 +1,61 @@
+/* gearbx_convert.h — the converter's interface for tools (the `gearbx`
+ * command, bindings): llama2.c checkpoints, GGUF files and synthetic specs to
+ * .gbx model files. Tooling, not the embedded core: it allocates, and it lives
+ * in its own library (gearbx_convert). It never crashes or aborts on a
+ * malformed input file — every problem is a gb_status plus a log line — and
+ * it never damages an existing output file (it writes OUT.tmp and renames).
+ */
+#ifndef GEARBX_CONVERT_H
+#define GEARBX_CONVERT_H
+
+#include <stdint.h>
+
+#include "gearbx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Storage of the token embedding table (the common section). */
+typedef enum gb_convert_embd {
+  GB_CONVERT_EMBD_AUTO = 0, /* f32 when every source tensor is f32, else f16 */
+  GB_CONVERT_EMBD_F32 = 1,
+  GB_CONVERT_EMBD_F16 = 2
+} gb_convert_embd;
+
+/* Layout of the low (4-bit) tier's matrices. */
+typedef enum gb_convert_q4_layout {
+  GB_CONVERT_Q4_ROWS16 = 0, /* 16 rows' blocks interleaved, what the fastest
+                               q4 kernels stream (matrices whose row count is
+                               not a multiple of 16 stay row-major)          */
+  GB_CONVERT_Q4_ROW_MAJOR = 1
+} gb_convert_q4_layout;
+
+typedef struct gb_convert_options {
+  uint32_t tiers;             /* bit (1u << gb_gear) per tier to write; 0: low|mid|high|f32 */
+  gb_convert_embd embd;
+  gb_convert_q4_layout q4_layout;
+  uint32_t page_align;        /* power of two in [64, 2^24]; 0: 65536              */
+  int progress;               /* nonzero: a progress display on stderr             */
+  gb_log_fn log;              /* NULL: stderr via the port                         */
+  void *log_user;
+  gb_log_level log_level;     /* messages above this level are dropped             */
+} gb_convert_options;
+
+/* The defaults above (log level WARN). */
+void gb_convert_default_options(gb_convert_options *opt);
+
+/* llama2.c "legacy v0" checkpoint plus its tokenizer.bin. */
+gb_status gb_convert_llama2c(const char *checkpoint_path, const char *tokenizer_path, const char *out_path,
+                             const gb_convert_options *opt);
+/* GGUF v3 (v2 accepted), architecture "llama". */
+gb_status gb_convert_gguf(const char *gguf_path, const char *out_path, const gb_convert_options *opt);
+/* Random weights from a spec: a preset ("tinyllama-1.1b") or
+ * "dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]". */
+gb_status gb_convert_synthetic(const char *spec, const char *out_path, const gb_convert_options *opt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEARBX_CONVERT_H */
