@@ -147,7 +147,7 @@ typedef void (*gb_attn_run_fn)(gb_attn_state *st, const uint8_t *records, const 
  * attention mass of every scored position (n of them):
  *   p[h][i] = exp(scores[h][i] - m[h]) / l[h]
  *   mass[i]  = (1/H) sum_h p[h][i]
- *   wmass[i] = (1/H) sum_h head_w[h] * p[h][i]   (head-weighted, seed §4.2)
+ *   wmass[i] = (1/H) sum_h head_w[h] * p[h][i]   (head-weighted, not renormalised)
  *   head_mean[h] = (1/n) sum_i p[h][i]
  * The full attention matrix is never stored: the scores of this query are
  * the only per-token state. */

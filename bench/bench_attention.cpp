@@ -6,8 +6,8 @@
 //            importance statistics gathered;
 //   f16      the same streaming kernel over binary16 rows (the fp16 cache);
 //   dequant  dequantize the packed buckets into an f32 copy, then attend
-//            over it (the seed's "current implementation", §6.3).
-// Plus the allocators' cost per call: the seed's greedy heap re-plan of one
+//            over it (the unfused dequantize-then-attend baseline).
+// Plus the allocators' cost per call: the SEED policy's greedy heap re-plan of one
 // layer (alloc_seed) and the window policy's room-making per token
 // (alloc_window), on a pool of `context` tokens.
 // Each attention path runs hot (the same records called again and again)

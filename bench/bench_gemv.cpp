@@ -3,7 +3,7 @@
 // the machine's read bandwidth measured by this program (before and after
 // the kernels, with the same thread counts; the better of the two is used).
 //
-// Shapes follow the Llama convention "k x n" = k inputs (columns)
+// Shapes follow the Llama convention "k x n" = k inputs (columns)
 // by n outputs (rows): 4096x11008 is an FFN up-projection, 11008x4096 the
 // down-projection; stories260K's FFN matrices (64x172, 172x64) show the
 // small-matrix regime. Weights are random floats quantized with the
@@ -354,7 +354,7 @@ int main(int argc, char **argv) {
            bw_end[ti].bytes_per_s * 1e-9);
   printf("load average (1 min) at start %.2f, at end %.2f on %ld online CPUs: other processes share the cores and the memory bus\n",
          load0, gbbench::loadavg(), sysconf(_SC_NPROCESSORS_ONLN));
-  printf("\nshape = k x n: k inputs (columns) by n outputs (rows), the issue's Llama convention (4096x11008 = 4096 in, 11008 out).\n"
+  printf("\nshape = k x n: k inputs (columns) by n outputs (rows), the Llama convention (4096x11008 = 4096 in, 11008 out).\n"
          "ms per call; GB/s of weight bytes; %% of the read bandwidth measured above with the same thread count;\n"
          "'*' = below forward.cpp's 2^16-weight threshold, run on one thread as the library runs it.\n\n");
   printf("| kernel | format | shape k x n | MiB | threads | mode | copies | ms | GB/s | %% read bw | x generic |\n");

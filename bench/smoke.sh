@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/smoke.sh — run each benchmark program once on tiny inputs and check
-# that it succeeds and that its --json rows carry the keys docs/RESULTS.md and
-# the issues name (ctest: bench_smoke, bench_mca_smoke). Output shape only:
+# that it succeeds and that its --json rows carry the keys docs/RESULTS.md
+# reports (ctest: bench_smoke, bench_mca_smoke). Output shape only:
 # timings are never asserted.
 #   usage: bench/smoke.sh GEMV DECODE SHIFT ATTENTION   (the four executables)
 #          bench/smoke.sh --mca SOURCE_DIR               (bench/mca.sh --quick)
@@ -62,7 +62,7 @@ def num(r, k, name, positive=False):
     assert isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), "%s: %s is %r in %r" % (name, k, v, r)
     assert not positive or v > 0, "%s: %s = %r, not > 0" % (name, k, v)
 
-# gemv: kernel, format, k, n, threads, mode (hot|cold), ms, gbps, pct_bw (issue #5)
+# gemv: kernel, format, k, n, threads, mode (hot|cold), ms, gbps, pct_bw (percent of measured bandwidth)
 g = load("gemv")
 for r in g:
     for k in ("kernel", "format"):
@@ -77,7 +77,7 @@ for f in ("f16", "q8", "q4"):
     assert any(r["format"] == f for r in g), "gemv: no %s rows" % f
 
 # decode: gear, threads, phase (decode|prefill), tok_s; spec rows add
-# tokens_per_verify, acceptance, bits_per_token (issues #5 and #7)
+# tokens_per_verify, acceptance, bits_per_token
 r2 = load("decode")
 seen = set()
 for r in r2:

@@ -269,7 +269,7 @@ typedef struct gb_session gb_session;
 
 typedef enum gb_managed_set {
   GB_MANAGED_ALL = 0,       /* every linear layer and the classifier follow the gear */
-  GB_MANAGED_ATTENTION = 1, /* only Q, K, V, O follow it (the seed's default) */
+  GB_MANAGED_ATTENTION = 1, /* only Q, K, V, O follow it; the rest stay at base_gear */
   GB_MANAGED_MAX_ENUM = 0x7fffffff
 } gb_managed_set;
 
@@ -288,8 +288,9 @@ typedef struct gb_sampler_options {
   gb_sample_method method;
 } gb_sampler_options;
 
-/* Entropy monitor of seed 000 (§3). Thresholds are for the reference
- * vocabulary and scale by log2(V) / log2(vocab_ref). */
+/* Entropy monitor: picks each pass's gear from the Shannon entropy (bits) of
+ * the logits. Thresholds are for the reference vocabulary and scale by
+ * log2(V) / log2(vocab_ref). */
 typedef struct gb_monitor_options {
   uint32_t window;            /* rolling mean window; default 5            */
   float theta_low;            /* bits, default 1.8                          */
@@ -298,14 +299,14 @@ typedef struct gb_monitor_options {
   uint32_t min_gear_duration; /* tokens a gear is held; default 4           */
   uint32_t vocab_ref;         /* default 32768                              */
   gb_gear initial_gear;       /* gear before any entropy is seen; default HIGH */
-  /* §3.5 prediction and safety */
+  /* prediction and safety */
   uint32_t lookahead;         /* L of the slope forecast H + L*dH; default 2, 0 = off */
   uint32_t prewarm;           /* 1: hint the predicted gear's tier in (WILLNEED); default 1 */
   float catastrophic_frac;    /* fall back to high when the last catastrophic_run
                                  entropies exceed this fraction of log2 V;
                                  default 0.9, 0 = off */
   uint32_t catastrophic_run;  /* default 2                                   */
-  /* §4 percentile calibration from the prefill's logits (gb_prefill) */
+  /* percentile calibration from the prefill's logits (gb_prefill) */
   uint32_t calibrate;         /* 1: calibrate at the first prefill; default 1 */
   uint32_t calib_min_samples; /* fewer prefill entropies: keep the defaults; 5 */
   float calib_p_low;          /* percentile of theta_low; default 0.30      */
@@ -313,12 +314,12 @@ typedef struct gb_monitor_options {
   float calib_cap_low;        /* theta_low <= this * log2 V; default 0.06   */
   float calib_cap_high;       /* theta_high <= this * log2 V; default 0.12  */
   float calib_min_band;       /* narrower bands widen around their centre; 0.2 bits */
-  /* §11 cold-start prompt classifier (gb_classify_prompt) */
+  /* cold-start prompt classifier (gb_classify_prompt) */
   float classify_high;        /* score >= this starts in high; default 4.0 */
   float classify_mid;         /* score >= this starts in mid; default 1.5  */
 } gb_monitor_options;
 
-/* KV cache policies (seed 002, issue #6). The cache is a fixed pool of bytes
+/* KV cache policies. The cache is a fixed pool of bytes
  * inside the session arena; every cached token of every layer is stored at
  * one precision level: 8, 4, 3 or 2 bits per element (per-head symmetric
  * quantization, one fp16 scale per head for K and one for V), or as fp16 /
@@ -333,8 +334,8 @@ typedef enum gb_kv_policy {
   GB_KV_UNIFORM4 = 4,
   GB_KV_UNIFORM3 = 5,
   GB_KV_UNIFORM2 = 6,
-  GB_KV_SEED = 7,     /* seed 002 §5: tokens enter at 8 bits; periodic (per-
-                         layer clock, drift trigger) marginal-gain greedy over
+  GB_KV_SEED = 7,     /* tokens enter at 8 bits; periodic (per-layer clock,
+                         drift trigger) marginal-gain greedy over
                          2->3->4->8 with the concave utility b^alpha, the
                          importance floor and rank hysteresis; a token's level
                          only goes down (its original values are gone)     */
@@ -396,7 +397,7 @@ typedef struct gb_session_options {
   uint32_t struct_size;   /* = sizeof(gb_session_options)                   */
   uint32_t n_ctx;         /* context length in tokens; 0 = the model's seq_len */
   gb_gear gear;           /* LOW, MID, HIGH, F32 (fixed) or AUTO (entropy
-                             routing, seed 000); default MID, which beat AUTO
+                             routing); default MID, which beat AUTO
                              in loss and bits read on both shared models   */
   gb_managed_set managed; /* default GB_MANAGED_ALL                          */
   gb_gear base_gear;      /* tier of unmanaged matrices; default HIGH        */
@@ -420,8 +421,9 @@ typedef struct gb_session_options {
                              thread); default 0 = fastest kernels present    */
   uint32_t lazy_tiers;    /* 1: a low or mid tier missing from the file is
                              quantized from its f32 or high tier into the
-                             session's arena on first entry and cached
-                             (seed 000 §6.2, §6.4); 0: such a tier is
+                             session's arena on first entry and cached (a
+                             warning is logged when the source looks already
+                             quantized); 0: such a tier is
                              GB_ERR_UNAVAILABLE. Default 1                   */
   uint32_t release_steps; /* a shift returns the pages of the tiers left
                              behind to the OS (MADV_DONTNEED on a mapped
@@ -434,7 +436,7 @@ typedef struct gb_session_options {
                              reads 8 bytes per 4 KiB page of the file's
                              tiers (tens of µs per 10 MB). Default 0: the
                              field reads 0                                  */
-  gb_kv_options kv;       /* the KV pool (issue #6)                        */
+  gb_kv_options kv;       /* the KV pool                                   */
   /* Batched prefill. gb_prefill runs its positions in chunks of up to
    * prefill_batch; each weight matrix then multiplies the whole chunk at
    * once (a GEMM): panels of prefill_panel_rows weight rows of the current
@@ -477,7 +479,7 @@ typedef struct gb_session_options {
                                   openblas_set_num_threads(1) at creation,
                                   for the whole process: gearbx divides the
                                   panels among its own n_threads. Default 1  */
-  /* GB_GEAR_SPEC (issue #7). Each round drafts up to spec_k tokens on the
+  /* GB_GEAR_SPEC (speculative decoding). Each round drafts up to spec_k tokens on the
    * draft tier (with its own KV pool in the arena), runs the verifying tier
    * once over the k + 1 positions (multi-position GEMV kernels: each weight
    * read once), keeps the longest agreeing prefix plus the verifier's own
@@ -513,7 +515,7 @@ void gb_session_options_init(gb_session_options *opts);
  * GB_ERR_UNAVAILABLE (a requested tier is not in the file),
  * GB_ERR_BUDGET_EXCEEDED (naming the part that does not fit; also when the
  * KV pool cannot hold the protected tokens at 8 bits plus one token at the
- * minimum precision: seed 002 §9.2). */
+ * minimum precision). */
 gb_status gb_session_mem_size(const gb_model *model, const gb_session_options *opts,
                               size_t *out_bytes);
 
@@ -555,7 +557,7 @@ typedef struct gb_step_info {
   uint64_t weight_bytes_read; /* bytes of weight matrices streamed this pass */
   uint64_t weights_read;      /* weights in those matrices                  */
   uint64_t step_ns;           /* wall time of the call                       */
-  gb_gear predicted_gear;     /* slope forecast of the gear (§3.5)           */
+  gb_gear predicted_gear;     /* slope forecast of the gear                  */
   uint32_t catastrophic;      /* 1 if the catastrophic-entropy rule fired     */
   uint64_t resident_weight_bytes; /* weight tier bytes resident in this process,
                                  measured from the OS at creation and when a
@@ -564,7 +566,7 @@ typedef struct gb_step_info {
                                  off                                        */
   float theta_low, theta_high;    /* thresholds in force (bits, after scaling
                                      or calibration)                        */
-  /* KV pool (issue #6), after this pass's token was stored: */
+  /* KV pool, after this pass's token was stored: */
   uint64_t kv_bytes_used;     /* payload + scales of the cached tokens, all
                                  layers                                     */
   uint64_t kv_pool_bytes;     /* the fixed pool (never exceeded)            */
@@ -618,7 +620,8 @@ gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
  * gb_decode_step); nothing changed on any of them. */
 gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info);
 
-/* Cold-start prompt classifier (seed 000 §11): score = 2*math symbols +
+/* Cold-start prompt classifier (a cheap heuristic for the first gear before
+ * any entropy is seen): score = 2*math symbols +
  * 1.5*code/reasoning keywords + 0.3*min(words/50, 3) + 1.5*[mean word
  * length > 6.5]. Returns the gear to start in (opts: the session's monitor
  * thresholds classify_high / classify_mid; NULL = defaults) and the score. */

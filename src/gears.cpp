@@ -100,7 +100,7 @@ void set_gear(gb_session *s, gb_gear g) {
 }
 
 namespace {
-// §6.4 double-quantization check on a few source rows: blocks of 32 with at
+// Double-quantization check on a few source rows: blocks of 32 with at
 // most 16 distinct values look 4-bit quantized; blocks whose values all sit
 // on the grid amax/127 (within f16 rounding) look 8-bit quantized.
 void check_double_quantization(gb_session *s, const TensorRef *src, uint32_t n_layers) {

@@ -11,9 +11,9 @@
 //            step of this symmetric quantizer, = 4^-b up to a constant for
 //            b >= 3, harsher for the ternary 2-bit level).
 //   RECENCY: the same with importance = exp(-age / T) (no attention).
-//   SEED:    seed 002 §5: at each layer's clock (or a drift of the
-//            importance distribution, or when room runs out) the marginal-
-//            gain greedy heap re-plans every token from the minimum up the
+//   SEED:    at each layer's clock (or a drift of the importance
+//            distribution, or when room runs out) the marginal-gain
+//            greedy heap re-plans every token from the minimum up the
 //            chain, capped by its current level (data below it is gone).
 //
 // Why one spare (transit) page is enough: a step-down removes a record
@@ -131,7 +131,7 @@ gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log,
   p->layer_bytes = (uint64_t)p->cap * p->scale_bytes + (uint64_t)p->n_pages * p->page_bytes;
   p->pool_bytes = p->layer_bytes * L;
   p->importance = multi || k.evict;
-  // Seed §9.2: the protected tokens at 8 bits plus one token at the minimum.
+  // The smallest usable pool: the protected tokens at 8 bits plus one token at the minimum.
   const uint32_t need = (prot_want + 1 < n_ctx ? prot_want + 1 : n_ctx);
   if (p->max_tokens < need) {
     const uint64_t per_min = (uint64_t)p->rec[p->min] + p->scale_bytes;
@@ -219,7 +219,7 @@ void kv_reset(KvPool *kv) {
     memset(y.level, kLvNone, cap);
     for (uint32_t lv = 0; lv < kLevels; lv++) y.bucket[lv].count = 0;
     if (y.ema) memset(y.ema, 0, sizeof(float) * cap);
-    for (uint32_t h = 0; h < kv->n_heads; h++) y.head_ema[h] = 1.0f;  // seed §8: eta = 1
+    for (uint32_t h = 0; h < kv->n_heads; h++) y.head_ema[h] = 1.0f;  // heads start equal
     y.next_realloc = 0;
   }
   kv->n_free_slots = cap;
@@ -245,7 +245,7 @@ uint16_t kv_quantize_row(uint8_t *out, const float *x, uint32_t d, uint32_t bits
     amax = a > amax ? a : amax;  // NaN compares false: ignored
   }
   float s = amax / (float)qmax;
-  if (!(s >= 1e-8f)) s = 1e-8f;  // seed §2.1 clamp
+  if (!(s >= 1e-8f)) s = 1e-8f;  // scale floor (an all-zero row would give 0)
   uint16_t h = f32_to_f16(s);
   if ((h & 0x7c00) == 0x7c00) h = 0x7bff;  // largest finite binary16
   const float sf = f16_to_f32(h);
@@ -377,7 +377,8 @@ inline uint32_t next_up(const KvPlan &p, uint32_t lv) {
   return kLvNone;
 }
 
-// Protection by position (seed §4.3), relative to the newest token.
+// Protection by position, not token id (no tokenizer needed): the first k_critical
+// tokens and the k_tail most recent ones, relative to the newest token.
 inline bool is_protected(const KvPool *kv, uint32_t pos) {
   return pos < kv->opt.k_critical || (uint64_t)pos + kv->opt.k_tail > kv->newest;
 }
@@ -403,7 +404,7 @@ bool pick_step_down(KvPool *kv, const KvLayer &y, bool allow_window, uint32_t *s
       const uint32_t s = b.slots[j], pos = kv->pos[s];
       if (is_protected(kv, pos) || (!allow_window && in_window(kv, pos))) continue;
       eligible++;
-      const float ii = kv->imp[s] > kv->opt.eps_importance ? kv->imp[s] : kv->opt.eps_importance;  // §5.1 floor
+      const float ii = kv->imp[s] > kv->opt.eps_importance ? kv->imp[s] : kv->opt.eps_importance;  // importance floor
       if (!have || ii < ci) {
         cand = s;
         ci = ii;
@@ -430,7 +431,7 @@ bool pick_step_down(KvPool *kv, const KvLayer &y, bool allow_window, uint32_t *s
   return found;
 }
 
-// ---- SEED allocator (seed 002 §5) -------------------------------------------------
+// ---- SEED allocator (marginal-gain greedy re-plan) --------------------------------
 
 inline float utility(float bits, float alpha) { return powf(bits, alpha); }
 
@@ -486,7 +487,7 @@ void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t e
   for (uint32_t lv = 0; lv < kLevels; lv++)
     for (uint32_t j = 0; j < y.bucket[lv].count; j++) kv->order[n++] = y.bucket[lv].slots[j];
   if (n == 0) return;
-  // Hysteresis (§5.1): percentile ranks by importance; a token may move
+  // Hysteresis: percentile ranks by importance; a token may move
   // only after its rank moved >= r for m consecutive checks.
   const float *imp = kv->imp;
   std::sort(kv->order, kv->order + n, [imp](uint32_t a, uint32_t b) { return imp[a] < imp[b] || (imp[a] == imp[b] && a < b); });
@@ -567,7 +568,7 @@ void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t e
   kv->alloc_ns += gb_port_now_ns() - t0;
 }
 
-// ---- importance (seed §3.3, §4.1, §4.2) ---------------------------------------------
+// ---- importance (layer mean, recency, head weighting) -------------------------------
 
 void kv_importance(KvPool *kv) {
   const KvLayer &y0 = kv->layers[0];
@@ -627,7 +628,7 @@ void evict(KvPool *kv, uint32_t slot) {
   kv->evicted++;
 }
 
-// KL(current || snapshot) of the importance distributions (§5.2 drift),
+// KL(current || snapshot) of the importance distributions (the SEED drift trigger),
 // over the tokens both contain (new tokens are not drift).
 float importance_drift(KvPool *kv) {
   const KvLayer &y0 = kv->layers[0];
@@ -684,7 +685,7 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
     }
     evict(kv, victim);
   }
-  // SEED clocks (§5.2): per layer, plus an early run on importance drift.
+  // SEED clocks: per layer, plus an early run on importance drift.
   bool drift = false;
   if (p.policy == GB_KV_SEED && kv->n_tokens > 0) {
     drift = kv->opt.drift_kl > 0.0f && importance_drift(kv) > kv->opt.drift_kl;
@@ -796,7 +797,7 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
   }
   k.attn_finish(&st, n, kv->head_w, out, kv->mass, kv->wmass, kv->head_mean);
   if (!p.importance) return;
-  // §3.2 EMA of each token's attention mass; §4.2 head means.
+  // EMA of each token's attention mass and of each head's mean attention.
   KvLayer &yw = kv->layers[layer];
   const float g = kv->opt.gamma, gh = kv->opt.gamma_head;
   for (uint32_t i = 0; i < n; i++) {

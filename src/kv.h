@@ -1,4 +1,4 @@
-// kv.h — the KV pool of seed 002 (SmartKV), issue #6.
+// kv.h — the KV pool: a fixed byte budget holding each cached token at a per-token precision.
 //
 // A fixed number of bytes per layer inside the session arena holds every
 // cached token's keys and values at one precision level (2, 3, 4, 8 bits
@@ -19,9 +19,10 @@
 // and with one spare page any sequence of step-downs along the chain can
 // always proceed (see kv.cpp).
 //
-// Importance (seed §3-4) is gathered by the attention kernel's finish step
-// (mass of each token, head-weighted mass, head means) into per-layer EMAs;
-// the allocator policies read the cross-layer aggregate.
+// Importance (how much attention a token receives) is gathered by the
+// attention kernel's finish step (mass of each token, head-weighted mass,
+// head means) into per-layer EMAs; the allocator policies read the
+// cross-layer aggregate (kv_importance).
 #pragma once
 
 #include <stddef.h>
@@ -52,9 +53,9 @@ struct KvLayer {
   uint8_t *level;        // (cap) level of each slot, kLvNone when empty
   uint32_t *index;       // (cap) index of the slot's record in its bucket
   KvBucket bucket[kLevels];
-  float *ema;            // (cap) EMA of the token's attention mass here (§3.2)
-  float *head_ema;       // (n_heads) EMA of each head's mean attention (§4.2)
-  uint64_t next_realloc; // SEED: step of this layer's next scheduled run (§5.2)
+  float *ema;            // (cap) EMA (decay gamma) of the token's attention mass here
+  float *head_ema;       // (n_heads) EMA (decay gamma_head) of each head's mean attention
+  uint64_t next_realloc; // SEED: step of this layer's next scheduled run (per-layer clock)
   float *rank_ref;       // SEED: (cap) percentile rank at the last accepted move
   uint8_t *rank_cnt;     // SEED: (cap) consecutive checks the rank moved >= r
 };
@@ -84,8 +85,8 @@ struct KvPool {
   KvLayer *layers;       // (n_layers)
   // Per slot, shared by the layers.
   uint32_t *pos;         // (cap) position of the token in the slot
-  uint64_t *birth;       // (cap) step the token entered (recency, §4.1)
-  float *wema;           // (cap) EMA of head-weighted mass, mean over layers (§4.2)
+  uint64_t *birth;       // (cap) step the token entered (recency exp(-age / T))
+  float *wema;           // (cap) EMA of head-weighted mass, mean over layers
   float *wsum;           // (cap) this step's head-weighted mass, summed over layers
   float *imp;            // (cap) aggregated importance (the policies' input)
   float *snap;           // (cap) SEED drift: importance at the last run
@@ -99,7 +100,7 @@ struct KvPool {
   float *m, *l, *acc;    // (n_heads), (n_heads), (n_heads, head_dim)
   int8_t *q8;            // (n_heads, head_dim)
   float *q8_d;           // (n_heads)
-  float *head_w;         // (n_heads) head weights w_h (§4.2)
+  float *head_w;         // (n_heads) head weights w_h: layer-mean head EMA / its mean over heads
   float *head_mean;      // (n_heads)
   float *tmp;            // (2 * kv_dim) a token's dequantized K and V
   // SEED scratch.
@@ -115,7 +116,8 @@ struct KvPool {
 };
 
 // Sizes for these options; logs and fails when the pool is unusable
-// (GB_ERR_INVALID_ARGUMENT, GB_ERR_BUDGET_EXCEEDED per seed §9.2).
+// (GB_ERR_INVALID_ARGUMENT; GB_ERR_BUDGET_EXCEEDED when the protected tokens
+// at 8 bits plus one token at the minimum do not fit).
 gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log, KvPlan *plan);
 // Carve the pool from the arena (counting or placing). kv is always a real
 // object; nothing is written through arena pointers while counting.
@@ -175,7 +177,9 @@ uint16_t kv_quantize_row(uint8_t *out, const float *x, uint32_t d, uint32_t bits
 void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t extra_entry);
 // Pages the layer's buckets use.
 uint32_t kv_pages_used(const KvPool *kv, uint32_t layer);
-// Recompute the aggregated importance kv->imp (§3.3, §4.1, §4.2).
+// Recompute the aggregated importance kv->imp: 0.7 x the layer-mean attention
+// EMA (normalised by its mean) x recency exp(-age / T) + 0.3 x the head-weighted
+// EMA (normalised by its mean); RECENCY: the recency term alone.
 void kv_importance(KvPool *kv);
 
 }  // namespace gb

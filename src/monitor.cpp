@@ -1,17 +1,18 @@
-// monitor.cpp — see monitor.h. Rules (seed 000):
-//  §3.2 smoothed = mean of the last `window` entropies;
-//  §3.3 low <= theta_low < mid < theta_high <= high; leaving low needs
+// monitor.cpp — see monitor.h. Rules:
+//  smoothing: smoothed = mean of the last `window` entropies;
+//  gears: low <= theta_low < mid < theta_high <= high; leaving low needs
 //       smoothed > theta_low + h, leaving high needs smoothed < theta_high - h;
-//  §3.4 thresholds scale by log2(V) / log2(vocab_ref);
-//  §10.2 a gear is held for at least min_gear_duration passes;
-//  §3.5 slope forecast H_s + L * (H_last - H_first) / (|W| - 1) classified
+//  vocabulary scaling: thresholds scale by log2(V) / log2(vocab_ref);
+//  minimum duration: a gear is held for at least min_gear_duration passes;
+//  forecast: H_s + L * (H_last - H_first) / (|W| - 1) classified
 //       like the smoothed entropy (the predicted gear, for pre-warming);
 //       catastrophic fallback: the last `catastrophic_run` entropies above
 //       catastrophic_frac * log2 V make the wanted gear high (the minimum
-//       duration still applies, as in the seed's generation loop);
-//  §4   calibration: p30 / p60 of the sorted positive samples, band widened
+//       duration still applies: the fallback sets the wanted gear, and the
+//       shift waits for the duration like any other);
+//  calibration: p30 / p60 of the sorted positive samples, band widened
 //       to calib_min_band around its centre, capped at 0.06 / 0.12 log2 V;
-//  §11  cold-start prompt score.
+//  cold start: prompt_score / prompt_gear pick the first gear from the prompt text.
 #include "monitor.h"
 
 #include <math.h>

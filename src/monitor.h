@@ -1,4 +1,4 @@
-// monitor.h — the entropy monitor of seed 000 §3-4 and §11: Shannon
+// monitor.h — the entropy monitor that routes each pass to a precision gear: Shannon
 // entropy of the logits in bits, a rolling window, gear classification with
 // thresholds scaled by vocabulary size, hysteresis at the extreme gears, a
 // minimum gear duration, the slope forecast (pre-warming), the
@@ -46,12 +46,13 @@ gb_gear monitor_classify(const Monitor &m, float smoothed);
 // next pass (shifting only once min_gear_duration passes ran in the gear).
 gb_gear monitor_update(Monitor *m, float H, float *smoothed);
 
-// §4.1 percentile calibration from n entropies (e.g. of the prefill), with
-// the §4.2 caps and the minimum band. Sorts `samples` in place. Returns false
-// (thresholds unchanged) when fewer than calib_min_samples are positive.
+// Percentile calibration from n entropies (e.g. of the prefill), with the
+// caps (calib_cap_low / calib_cap_high times log2 V) and the minimum band.
+// Sorts `samples` in place. Returns false (thresholds unchanged) when fewer
+// than calib_min_samples are positive.
 bool monitor_calibrate(Monitor *m, float *samples, size_t n);
 
-// §11 prompt score and the gear it selects.
+// Cold-start prompt score and the gear it selects (formula: gb_classify_prompt in gearbx.h).
 float prompt_score(const char *text, size_t len);
 gb_gear prompt_gear(float score, const gb_monitor_options &o);
 

@@ -37,7 +37,7 @@ void sampler_init(Sampler *s, const gb_sampler_options &o, uint32_t n_vocab, voi
 // Re-seed from opt.seed (the same sequence again).
 void sampler_reset(Sampler *s);
 
-// The seed's NaN/inf guard, in place: NaN -> 0, +inf -> 1e4, -inf -> -1e4.
+// NaN/inf guard for the logits, in place: NaN -> 0, +inf -> 1e4, -inf -> -1e4.
 void nan_guard(float *logits, size_t n);
 
 // Pick the next token from guarded logits (not modified).

@@ -278,7 +278,7 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
-  o->gear = GB_GEAR_MID;  // measured: dominates auto in NLL and bits (docs/RESULTS.md, issue #4)
+  o->gear = GB_GEAR_MID;  // measured: dominates auto in NLL and bits (docs/RESULTS.md, "Entropy-routed gears")
   o->managed = GB_MANAGED_ALL;
   o->base_gear = GB_GEAR_HIGH;
   o->n_threads = 1;
@@ -321,7 +321,7 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->kv.rank_threshold = 0.05f;
   o->kv.rank_intervals = 2;
   o->kv.drift_kl = 0.02f;
-  o->spec_k = 15;  // with spec_adapt: measured best bytes/token (docs/RESULTS.md, issue #7)
+  o->spec_k = 15;  // with spec_adapt: measured best bytes/token (docs/RESULTS.md, "Lossless speculative gear")
   o->spec_verify_gear = GB_GEAR_HIGH;
   o->spec_draft_gear = GB_GEAR_LOW;
   o->spec_stop_entropy = 0.0f;
@@ -451,7 +451,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   const uint64_t adding = needed - s->pos;
   GB_RETURN_IF(!s->opt.kv.evict && adding > kv_room(&s->kv), s->log, GB_ERR_CONTEXT_FULL,
                "gb_prefill: %zu tokens do not fit in the KV pool (room for %u more at minimum precision)", n, kv_room(&s->kv));
-  // §4: the first prefill of an auto session calibrates the thresholds from
+  // Calibration: the first prefill of an auto session calibrates the thresholds from
   // the entropies of its positions (computing their logits).
   const bool calib = s->calib && !s->monitor.calibrated;
   size_t nc = 0;

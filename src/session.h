@@ -42,7 +42,7 @@ struct gb_session {
   gb_gear gear;                // gear of the next forward pass (w is its tier)
 
   // Lazy tiers: tiers the file lacks, quantized from its f32 / high tier into
-  // the arena on first entry and cached (seed 000 §6.2, §6.4).
+  // the arena on first entry and cached (never re-quantized on re-entry).
   gb::TensorRef *lazy_mats[GB_GEAR_COUNT];  // (n_layers * kMatsPerLayer), nullptr = not lazy
   gb::TensorRef lazy_cls[GB_GEAR_COUNT];
   bool lazy_ready[GB_GEAR_COUNT];

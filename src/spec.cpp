@@ -1,4 +1,4 @@
-// spec.cpp — the speculative gear (GB_GEAR_SPEC, issue #7): the low tier
+// spec.cpp — the speculative gear (GB_GEAR_SPEC): the low tier
 // drafts, the high tier verifies, and the output is the high tier's.
 //
 // A round, with pos tokens in the verifier's KV pool and t the pending token:

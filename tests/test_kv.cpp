@@ -1,9 +1,9 @@
-// test_kv.cpp — the KV pool and its allocators (issue #6): the budget is
+// test_kv.cpp — the KV pool and its allocators: the budget is
 // never exceeded (page-exact accounting, canaries, allocation hook),
 // protected tokens stay at 8 bits, uniform importance gives a uniform
-// allocation, precision only moves along the discrete levels, the §9.2
-// error, context-full and eviction, telemetry, and a 10 000-step generation
-// against a pool far smaller than the fp16 cache.
+// allocation, precision only moves along the discrete levels, the
+// too-small-pool error, context-full and eviction, telemetry, and a
+// 10 000-step generation against a pool far smaller than the fp16 cache.
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,7 +93,7 @@ TEST_F(Kv, PoolSizeFollowsBetaAndBytes) {
   EXPECT_EQ(mt, 512u);
 }
 
-// Seed §9.2: a pool that cannot hold the protected tokens plus one at the
+// A pool that cannot hold the protected tokens plus one at the
 // minimum is an error at creation, naming the KV pool.
 TEST_F(Kv, BudgetViolationIsAnErrorAtCreation) {
   std::string last;

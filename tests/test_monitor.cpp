@@ -167,7 +167,7 @@ std::vector<float> logits_with_entropy_of(uint32_t V, uint32_t k) {
   return z;
 }
 
-// §3.5 catastrophic fallback: two consecutive entropies above 0.9 log2 V
+// Catastrophic fallback: two consecutive entropies above 0.9 log2 V
 // (crafted logits: all 512 tokens equally likely = 9 bits) force high, even
 // though the smoothed mean of a long window still says low; one alone does not.
 TEST(Monitor, CatastrophicEntropyFallsBackToHigh) {
@@ -200,7 +200,7 @@ TEST(Monitor, CatastrophicEntropyFallsBackToHigh) {
   EXPECT_FALSE(u.m.catastrophic);
 }
 
-// §3.5 slope forecast: rising entropy predicts the higher gear before the
+// Slope forecast: rising entropy predicts the higher gear before the
 // smoothed mean gets there.
 TEST(Monitor, SlopeForecastLeadsTheSmoothedGear) {
   gb_monitor_options o = defaults();
@@ -229,7 +229,7 @@ TEST(Monitor, SlopeForecastLeadsTheSmoothedGear) {
   EXPECT_EQ(v.m.predicted, GB_GEAR_HIGH);
 }
 
-// §4.1 percentiles, §4.2 caps, the minimum band, too few samples.
+// Calibration: percentiles, caps, the minimum band, too few samples.
 TEST(Monitor, CalibrationPercentilesCapsAndBand) {
   gb_monitor_options o = defaults();
   o.calib_cap_low = 0.5f;  // caps out of the way first: 7.5 / 15 bits at V = 32768
@@ -268,7 +268,7 @@ TEST(Monitor, CalibrationPercentilesCapsAndBand) {
   EXPECT_FLOAT_EQ(f.m.th_high, 5.0f);
 }
 
-// §11 prompt classifier scores and its two thresholds.
+// Cold-start prompt classifier scores and its two thresholds.
 TEST(Monitor, PromptClassifier) {
   const gb_monitor_options o = defaults();
   float sc = -1;

@@ -1,4 +1,4 @@
-// test_router.cpp — the precision manager: lazy tiers (seed 000 §6.2/6.4),
+// test_router.cpp — the precision manager: lazy tiers (quantized on first entry, cached),
 // the double-quantization warning, page residency measured from the OS as
 // gears shift, calibration at prefill, the cold-start gear.
 #include <math.h>
@@ -182,7 +182,7 @@ TEST(LazyTiers, AutoShiftsIntoLazyTiersWithoutAllocating) {
   gb_model_close(m);
 }
 
-// §6.4: a high tier made from 4-bit weights gets a warning when a lower
+// Double quantization: a high tier made from 4-bit weights gets a warning when a lower
 // tier is quantized from it; genuine f32-trained weights do not.
 TEST(LazyTiers, DoubleQuantizationWarning) {
   gb::SampleDims d;
@@ -287,7 +287,7 @@ TEST(Residency, LowGearKeepsFarLessResidentThanHigh) {
   gb_model_close(m);
 }
 
-// §4: the first prefill of an auto session calibrates the thresholds; a
+// The first prefill of an auto session calibrates the thresholds; a
 // fixed-gear session never does; a reset keeps the calibration.
 TEST(Calibration, PrefillCalibratesAutoSessions) {
   gb_model *m = nullptr;

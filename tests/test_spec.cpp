@@ -1,4 +1,4 @@
-// test_spec.cpp — the speculative gear (GB_GEAR_SPEC, issue #7): greedy
+// test_spec.cpp — the speculative gear (GB_GEAR_SPEC): greedy
 // output bit-identical to the verifying tier alone, the sampling rule keeping
 // the verifier's distribution (a chi-square test, with a negative control
 // showing the test would catch the draft's distribution), rollback when new

@@ -5,7 +5,7 @@
 // (per head) and each score is an exact int32 dot product scaled late, so
 // SIMD variants reproduce the scores bit for bit. The finish step turns the
 // saved scores of this one query into the attention mass per token (the
-// importance statistics of seed 002 §3-4) while normalising the output.
+// KV pool's importance statistics) while normalising the output.
 #include <math.h>
 #include <string.h>
 

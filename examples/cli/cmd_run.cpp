@@ -151,7 +151,7 @@ int gb_cli_run(int argc, char **argv) {
   gb_status st = prompt && strip ? GB_OK : GB_ERR_OUT_OF_MEMORY;
   if (st == GB_OK) st = gb_tokenize(m, a.prompt, plen, GB_TOKENIZE_ADD_BOS, prompt, cap, &n_prompt);
   if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
-  // Cold start (§11): an auto session with a prompt starts in the gear the
+  // Cold start: an auto session with a prompt starts in the gear the
   // prompt classifier picks, before the prefill runs.
   if (st == GB_OK && so.gear == GB_GEAR_AUTO && plen > 0) {
     float score = 0;

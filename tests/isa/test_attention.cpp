@@ -223,7 +223,7 @@ TEST(Attention, QuantizeRowMatchesDefinition) {
       float amax = 0;
       for (float v : x) amax = fabsf(v) > amax ? fabsf(v) : amax;
       const float s = gb::f16_to_f32(h);
-      EXPECT_EQ(h, gb::f32_to_f16(amax / qmax)) << "scale is fp16(amax / qmax), seed §2.1";
+      EXPECT_EQ(h, gb::f32_to_f16(amax / qmax)) << "scale is fp16(amax / qmax) (per-head symmetric)";
       for (uint32_t j = 0; j < d; j++) {
         const int q = ref_elem(row.data(), d, bits, j);
         EXPECT_GE(q, -qmax - 1);
