@@ -14,10 +14,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arm64/arm64_common.h"
 #include "f16.h"
 #include "kernels.h"
 
 namespace {
+
+using namespace gb_arm64;
 
 constexpr uint32_t kChunk = 32;
 
@@ -68,10 +71,6 @@ inline int32_t dot_s8(const int8_t *a, const int8_t *q, uint32_t d) {
     acc1 = vpadalq_s16(acc1, vmull_s8(vget_high_s8(x), vget_high_s8(y)));
   }
   return vaddvq_s32(vaddq_s32(acc0, acc1));
-}
-
-inline float32x4_t load_h4(const uint8_t *p) {
-  return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p)));
 }
 
 inline float dot_f(const float *q, const uint8_t *k, uint32_t d, uint32_t bits) {

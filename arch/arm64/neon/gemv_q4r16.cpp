@@ -31,10 +31,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arm64/arm64_common.h"
 #include "f16.h"
 #include "kernels.h"
 
 namespace {
+
+using namespace gb_arm64;
 
 constexpr size_t kGroupBlock = 288;  // bytes of one block of a 16-row group
 
@@ -60,16 +63,6 @@ inline XRep load_x(const gb_q8x_block &b) {
   x.off = vdupq_n_s32(-8 * b.sum);
   x.d = b.d;
   return x;
-}
-
-// The 16 scales of a group-block as f32, rows 4j..4j+3 in s[j].
-inline void load_scales(const uint8_t *g, float32x4_t s[4]) {
-  const float16x8_t h0 = vreinterpretq_f16_u8(vld1q_u8(g));
-  const float16x8_t h1 = vreinterpretq_f16_u8(vld1q_u8(g + 16));
-  s[0] = vcvt_f32_f16(vget_low_f16(h0));
-  s[1] = vcvt_high_f32_f16(h0);
-  s[2] = vcvt_f32_f16(vget_low_f16(h1));
-  s[3] = vcvt_high_f32_f16(h1);
 }
 
 // The codes of four rows' four slices (q: slice 0; slices 64 bytes apart).
@@ -110,7 +103,7 @@ inline float32x4_t accumulate(float32x4_t acc, float32x4_t dw, float xd, int32x4
 inline void group_block(float32x4_t acc[4], const uint8_t *g, const gb_q8x_block &xb) {
   const XRep x = load_x(xb);
   float32x4_t dw[4];
-  load_scales(g, dw);
+  q4r16_scales(g, dw);
   for (int j = 0; j < 4; j++) {
     Codes4 c;
     load_rows4(g + 32 + 16 * j, c);

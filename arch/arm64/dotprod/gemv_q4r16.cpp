@@ -38,9 +38,12 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
+#include "arm64/arm64_common.h"
 #include "kernels.h"
 
 namespace {
+
+using namespace gb_arm64;
 
 constexpr size_t kGroupBlock = 288;  // bytes of one block of a 16-row group
 constexpr size_t kPrefetch = 2048;   // prefetch distance in the weight stream (bytes)
@@ -73,16 +76,6 @@ struct XBlock {
 };
 
 inline XBlock load_x(const gb_q8x_block &b) { return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), -8 * b.sum, b.d}; }
-
-// The 16 scales of a group-block as f32, rows 4j..4j+3 in s[j].
-inline void load_scales(const uint8_t *g, float32x4_t s[4]) {
-  const float16x8_t h0 = vreinterpretq_f16_u8(vld1q_u8(g));
-  const float16x8_t h1 = vreinterpretq_f16_u8(vld1q_u8(g + 16));
-  s[0] = vcvt_f32_f16(vget_low_f16(h0));
-  s[1] = vcvt_high_f32_f16(h0);
-  s[2] = vcvt_f32_f16(vget_low_f16(h1));
-  s[3] = vcvt_high_f32_f16(h1);
-}
 
 // Codes of slice K of four rows, low and high nibbles (0..15).
 struct Nibbles {
@@ -132,7 +125,7 @@ inline void rows4_block(float32x4_t acc[4], const uint8_t *g, const float32x4_t 
 inline void group_block(float32x4_t acc[4], const uint8_t *g, const gb_q8x_block &xb, const Consts &k) {
   const XBlock x = load_x(xb);
   float32x4_t dw[4];
-  load_scales(g, dw);
+  q4r16_scales(g, dw);
   rows4_block<0>(acc, g, dw, x, k);
   rows4_block<1>(acc, g, dw, x, k);
   rows4_block<2>(acc, g, dw, x, k);
@@ -215,7 +208,7 @@ extern "C" void gb_q4r16_gemvm__dotprod(float *Y, size_t ldy, const uint8_t *W, 
     for (size_t b = 0; b < nb; b++, g += kGroupBlock) {
       prefetch_block(g);
       float32x4_t dw[4];
-      load_scales(g, dw);
+      q4r16_scales(g, dw);
       half_block<0>(acc, g, dw, XQ + b, ldxq, m, k);
       half_block<1>(acc, g, dw, XQ + b, ldxq, m, k);
     }
