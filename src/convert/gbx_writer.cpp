@@ -354,10 +354,11 @@ gb_status Writer::write_gears() {
       const Planned &t = tensors_[gear_first_[i] + p];
       raw[i] = src_.has_raw(t.kind, t.layer, t.fmt);
       need_f32 = need_f32 || !raw[i];
-      if (!raw[i] && (t.fmt == kFmtQ4 || t.fmt == kFmtQ8) && !warned_requant_ && src_.is_quantized(t.kind, t.layer)) {
+      // A quantized source is exact in f32; any narrower tier rounds it again.
+      if (!raw[i] && t.fmt != kFmtF32 && !warned_requant_ && src_.is_quantized(t.kind, t.layer)) {
         warned_requant_ = true;
         log_.log(GB_LOG_WARN, "convert: re-quantizing already quantized tensors (first: %s layer %u to %s): errors compound",
-                 tensor_kind_name(t.kind), t.layer, t.fmt == kFmtQ4 ? "q4" : "q8");
+                 tensor_kind_name(t.kind), t.layer, t.fmt == kFmtQ4 ? "q4" : t.fmt == kFmtQ8 ? "q8" : "f16");
       }
       const uint64_t pad = t.offset - pos[i];
       if (pad) {

@@ -28,24 +28,6 @@ const GgufTensor *GgufFile::tensor(const std::string &name) const {
   return nullptr;
 }
 
-bool ggml_row_bytes(uint32_t type, uint64_t cols, uint64_t *out) {
-  switch (type) {
-    case kGgmlF32: *out = cols * 4; return true;
-    case kGgmlF16: *out = cols * 2; return true;
-    case kGgmlQ4_0: *out = cols / 32 * kQ4BlockBytes; return cols % 32 == 0;
-    case kGgmlQ8_0: *out = cols / 32 * kQ8BlockBytes; return cols % 32 == 0;
-    default: return false;
-  }
-}
-
-const char *ggml_type_name(uint32_t type) {
-  static const char *const names[] = {"F32",  "F16",  "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
-                                      "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS",
-                                      "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64",
-                                      "IQ1_M", "BF16"};
-  return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
-}
-
 namespace {
 
 constexpr uint32_t kMaxDepth = 3;            // nesting of arrays in arrays
@@ -319,9 +301,9 @@ gb_status Parser::run() {
     t.offset += g_->data_start;
     uint64_t rb;
     if (!ggml_row_bytes(t.type, t.ne[0], &rb)) {
-      GB_RETURN_IF(t.type == kGgmlQ4_0 || t.type == kGgmlQ8_0, log_, GB_ERR_CORRUPT,
-                   "gguf: tensor '%s' (%s) has %llu columns, not a multiple of 32", n, ggml_type_name(t.type),
-                   (unsigned long long)t.ne[0]);
+      GB_RETURN_IF(ggml_type_supported(t.type), log_, GB_ERR_CORRUPT,
+                   "gguf: tensor '%s' (%s) has %llu columns, not a multiple of its block of %u", n, ggml_type_name(t.type),
+                   (unsigned long long)t.ne[0], ggml_block(t.type).block);
       continue;  // a type we do not read: checked when the tensor is needed
     }
     const uint64_t rows = t.ne[1] * t.ne[2] * t.ne[3];  // bounded by the element limit above

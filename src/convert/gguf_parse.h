@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "convert_util.h"
+#include "ggml_types.h"
 
 namespace gb {
 
@@ -19,7 +20,6 @@ enum GgufValueType : uint32_t {
   kGgufBool = 7, kGgufString = 8, kGgufArray = 9, kGgufU64 = 10, kGgufI64 = 11, kGgufF64 = 12,
 };
 
-enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8 };
 
 // A scalar or string value kept from the metadata.
 struct GgufValue {
@@ -58,10 +58,5 @@ struct GgufFile {
 
 // Parse the header, metadata and tensor directory of an open file.
 gb_status gguf_parse(InputFile &f, const Logger &log, GgufFile *out);
-
-// Bytes of one row of `cols` elements of a readable ggml type; false for
-// types the converter does not read.
-bool ggml_row_bytes(uint32_t type, uint64_t cols, uint64_t *out);
-const char *ggml_type_name(uint32_t type);
 
 }  // namespace gb

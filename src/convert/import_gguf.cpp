@@ -1,7 +1,9 @@
 // import_gguf.cpp — GGUF "llama" models to .gbx: hyper-parameters and the
 // vocabulary from the metadata, tensors by their llama.cpp names. Q4_0 and
 // Q8_0 blocks are our q4 / q8 blocks byte for byte, so those tensors pass
-// straight into the matching tier; every other tier is made from floats.
+// straight into the matching tier; every other tier is made from the
+// tensor's values decoded to f32 (ggml_types.h: every common GGUF type,
+// exactly as ggml decodes it).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,8 +33,8 @@ class GgufSource : public TensorSource {
     ggml_row_bytes(t->type, cols, &rb);
     raw_.resize((size_t)(rb * n_rows));
     GB_TRY(read_rows(t, row0, n_rows, rb, raw_.data()));
-    const uint32_t fmt = t->type == kGgmlF32 ? kFmtF32 : t->type == kGgmlF16 ? kFmtF16 : t->type == kGgmlQ4_0 ? kFmtQ4 : kFmtQ8;
-    for (uint32_t r = 0; r < n_rows; r++) dequantize_row(fmt, out + (size_t)r * cols, raw_.data() + (size_t)r * rb, (size_t)cols);
+    for (uint32_t r = 0; r < n_rows; r++)
+      ggml_dequantize_row(t->type, raw_.data() + (size_t)r * rb, out + (size_t)r * cols, (size_t)cols);
     return GB_OK;
   }
 
@@ -56,7 +58,7 @@ class GgufSource : public TensorSource {
 
   bool is_quantized(uint32_t kind, uint32_t layer) const override {
     const GgufTensor *t = map_[slot(kind, layer)];
-    return t->type == kGgmlQ4_0 || t->type == kGgmlQ8_0;
+    return t->type != kGgmlF32 && t->type != kGgmlF16 && t->type != kGgmlBF16;
   }
 
  private:
@@ -198,9 +200,8 @@ gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModel
   const GgufTensor *t = g.tensor(name);
   GB_RETURN_IF(!t, log, GB_ERR_MISSING_TENSOR, "gguf: tensor '%s' is missing", name.c_str());
   uint64_t rb;
-  GB_RETURN_IF(t->type != kGgmlF32 && t->type != kGgmlF16 && t->type != kGgmlQ4_0 && t->type != kGgmlQ8_0, log,
-               GB_ERR_UNSUPPORTED_TYPE, "gguf: tensor '%s' has type %s (%u); supported: F32, F16, Q4_0, Q8_0", name.c_str(),
-               ggml_type_name(t->type), t->type);
+  GB_RETURN_IF(!ggml_type_supported(t->type), log, GB_ERR_UNSUPPORTED_TYPE, "gguf: tensor '%s' has type %s (%u); supported: %s",
+               name.c_str(), ggml_type_name(t->type), t->type, ggml_supported_type_names());
   GB_RETURN_IF(!ggml_row_bytes(t->type, t->ne[0], &rb), log, GB_ERR_CORRUPT, "gguf: tensor '%s' has bad row size", name.c_str());
   uint32_t rows, cols;
   tensor_shape(d, kind, &rows, &cols);
