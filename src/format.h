@@ -25,7 +25,10 @@ namespace gb {
 // offset 40  u8[24] reserved, 0
 // offset 64  section table: n_sections entries of kSectionEntryBytes
 constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
-constexpr uint32_t kGbxVersion = 1;
+// Version 2 added the optional tensor kinds 13..16 (Q/K/V biases, RoPE
+// frequency factors) and the qwen2 architecture id; readers accept 1 and 2.
+constexpr uint32_t kGbxVersion = 2;
+constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
 constexpr uint32_t kMaxSections = 64;
@@ -45,7 +48,7 @@ enum SectionKind : uint32_t {
 };
 
 // ---- META section (kind 1): kMetaBytes, fixed fields ----------------------
-// +0   u32 meta_bytes (= kMetaBytes)   +4 u32 arch (kArchLlama)
+// +0   u32 meta_bytes (= kMetaBytes)   +4 u32 arch (Arch)
 // +8   u32 dim        +12 u32 hidden_dim  +16 u32 n_layers  +20 u32 n_heads
 // +24  u32 n_kv_heads +28 u32 head_dim    +32 u32 vocab_size +36 u32 seq_len
 // +40  u32 rope_type (gb_rope_type)       +44 u32 rope_dim
@@ -55,7 +58,10 @@ enum SectionKind : uint32_t {
 // +80  char name[64] (NUL-padded)
 // +144 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
-constexpr uint32_t kArchLlama = 1;
+// Architectures: one decoder (RMSNorm, attention with RoPE, SwiGLU FFN); they
+// differ in which optional tensors they carry (qwen2: Q/K/V biases) and the
+// RoPE pairing, both recorded in the file, so the id is informational.
+enum Arch : uint32_t { kArchLlama = 1, kArchQwen2 = 2, kArchMax = 2 };
 enum SourceKind : uint32_t { kSourceLlama2c = 1, kSourceGguf = 2, kSourceSynthetic = 3 };
 
 // ---- VOCAB section (kind 2) -----------------------------------------------
@@ -100,7 +106,13 @@ enum TensorKind : uint32_t {
   kW3 = 10,        // (hidden, dim)  up
   kOutNorm = 11,   // (1, dim)                common, F32
   kClassifier = 12,// (vocab, dim)
-  kTensorKindMax = 12,
+  // Optional (version 2), common, F32:
+  kBiasQ = 13,     // (1, n_heads*head_dim) per layer, added to Wq x
+  kBiasK = 14,     // (1, n_kv_heads*head_dim) per layer
+  kBiasV = 15,     // (1, n_kv_heads*head_dim) per layer
+  kRopeFreqs = 16, // (1, rope_dim/2): pair i rotates by pos * theta^(-2i/rope_dim) / factor[i]
+  kTensorKindMaxV1 = 12,
+  kTensorKindMax = 16,
 };
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes.

@@ -6,6 +6,7 @@
 //   for each layer l:
 //     xb = rmsnorm(x) * attn_norm[l]
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier)
+//         (+ bq, bk, bv where the model has biases: qwen2)
 //     rotate q and k by position (RoPE: adjacent pairs or NeoX halves)
 //     cache k, v at pos + i (in the KV pool, at the token's precision)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
@@ -30,6 +31,13 @@ void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float e
   const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
   const float *g = reinterpret_cast<const float *>(w.data);  // F32, 64-byte aligned in the file
   for (uint32_t i = 0; i < n; i++) out[i] = g[i] * (x[i] * scale);
+}
+
+// y[i][j] += b[j] for m rows of n (a bias of the file, F32).
+void add_bias(float *y, uint32_t n, uint32_t m, const TensorRef &b) {
+  const float *bv = reinterpret_cast<const float *>(b.data);
+  for (uint32_t i = 0; i < m; i++)
+    for (uint32_t j = 0; j < n; j++) y[(size_t)i * n + j] += bv[j];
 }
 
 void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
@@ -153,6 +161,9 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     mm(e, sc, cost, sc.q, XB, m, W[kMatQ]);
     mm(e, sc, cost, sc.k, XB, m, W[kMatK]);
     mm(e, sc, cost, sc.v, XB, m, W[kMatV]);
+    if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
+    if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
+    if (mod->bias[2][l].data) add_bias(sc.v, kvd, m, mod->bias[2][l]);
     for (uint32_t i = 0; i < m; i++) {
       float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
       rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);

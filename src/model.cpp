@@ -34,13 +34,14 @@ bool is_data_section(uint32_t kind) { return kind == kSecCommon || (kind >= kSec
 
 // Header and section table.
 gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint32_t *n_sections,
-                       SectionRef *secs, uint32_t *page_align) {
+                       SectionRef *secs, uint32_t *page_align, uint32_t *version_out) {
   GB_RETURN_IF(size < kHeaderFixedBytes, log, size < 8 || memcmp(p, kGbxMagic, size < 8 ? size : 8) == 0 ? GB_ERR_TRUNCATED : GB_ERR_BAD_MAGIC,
                "gbx: file of %llu bytes is too small for a header", (unsigned long long)size);
   GB_RETURN_IF(memcmp(p, kGbxMagic, 8) != 0, log, GB_ERR_BAD_MAGIC, "gbx: bad magic (not a .gbx file)");
   const uint32_t version = ld_u32(p + 8);
-  GB_RETURN_IF(version != kGbxVersion, log, GB_ERR_UNSUPPORTED_VERSION, "gbx: format version %u not supported (expected %u)",
-               version, kGbxVersion);
+  GB_RETURN_IF(version < kGbxMinVersion || version > kGbxVersion, log, GB_ERR_UNSUPPORTED_VERSION,
+               "gbx: format version %u not supported (%u..%u)", version, kGbxMinVersion, kGbxVersion);
+  *version_out = version;
   const uint32_t header_bytes = ld_u32(p + 12), n = ld_u32(p + 16), align = ld_u32(p + 20);
   const uint64_t file_size = ld_u64(p + 24);
   GB_RETURN_IF(n == 0 || n > kMaxSections, log, GB_ERR_CORRUPT, "gbx: %u sections (1..%u allowed)", n, kMaxSections);
@@ -91,7 +92,9 @@ bool finite_pos(float v) { return isfinite(v) && v > 0.0f; }
 gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m) {
   GB_RETURN_IF(size < kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META section is %llu bytes (need %u)", (unsigned long long)size, kMetaBytes);
   GB_RETURN_IF(ld_u32(p) != kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META size field %u", ld_u32(p));
-  GB_RETURN_IF(ld_u32(p + 4) != kArchLlama, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: architecture %u not supported", ld_u32(p + 4));
+  m->arch = ld_u32(p + 4);
+  GB_RETURN_IF(m->arch == 0 || m->arch > kArchMax || (m->version < 2 && m->arch != kArchLlama), log, GB_ERR_UNSUPPORTED_TYPE,
+               "gbx: architecture %u not supported in a version %u file", m->arch, m->version);
   m->dim = ld_u32(p + 8);
   m->hidden_dim = ld_u32(p + 12);
   m->n_layers = ld_u32(p + 16);
@@ -168,7 +171,7 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
   *cols = m.dim;
   switch (kind) {
     case kTokEmbd: case kClassifier: *rows = m.vocab_size; break;
-    case kAttnNorm: case kFfnNorm: case kOutNorm: *rows = 1; break;
+    case kAttnNorm: case kFfnNorm: case kOutNorm: case kBiasQ: case kBiasK: case kBiasV: case kRopeFreqs: *rows = 1; break;
     case kWq: *rows = m.q_dim(); break;
     case kWk: case kWv: *rows = m.kv_dim(); break;
     case kWo: *cols = m.q_dim(); break;
@@ -176,6 +179,9 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kW2: *cols = m.hidden_dim; break;
     default: break;
   }
+  if (kind == kBiasQ) *cols = m.q_dim();
+  if (kind == kBiasK || kind == kBiasV) *cols = m.kv_dim();
+  if (kind == kRopeFreqs) *cols = m.rope_dim / 2;
 }
 
 int mat_index(uint32_t kind) {
@@ -197,14 +203,16 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const uint32_t kind = ld_u32(e), layer = ld_u32(e + 4), tier = ld_u32(e + 8), fmt = ld_u32(e + 12);
     const uint32_t layout = ld_u32(e + 16), rows = ld_u32(e + 20), cols = ld_u32(e + 24), sec = ld_u32(e + 28);
     const uint64_t off = ld_u64(e + 32), nbytes = ld_u64(e + 40);
-    GB_RETURN_IF(kind == 0 || kind > kTensorKindMax, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u", i, kind);
-    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || mat_index(kind) >= 0;
+    GB_RETURN_IF(kind == 0 || kind > (mt.version < 2 ? (uint32_t)kTensorKindMaxV1 : (uint32_t)kTensorKindMax), log, GB_ERR_CORRUPT,
+                 "gbx: tensor %u has kind %u (version %u file)", i, kind, mt.version);
+    const bool bias = kind == kBiasQ || kind == kBiasK || kind == kBiasV;
+    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
     GB_RETURN_IF(fmt >= kFmtCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported", i, fmt);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
-    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm;
+    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || kind == kRopeFreqs;
     if (common) {
       GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
       GB_RETURN_IF(kind == kTokEmbd ? (fmt == kFmtQ8 || fmt == kFmtQ4 ? false : fmt > kFmtF16) : fmt != kFmtF32, log,
@@ -235,6 +243,10 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
       case kAttnNorm: slot = &m->attn_norm[layer]; break;
       case kFfnNorm: slot = &m->ffn_norm[layer]; break;
       case kOutNorm: slot = &m->out_norm; break;
+      case kBiasQ: slot = &m->bias[0][layer]; break;
+      case kBiasK: slot = &m->bias[1][layer]; break;
+      case kBiasV: slot = &m->bias[2][layer]; break;
+      case kRopeFreqs: slot = &m->rope_freqs; break;
       case kClassifier: slot = &m->classifier[tier]; break;
       default: slot = &m->mats[tier][(size_t)layer * kMatsPerLayer + mat_index(kind)]; break;
     }
@@ -246,6 +258,16 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
   GB_RETURN_IF(!m->embd.data || !m->out_norm.data, log, GB_ERR_MISSING_TENSOR, "gbx: token embedding or output norm missing");
   for (uint32_t l = 0; l < mt.n_layers; l++)
     GB_RETURN_IF(!m->attn_norm[l].data || !m->ffn_norm[l].data, log, GB_ERR_MISSING_TENSOR, "gbx: norms of layer %u missing", l);
+  // Biases: of every layer or of none, per projection.
+  for (uint32_t b = 0; b < 3; b++)
+    for (uint32_t l = 1; l < mt.n_layers; l++)
+      GB_RETURN_IF(!m->bias[b][l].data != !m->bias[b][0].data, log, GB_ERR_MISSING_TENSOR,
+                   "gbx: the %c bias is present in some layers only (layer %u)", "qkv"[b], l);
+  if (m->rope_freqs.data) {
+    const float *f = reinterpret_cast<const float *>(m->rope_freqs.data);
+    for (uint32_t i = 0; i < mt.rope_dim / 2; i++)
+      GB_RETURN_IF(!(isfinite(f[i]) && f[i] > 0.0f), log, GB_ERR_CORRUPT, "gbx: RoPE frequency factor %u is %g", i, (double)f[i]);
+  }
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     if (!(m->gears & (1u << g))) continue;
     GB_RETURN_IF(!m->classifier[g].data, log, GB_ERR_MISSING_TENSOR, "gbx: classifier of tier %u missing", g);
@@ -259,15 +281,16 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
 // Lay out the model struct and its arrays (counting or placing).
 gb_model *carve(Arena &a, const Meta &meta, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
-  TensorRef *norms = a.array<TensorRef>(2ull * meta.n_layers);
+  TensorRef *norms = a.array<TensorRef>(5ull * meta.n_layers);  // attn, ffn norms; q, k, v biases
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tokenizer_mem_size(meta.vocab_size), 8);
   if (!m) return nullptr;
   m = new (m) gb_model();
-  for (size_t i = 0; i < 2ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < 5ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
   for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
   m->attn_norm = norms;
   m->ffn_norm = norms + meta.n_layers;
+  for (uint32_t b = 0; b < 3; b++) m->bias[b] = norms + (size_t)(2 + b) * meta.n_layers;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
   return m;
 }
@@ -288,9 +311,9 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   log.user = opt.log_user;
   log.level = opt.log_level;
 
-  uint32_t n_sections = 0, page_align = 0;
+  uint32_t n_sections = 0, page_align = 0, version = 0;
   SectionRef secs[kMaxSections];
-  GB_TRY(parse_header(p, size, log, &n_sections, secs, &page_align));
+  GB_TRY(parse_header(p, size, log, &n_sections, secs, &page_align, &version));
   const SectionRef *smeta = find_section(secs, n_sections, kSecMeta);
   const SectionRef *svocab = find_section(secs, n_sections, kSecVocab);
   const SectionRef *stensors = find_section(secs, n_sections, kSecTensors);
@@ -307,6 +330,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   }
 
   Meta meta;
+  meta.version = version;
   GB_TRY(parse_meta(p + smeta->offset, smeta->size, log, &meta));
 
   Arena counter;

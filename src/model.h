@@ -21,6 +21,7 @@ struct TensorRef {
 };
 
 struct Meta {
+  uint32_t version, arch;  // file format version, Arch
   uint32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab_size, seq_len;
   uint32_t rope_type, rope_dim;
   float rope_theta, norm_eps;
@@ -59,6 +60,8 @@ struct gb_model {
   gb::TensorRef *attn_norm;  // (n_layers)
   gb::TensorRef *ffn_norm;   // (n_layers)
   gb::TensorRef out_norm;
+  gb::TensorRef *bias[3];    // Q, K, V biases (n_layers each); data == nullptr: none
+  gb::TensorRef rope_freqs;  // (rope_dim / 2) frequency factors; data == nullptr: none
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];
   gb::TensorRef classifier[GB_GEAR_COUNT];

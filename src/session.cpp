@@ -387,8 +387,13 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->n_ctx = o.n_ctx;
   gb_kernels_select(&s->k, o.deterministic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
   const Meta &c = m->meta;
-  for (uint32_t i = 0; i < c.rope_dim / 2; i++)
+  // Pair i turns by pos * theta^(-2i / rope_dim), divided by the model's
+  // frequency factor where it has one (Llama 3.1-style long-context scaling).
+  const float *factor = reinterpret_cast<const float *>(m->rope_freqs.data);
+  for (uint32_t i = 0; i < c.rope_dim / 2; i++) {
     s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
+    if (factor) s->rope_freq[i] /= factor[i];
+  }
   // How passes multiply. Prefill GEMM: OpenBLAS unless the options or
   // deterministic mode say no.
   s->ex.k = &s->k;

@@ -9,7 +9,12 @@
 //      tier (the file's values exactly), scores the reference windows like
 //      llama.cpp does: logits, NLL and argmax within the tolerances the
 //      fixtures' README measured between llama.cpp and exact math.
+//   3. The qwen2 (Q/K/V biases, NeoX RoPE, tied classifier) and Llama 3
+//      (RoPE frequency factors, GQA 4:1, untied classifier) models: logits
+//      against llama.cpp's, tight enough that leaving out a bias, the NeoX
+//      pairing or the frequency factors would fail.
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +25,10 @@
 
 #include <gtest/gtest.h>
 
+#include "bytes.h"
 #include "convert.h"
+#include "format.h"
+#include "model.h"
 #include "ggml_types.h"
 #include "gguf_parse.h"
 #include "json_min.h"
@@ -226,6 +234,133 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
     files++;
   }
   EXPECT_EQ(files, full ? 14u : 4u);
+}
+
+struct ArchCase {
+  const char *name;
+  double logit_tol;  // max |logit - llama.cpp's| over window 0, positions 0..31
+};
+
+// Scores window 0 of a fixture through its f32 tier; returns the largest
+// logit difference from the reference and the NLL of the window.
+void score_window0(const std::string &name, double *max_diff, double *nll, double *want_nll, uint32_t *arch) {
+  gbt::Json ref;
+  ASSERT_TRUE(load_ref(name, &ref));
+  const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
+  gb::ConvertOptions o;
+  o.log.fn = gbt::quiet_log;
+  o.tiers = 1u << GB_GEAR_F32;
+  o.embd_format = gb::kFmtF32;
+  ASSERT_EQ(gb::convert_gguf(fixture(name + ".gguf").c_str(), out.c_str(), o), GB_OK) << name;
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
+  *arch = m->meta.arch;
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = GB_GEAR_F32;
+  so.base_gear = GB_GEAR_F32;
+  gb_session *s = nullptr;
+  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK) << name;
+  const std::vector<gbt::Json> &toks = ref.get("windows")->items[0].items, &lw = ref.get("logits_w0")->items;
+  *max_diff = 0;
+  *nll = 0;
+  for (size_t p = 0; p + 1 < toks.size(); p++) {
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(gb_feed(s, (int32_t)toks[p].i64(), &info), GB_OK);
+    if (p < lw.size())
+      for (uint32_t j = 0; j < info.n_vocab; j++) *max_diff = std::max(*max_diff, fabs((double)info.logits[j] - lw[p].items[j].f64()));
+    double mx = -1e300, sum = 0;
+    for (uint32_t j = 0; j < info.n_vocab; j++) mx = std::max(mx, (double)info.logits[j]);
+    for (uint32_t j = 0; j < info.n_vocab; j++) sum += exp((double)info.logits[j] - mx);
+    *nll += mx + log(sum) - info.logits[toks[p + 1].i64()];
+  }
+  *nll /= (double)(toks.size() - 1);
+  *want_nll = ref.get("nll_per_window")->items[0].f64();
+  gb_session_destroy(s);
+  gb_model_close(m);
+  unlink(out.c_str());
+}
+
+// Tolerances from the fixtures' README: leaving out rope_freqs moves the
+// llama3-tiny F32 logits by up to 3.3e-4, the wrong RoPE pairing moves
+// qwen2-tiny's by 0.08; llama.cpp itself sits 3e-7 from exact math on both.
+TEST(GgufFixtures, Qwen2AndLlama3ScoreLikeLlamaCpp) {
+  const ArchCase cases[] = {{"qwen2-tiny-F32", 5e-5}, {"llama3-tiny-F32", 5e-5}, {"qwen2-tiny-Q4_K_M", 0.05},
+                            {"llama3-tiny-Q4_K_M", 0.05}};
+  for (const ArchCase &c : cases) {
+    double diff = 0, nll = 0, want = 0;
+    uint32_t arch = 0;
+    ASSERT_NO_FATAL_FAILURE(score_window0(c.name, &diff, &nll, &want, &arch));
+    printf("%-20s arch %u  max |logit diff| %.3g  window-0 NLL %.6f (llama.cpp %.6f)\n", c.name, arch, diff, nll, want);
+    EXPECT_LT(diff, c.logit_tol) << c.name;
+    EXPECT_NEAR(nll, want, c.logit_tol) << c.name;
+    EXPECT_EQ(arch, strstr(c.name, "qwen2") ? (uint32_t)gb::kArchQwen2 : (uint32_t)gb::kArchLlama) << c.name;
+  }
+}
+
+// The version-2 additions are checked on open: a version-1 file cannot
+// claim qwen2, and a RoPE frequency factor must be finite and positive.
+TEST(GgufFixtures, Version2TensorsAreChecked) {
+  for (const char *name : {"qwen2-tiny-F32", "llama3-tiny-F32"}) {
+    const std::string out = gbt::temp_dir() + "/v2-" + name + ".gbx";
+    gb::ConvertOptions o;
+    o.log.fn = gbt::quiet_log;
+    o.tiers = 1u << GB_GEAR_F32;
+    ASSERT_EQ(gb::convert_gguf(fixture(std::string(name) + ".gguf").c_str(), out.c_str(), o), GB_OK);
+    const std::vector<uint8_t> img = gbt::read_file(out);
+    unlink(out.c_str());
+    ASSERT_EQ(gb::ld_u32(&img[8]), gb::kGbxVersion);
+    auto open = [](std::vector<uint8_t> im) {
+      gbt::gbx_fix_crcs(im);
+      void *buf = nullptr;
+      if (posix_memalign(&buf, 64, im.size()) != 0) return GB_ERR_OUT_OF_MEMORY;
+      memcpy(buf, im.data(), im.size());
+      gb_model_options mo = gbt::quiet_model_options();
+      gb_model *m = nullptr;
+      const gb_status st = gb_model_open_memory(buf, im.size(), &mo, &m);
+      if (m) gb_model_close(m);
+      free(buf);
+      return st;
+    };
+    EXPECT_EQ(open(img), GB_OK) << name;
+    // Section table: META and TENSORS.
+    size_t meta = 0, tens = 0;
+    for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
+      const uint8_t *e = &img[64 + 32 * i];
+      if (gb::ld_u32(e) == gb::kSecMeta) meta = (size_t)gb::ld_u64(e + 8);
+      if (gb::ld_u32(e) == gb::kSecTensors) tens = (size_t)gb::ld_u64(e + 8);
+    }
+    ASSERT_TRUE(meta && tens);
+    std::vector<uint8_t> v1 = img;
+    gb::st_u32(&v1[8], 1);
+    // qwen2 in a version-1 file: the architecture; llama3: the rope_freqs kind.
+    EXPECT_EQ(open(v1), strstr(name, "qwen2") ? GB_ERR_UNSUPPORTED_TYPE : GB_ERR_CORRUPT) << name;
+    // Every optional tensor gets a bad value or goes missing.
+    const uint32_t n = gb::ld_u32(&img[tens]);
+    bool found = false;
+    for (uint32_t i = 0; i < n; i++) {
+      const uint8_t *e = &img[tens + 16 + 64 * (size_t)i];
+      const uint32_t kind = gb::ld_u32(e);
+      if (kind == gb::kRopeFreqs) {
+        const size_t sec = gb::ld_u32(e + 28);
+        const size_t at = (size_t)gb::ld_u64(&img[64 + 32 * sec + 8]) + (size_t)gb::ld_u64(e + 32);
+        for (float bad : {0.0f, -1.0f, NAN}) {
+          std::vector<uint8_t> b = img;
+          memcpy(&b[at + 4 * 3], &bad, 4);
+          EXPECT_EQ(open(b), GB_ERR_CORRUPT) << name << " factor " << bad;
+        }
+        found = true;
+      }
+      if (kind == gb::kBiasK && gb::ld_u32(e + 4) == 1) {  // layer 1's K bias becomes a second layer-0 one
+        std::vector<uint8_t> b = img;
+        gb::st_u32(&b[tens + 16 + 64 * (size_t)i + 4], 0);
+        EXPECT_EQ(open(b), GB_ERR_CORRUPT) << name;  // appears twice
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found) << name;
+  }
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t
   switch (kind) {
     case kTokEmbd: case kClassifier: *rows = d.vocab_size; break;
     case kAttnNorm: case kFfnNorm: case kOutNorm: *rows = 1; break;
+    case kBiasQ: *rows = 1; *cols = q; break;
+    case kBiasK: case kBiasV: *rows = 1; *cols = kv; break;
+    case kRopeFreqs: *rows = 1; *cols = d.rope_dim / 2; break;
     case kWq: *rows = q; break;
     case kWk: case kWv: *rows = kv; break;
     case kWo: *cols = q; break;
@@ -49,6 +52,10 @@ const char *tensor_kind_name(uint32_t kind) {
     case kW3: return "w3";
     case kOutNorm: return "output_norm";
     case kClassifier: return "classifier";
+    case kBiasQ: return "bq";
+    case kBiasK: return "bk";
+    case kBiasV: return "bv";
+    case kRopeFreqs: return "rope_freqs";
     default: return "?";
   }
 }
@@ -193,6 +200,10 @@ void Writer::plan() {
     add(kFfnNorm, l, kTierCommon, kFmtF32, 3);
   }
   add(kOutNorm, 0, kTierCommon, kFmtF32, 3);
+  if (d_.qkv_bias)
+    for (uint32_t l = 0; l < d_.n_layers; l++)
+      for (uint32_t k : {kBiasQ, kBiasK, kBiasV}) add(k, l, kTierCommon, kFmtF32, 3);
+  if (d_.rope_freqs) add(kRopeFreqs, 0, kTierCommon, kFmtF32, 3);
   n_common_ = tensors_.size();
   secs_[3].size = cursor;
   for (uint32_t i = 0; i < n_gears_; i++) {
@@ -228,7 +239,7 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
   const uint32_t u[10] = {d_.dim, d_.hidden_dim, d_.n_layers, d_.n_heads, d_.n_kv_heads,
                           d_.head_dim, d_.vocab_size, d_.seq_len, d_.rope_type, d_.rope_dim};
   st_u32(p, kMetaBytes);
-  st_u32(p + 4, kArchLlama);
+  st_u32(p + 4, d_.arch);
   for (int i = 0; i < 10; i++) st_u32(p + 8 + 4 * i, u[i]);
   st_f32(p + 48, d_.rope_theta);
   st_f32(p + 52, d_.norm_eps);

@@ -166,7 +166,7 @@ gb_status Parser::scalar(uint32_t type, GgufValue *v, const char *key) {
 }
 
 bool kept_prefix(const std::string &k) {
-  return k.compare(0, 8, "general.") == 0 || k.compare(0, 6, "llama.") == 0 || k.compare(0, 15, "tokenizer.ggml.") == 0;
+  return k.compare(0, 8, "general.") == 0 || k.compare(0, 6, "llama.") == 0 || k.compare(0, 6, "qwen2.") == 0 || k.compare(0, 15, "tokenizer.ggml.") == 0;
 }
 
 gb_status Parser::kv_pair(std::set<std::string> *seen) {

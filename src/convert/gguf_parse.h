@@ -1,7 +1,8 @@
 // gguf_parse.h — a bounded GGUF (v2, v3) reader for the converter: the
-// key-value metadata the llama importer needs, the tokenizer arrays and the
-// tensor directory. Every count, length and offset is checked against the
-// file size before anything is allocated or read.
+// key-value metadata the importer needs (general.*, llama.*, qwen2.*,
+// tokenizer.ggml.*), the tokenizer arrays and the tensor directory. Every
+// count, length and offset is checked against the file size before anything
+// is allocated or read.
 #pragma once
 
 #include <stdint.h>

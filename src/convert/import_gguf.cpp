@@ -26,8 +26,19 @@ class GgufSource : public TensorSource {
   void bind(uint32_t kind, uint32_t layer, const GgufTensor *t) { map_[slot(kind, layer)] = t; }
   void resize(uint32_t n_layers) { map_.assign((size_t)(kTensorKindMax + 1) * n_layers, nullptr); }
 
+  // Linear RoPE scaling from the metadata becomes frequency factors (every
+  // pair's rotation divided by the same factor: positions divided by it).
+  void set_linear_rope_factor(float f, uint32_t n_pairs) {
+    linear_factor_ = f;
+    n_pairs_ = n_pairs;
+  }
+
   gb_status read_f32(uint32_t kind, uint32_t layer, uint32_t row0, uint32_t n_rows, float *out) override {
     const GgufTensor *t = map_[slot(kind, layer)];
+    if (!t && kind == kRopeFreqs && linear_factor_ > 0.0f) {
+      for (uint32_t i = 0; i < n_pairs_; i++) out[i] = linear_factor_;
+      return GB_OK;
+    }
     const uint64_t cols = t->ne[0];
     uint64_t rb = 0;
     ggml_row_bytes(t->type, cols, &rb);
@@ -73,6 +84,8 @@ class GgufSource : public TensorSource {
   Logger log_;
   std::vector<const GgufTensor *> map_;
   std::vector<uint8_t> raw_;
+  float linear_factor_ = 0.0f;
+  uint32_t n_pairs_ = 0;
 };
 
 // An unsigned integer key: absent -> def (or CORRUPT when required).
@@ -119,24 +132,55 @@ gb_status get_token_id(const GgufFile &g, const char *key, int32_t def, uint32_t
   return GB_OK;
 }
 
-gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxModelDesc *d) {
+// A string key: absent -> "".
+std::string get_str(const GgufFile &g, const std::string &key) {
+  const GgufValue *v = g.find(key.c_str());
+  return v && v->is_str ? v->s : std::string();
+}
+
+// Hyper-parameters from the `<arch>.*` keys. llama: adjacent-pair RoPE;
+// qwen2: NeoX RoPE (pairs i, i + rope_dim/2) and Q/K/V biases (bound below).
+// Returns the linear RoPE scaling factor in *rope_linear (0: none).
+gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxModelDesc *d, float *rope_linear) {
   const GgufValue *arch = g.find("general.architecture");
   GB_RETURN_IF(!arch || !arch->is_str, log, GB_ERR_CORRUPT, "gguf: general.architecture is missing");
-  GB_RETURN_IF(arch->s != "llama", log, GB_ERR_UNSUPPORTED_TYPE, "gguf: architecture '%.64s' not supported (only llama)",
-               arch->s.c_str());
-  GB_TRY(get_u32(g, "llama.embedding_length", true, 0, log, &d->dim));
-  GB_TRY(get_u32(g, "llama.feed_forward_length", true, 0, log, &d->hidden_dim));
-  GB_TRY(get_u32(g, "llama.block_count", true, 0, log, &d->n_layers));
-  GB_TRY(get_u32(g, "llama.attention.head_count", true, 0, log, &d->n_heads));
-  GB_TRY(get_u32(g, "llama.attention.head_count_kv", false, d->n_heads, log, &d->n_kv_heads));
-  GB_TRY(get_u32(g, "llama.context_length", false, 2048, log, &d->seq_len));
+  GB_RETURN_IF(arch->s != "llama" && arch->s != "qwen2", log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: architecture '%.64s' not supported (llama, qwen2)", arch->s.c_str());
+  const std::string a = arch->s + ".";
+  d->arch = arch->s == "qwen2" ? kArchQwen2 : kArchLlama;
+  GB_TRY(get_u32(g, (a + "embedding_length").c_str(), true, 0, log, &d->dim));
+  GB_TRY(get_u32(g, (a + "feed_forward_length").c_str(), true, 0, log, &d->hidden_dim));
+  GB_TRY(get_u32(g, (a + "block_count").c_str(), true, 0, log, &d->n_layers));
+  GB_TRY(get_u32(g, (a + "attention.head_count").c_str(), true, 0, log, &d->n_heads));
+  GB_TRY(get_u32(g, (a + "attention.head_count_kv").c_str(), false, d->n_heads, log, &d->n_kv_heads));
+  GB_TRY(get_u32(g, (a + "context_length").c_str(), false, 2048, log, &d->seq_len));
   GB_RETURN_IF(d->n_heads == 0 || d->dim % d->n_heads != 0, log, GB_ERR_CORRUPT,
-               "gguf: embedding_length %u is not a multiple of head_count %u", d->dim, d->n_heads);
+               "gguf: %sembedding_length %u is not a multiple of %sattention.head_count %u", a.c_str(), d->dim, a.c_str(),
+               d->n_heads);
+  GB_RETURN_IF(d->n_kv_heads == 0 || d->n_heads % d->n_kv_heads != 0, log, GB_ERR_CORRUPT,
+               "gguf: %sattention.head_count_kv %u does not divide head_count %u", a.c_str(), d->n_kv_heads, d->n_heads);
   d->head_dim = d->dim / d->n_heads;
-  GB_TRY(get_u32(g, "llama.rope.dimension_count", false, d->head_dim, log, &d->rope_dim));
-  GB_TRY(get_f32(g, "llama.rope.freq_base", 10000.0f, log, &d->rope_theta));
-  GB_TRY(get_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f, log, &d->norm_eps));
-  d->rope_type = GB_ROPE_ADJACENT;
+  uint32_t key_len = d->head_dim;
+  GB_TRY(get_u32(g, (a + "attention.key_length").c_str(), false, d->head_dim, log, &key_len));
+  GB_RETURN_IF(key_len != d->head_dim, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: %sattention.key_length %u differs from embedding_length / head_count = %u (not supported)", a.c_str(),
+               key_len, d->head_dim);
+  GB_TRY(get_u32(g, (a + "rope.dimension_count").c_str(), false, d->head_dim, log, &d->rope_dim));
+  GB_TRY(get_f32(g, (a + "rope.freq_base").c_str(), 10000.0f, log, &d->rope_theta));
+  GB_TRY(get_f32(g, (a + "attention.layer_norm_rms_epsilon").c_str(), 1e-5f, log, &d->norm_eps));
+  d->rope_type = d->arch == kArchQwen2 ? GB_ROPE_NEOX : GB_ROPE_ADJACENT;
+  // RoPE scaling: none, or linear (positions divided by the factor).
+  *rope_linear = 0.0f;
+  const std::string scaling = get_str(g, a + "rope.scaling.type");
+  if (!scaling.empty() && scaling != "none") {
+    GB_RETURN_IF(scaling != "linear", log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: %srope.scaling.type '%.32s' not supported (none, linear)", a.c_str(), scaling.c_str());
+    float f = 0.0f;
+    GB_TRY(get_f32(g, (a + "rope.scaling.factor").c_str(), 0.0f, log, &f));
+    GB_RETURN_IF(!(f > 0.0f && f < 1e6f), log, GB_ERR_CORRUPT, "gguf: %srope.scaling.factor %g invalid for linear scaling",
+                 a.c_str(), (double)f);
+    if (f != 1.0f) *rope_linear = f;
+  }
   d->source = kSourceGguf;
   const GgufValue *name = g.find("general.name");
   d->name = name && name->is_str && !name->s.empty() ? name->s : file_stem(path);
@@ -156,8 +200,9 @@ gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxV
   GB_RETURN_IF(g.has_types && g.token_types.size() != n, log, GB_ERR_CORRUPT, "gguf: %zu token types for %u tokens",
                g.token_types.size(), n);
   uint32_t vocab_key = n;
-  GB_TRY(get_u32(g, "llama.vocab_size", false, n, log, &vocab_key));
-  GB_RETURN_IF(vocab_key != n, log, GB_ERR_SHAPE_MISMATCH, "gguf: llama.vocab_size %u, but %u tokens", vocab_key, n);
+  const std::string vkey = get_str(g, "general.architecture") + ".vocab_size";
+  GB_TRY(get_u32(g, vkey.c_str(), false, n, log, &vocab_key));
+  GB_RETURN_IF(vocab_key != n, log, GB_ERR_SHAPE_MISMATCH, "gguf: %s %u, but %u tokens", vkey.c_str(), vocab_key, n);
   GB_TRY(get_token_id(g, "tokenizer.ggml.bos_token_id", 1, n, log, &d->bos_id));
   GB_TRY(get_token_id(g, "tokenizer.ggml.eos_token_id", 2, n, log, &d->eos_id));
   GB_TRY(get_token_id(g, "tokenizer.ggml.unknown_token_id", 0, n, log, &d->unk_id));
@@ -194,6 +239,12 @@ gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxV
   return GB_OK;
 }
 
+bool mat_kind(uint32_t kind) {
+  for (uint32_t k : kLayerMatrices)
+    if (k == kind) return true;
+  return false;
+}
+
 // Find and check one tensor: present, a supported type, the expected shape.
 gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModelDesc &d, uint32_t kind, const Logger &log,
                       const GgufTensor **out) {
@@ -224,7 +275,8 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   GgufFile g;
   GB_TRY(gguf_parse(f, log, &g));
   GbxModelDesc d;
-  GB_TRY(read_desc(g, gguf_path, log, &d));
+  float rope_linear = 0.0f;
+  GB_TRY(read_desc(g, gguf_path, log, &d, &rope_linear));
 
   // The vocabulary size comes from the embedding's rows.
   const GgufTensor *embd = g.tensor("token_embd.weight");
@@ -246,7 +298,7 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
     GB_TRY(need_tensor(g, name, d, kind, log, &t));
     src.bind(kind, layer, t);
     used[(size_t)(t - g.tensors.data())] = true;
-    all_f32 = all_f32 && t->type == kGgmlF32;
+    if (kind == kTokEmbd || kind == kClassifier || mat_kind(kind)) all_f32 = all_f32 && t->type == kGgmlF32;
     return GB_OK;
   };
   GB_TRY(bind("token_embd.weight", kTokEmbd, 0));
@@ -268,6 +320,31 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
       GB_TRY(bind(name, e.kind, l));
     }
+  // Optional tensors: Q/K/V biases (every layer or none; qwen2 has them),
+  // RoPE frequency factors (Llama 3.1 long-context scaling).
+  d.qkv_bias = g.tensor("blk.0.attn_q.bias") != nullptr;
+  GB_RETURN_IF(d.arch == kArchQwen2 && !d.qkv_bias, log, GB_ERR_MISSING_TENSOR, "gguf: qwen2 model without blk.0.attn_q.bias");
+  if (d.qkv_bias) {
+    static const struct {
+      const char *suffix;
+      uint32_t kind;
+    } kBias[] = {{"attn_q", kBiasQ}, {"attn_k", kBiasK}, {"attn_v", kBiasV}};
+    for (uint32_t l = 0; l < d.n_layers; l++)
+      for (const auto &e : kBias) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.%s.bias", l, e.suffix);
+        GB_TRY(bind(name, e.kind, l));
+      }
+  }
+  if (g.tensor("rope_freqs.weight")) {
+    GB_RETURN_IF(rope_linear > 0.0f, log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: both rope_freqs.weight and linear rope scaling (not supported together)");
+    GB_TRY(bind("rope_freqs.weight", kRopeFreqs, 0));
+    d.rope_freqs = true;
+  } else if (rope_linear > 0.0f) {
+    src.set_linear_rope_factor(rope_linear, d.rope_dim / 2);
+    d.rope_freqs = true;
+  }
   size_t n_unused = 0, first_unused = 0;
   for (size_t i = 0; i < used.size(); i++)
     if (!used[i] && n_unused++ == 0) first_unused = i;
