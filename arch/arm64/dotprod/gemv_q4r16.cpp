@@ -25,7 +25,7 @@
 // bit-identical to gb_q4_gemv__generic on the same weights in row-major q4
 // and to gb_q4r16_gemv__generic. The 16 scales of a group-block are one
 // 32-byte load, converted four at a time (FCVTL: exact for every non-NaN
-// binary16).
+// binary16; arm64_common.h's q4r16_scales).
 //
 // Cost (bench/mca.sh, llvm-mca 19): per group-block 32 SDOT + 16 AND + 16
 // USHR + 4 FCVTL (2 uops each) + 16 FP ops = 88 ASIMD uops, 44 cycles on the

@@ -17,7 +17,8 @@
 // Float work per row and block is generic's acc += (d * xd) * (float)isum,
 // block after block, with separate multiplies and adds: bit-identical to
 // gb_q4_gemv__generic on the same weights in row-major q4 and to
-// gb_q4r16_gemv__generic. Scales are converted four at a time (FCVTL).
+// gb_q4r16_gemv__generic. Scales are converted four at a time (FCVTL:
+// arm64_common.h's q4r16_scales).
 //
 // Cost (bench/mca.sh, llvm-mca 19), cycles per 32 weights: 14.1 on
 // Cortex-A55 (12.1 on LLVM's Cortex-A53 model), against 19.3 for
