@@ -501,11 +501,12 @@ TEST(Convert, ToolsInterfaceChecksItsOptions) {
   EXPECT_EQ(gb_convert_synthetic(kTinySpec, out.c_str(), &o), GB_ERR_INVALID_ARGUMENT);
   EXPECT_NE(logged.find("tiers"), std::string::npos) << logged;
   o = good;
-  o.embd = (gb_convert_embd)7;
+  const int bad_embd = 7, bad_layout = -1;  // as a C caller may store them
+  memcpy(&o.embd, &bad_embd, sizeof bad_embd);
   EXPECT_EQ(gb_convert_synthetic(kTinySpec, out.c_str(), &o), GB_ERR_INVALID_ARGUMENT);
   EXPECT_NE(logged.find("embd 7"), std::string::npos) << logged;
   o = good;
-  o.q4_layout = (gb_convert_q4_layout)-1;
+  memcpy(&o.q4_layout, &bad_layout, sizeof bad_layout);
   EXPECT_EQ(gb_convert_gguf(gbt::shared_path("models/stories260K.gguf").c_str(), out.c_str(), &o), GB_ERR_INVALID_ARGUMENT);
   EXPECT_NE(logged.find("q4_layout -1"), std::string::npos) << logged;
   o = good;

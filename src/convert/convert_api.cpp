@@ -24,18 +24,24 @@ gb_status to_internal(const gb_convert_options *in, gb::ConvertOptions *out) {
   if (out->tiers >= (1u << GB_GEAR_COUNT))
     return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: tiers 0x%x has bits past the %d gears", out->tiers,
                     GB_GEAR_COUNT);
-  switch (o.embd) {
+  // The enums are read as the ints a C caller (or FFI) may have stored, so an
+  // out-of-range value is a status, not undefined behaviour.
+  int embd, q4_layout;
+  static_assert(sizeof(o.embd) == sizeof(int) && sizeof(o.q4_layout) == sizeof(int), "int-sized enums");
+  memcpy(&embd, &o.embd, sizeof embd);
+  memcpy(&q4_layout, &o.q4_layout, sizeof q4_layout);
+  switch (embd) {
     case GB_CONVERT_EMBD_AUTO: out->embd_format = -1; break;
     case GB_CONVERT_EMBD_F32: out->embd_format = gb::kFmtF32; break;
     case GB_CONVERT_EMBD_F16: out->embd_format = gb::kFmtF16; break;
-    default: return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: embd %d is not a gb_convert_embd", (int)o.embd);
+    default: return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: embd %d is not a gb_convert_embd", embd);
   }
-  switch (o.q4_layout) {
+  switch (q4_layout) {
     case GB_CONVERT_Q4_ROWS16: out->q4_layout = gb::kLayoutRows16; break;
     case GB_CONVERT_Q4_ROW_MAJOR: out->q4_layout = gb::kLayoutRowMajor; break;
     default:
       return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: q4_layout %d is not a gb_convert_q4_layout",
-                      (int)o.q4_layout);
+                      q4_layout);
   }
   if (o.page_align != 0) out->page_align = o.page_align;
   if (out->page_align < 64 || out->page_align > (1u << 24) || (out->page_align & (out->page_align - 1)))

@@ -20,7 +20,8 @@ extern "C" {
 typedef enum gb_convert_embd {
   GB_CONVERT_EMBD_AUTO = 0, /* f32 when every source tensor is f32, else f16 */
   GB_CONVERT_EMBD_F32 = 1,
-  GB_CONVERT_EMBD_F16 = 2
+  GB_CONVERT_EMBD_F16 = 2,
+  GB_CONVERT_EMBD_MAX_ENUM = 0x7fffffff /* int-sized */
 } gb_convert_embd;
 
 /* Layout of the low (4-bit) tier's matrices. */
@@ -28,7 +29,8 @@ typedef enum gb_convert_q4_layout {
   GB_CONVERT_Q4_ROWS16 = 0, /* 16 rows' blocks interleaved, what the fastest
                                q4 kernels stream (matrices whose row count is
                                not a multiple of 16 stay row-major)          */
-  GB_CONVERT_Q4_ROW_MAJOR = 1
+  GB_CONVERT_Q4_ROW_MAJOR = 1,
+  GB_CONVERT_Q4_MAX_ENUM = 0x7fffffff /* int-sized */
 } gb_convert_q4_layout;
 
 typedef struct gb_convert_options {
