@@ -145,6 +145,66 @@ TEST(GgufFixtures, UnsupportedTypeIsNamed) {
   unlink(path.c_str());
 }
 
+// A fixture's first n_windows reference windows scored through its f32 tier
+// (the file's values exactly), against llama.cpp's outputs.
+struct Score {
+  size_t n = 0;              // scored positions
+  double nll = 0, want = 0;  // mean NLL: gearbx, llama.cpp (mean of the windows' means)
+  double agreement = 0;      // argmax equal to llama.cpp's
+  double max_diff = 0;       // max |logit - llama.cpp's|, window 0, positions 0..31
+  uint32_t arch = 0;
+};
+
+void score(const std::string &name, size_t n_windows, Score *r) {
+  gbt::Json ref;
+  ASSERT_TRUE(load_ref(name, &ref));
+  const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
+  gb::ConvertOptions o;
+  o.log.fn = gbt::quiet_log;
+  o.tiers = 1u << GB_GEAR_F32;
+  o.embd_format = gb::kFmtF32;
+  ASSERT_EQ(gb::convert_gguf(fixture(name + ".gguf").c_str(), out.c_str(), o), GB_OK) << name;
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
+  r->arch = m->meta.arch;
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = GB_GEAR_F32;
+  so.base_gear = GB_GEAR_F32;  // the only tier in the file
+  gb_session *s = nullptr;
+  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK) << name;
+  const std::vector<gbt::Json> &windows = ref.get("windows")->items, &argmax = ref.get("argmax")->items,
+                               &logits_w0 = ref.get("logits_w0")->items;
+  size_t agree = 0;
+  for (size_t w = 0; w < n_windows; w++) {
+    ASSERT_EQ(gb_session_reset(s), GB_OK);
+    const std::vector<gbt::Json> &toks = windows[w].items;
+    for (size_t p = 0; p + 1 < toks.size(); p++) {
+      gb_step_info info;
+      info.struct_size = sizeof info;
+      ASSERT_EQ(gb_feed(s, (int32_t)toks[p].i64(), &info), GB_OK) << name << " w " << w << " p " << p;
+      const float *lg = info.logits;
+      if (w == 0 && p < logits_w0.size())
+        for (uint32_t j = 0; j < info.n_vocab; j++)
+          r->max_diff = std::max(r->max_diff, fabs((double)lg[j] - logits_w0[p].items[j].f64()));
+      double mx = -1e300, sum = 0;
+      uint32_t best = 0;
+      for (uint32_t j = 0; j < info.n_vocab; j++)
+        if (lg[j] > mx) mx = lg[j], best = j;
+      for (uint32_t j = 0; j < info.n_vocab; j++) sum += exp((double)lg[j] - mx);
+      r->nll += mx + log(sum) - lg[toks[p + 1].i64()];
+      agree += best == (uint32_t)argmax[w].items[p].i64();
+      r->n++;
+    }
+    r->want += ref.get("nll_per_window")->items[w].f64() / (double)n_windows;  // windows of equal length
+  }
+  r->nll /= (double)r->n;
+  r->agreement = (double)agree / (double)r->n;
+  gb_session_destroy(s);
+  gb_model_close(m);
+  unlink(out.c_str());
+}
+
 struct Tol {
   double logit, nll_mean, argmax_min;
 };
@@ -176,61 +236,14 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
     if (!full && name != "stories5M-F32" && name != "stories5M-Q4_K_M" && name != "stories5M-IQ4_NL" &&
         name != "stories5M-Q5_1")
       continue;
-    gbt::Json ref;
-    ASSERT_TRUE(load_ref(name, &ref));
-    const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
-    gb::ConvertOptions o;
-    o.log.fn = gbt::quiet_log;
-    o.tiers = 1u << GB_GEAR_F32;
-    o.embd_format = gb::kFmtF32;
-    ASSERT_EQ(gb::convert_gguf(fixture(name + ".gguf").c_str(), out.c_str(), o), GB_OK) << name;
-    gb_model *m = nullptr;
-    ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
-    gb_session_options so;
-    gb_session_options_init(&so);
-    so.gear = GB_GEAR_F32;
-    so.base_gear = GB_GEAR_F32;  // the only tier in the file
-    gb_session *s = nullptr;
-    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK) << name;
-    const std::vector<gbt::Json> &windows = ref.get("windows")->items, &argmax = ref.get("argmax")->items,
-                                 &logits_w0 = ref.get("logits_w0")->items;
-    const size_t n_windows = full ? 2 : 1;  // of 8: 510 / 255 scored positions
+    Score r;
+    ASSERT_NO_FATAL_FAILURE(score(name, full ? 2 : 1, &r));  // of 8: 510 / 255 scored positions
     const Tol tol = tolerance(name);
-    double nll = 0, max_logit_diff = 0;
-    size_t n = 0, agree = 0;
-    for (size_t w = 0; w < n_windows; w++) {
-      ASSERT_EQ(gb_session_reset(s), GB_OK);
-      const std::vector<gbt::Json> &toks = windows[w].items;
-      for (size_t p = 0; p + 1 < toks.size(); p++) {
-        gb_step_info info;
-        info.struct_size = sizeof info;
-        ASSERT_EQ(gb_feed(s, (int32_t)toks[p].i64(), &info), GB_OK) << name << " w " << w << " p " << p;
-        const float *lg = info.logits;
-        if (w == 0 && p < logits_w0.size())
-          for (uint32_t j = 0; j < info.n_vocab; j++)
-            max_logit_diff = std::max(max_logit_diff, fabs((double)lg[j] - logits_w0[p].items[j].f64()));
-        double mx = -1e300, sum = 0;
-        uint32_t best = 0;
-        for (uint32_t j = 0; j < info.n_vocab; j++)
-          if (lg[j] > mx) mx = lg[j], best = j;
-        for (uint32_t j = 0; j < info.n_vocab; j++) sum += exp((double)lg[j] - mx);
-        nll += mx + log(sum) - lg[toks[p + 1].i64()];
-        agree += best == (uint32_t)argmax[w].items[p].i64();
-        n++;
-      }
-    }
-    nll /= (double)n;
-    double want = 0;  // windows of equal length: the mean of their means
-    for (size_t w = 0; w < n_windows; w++) want += ref.get("nll_per_window")->items[w].f64() / (double)n_windows;
-    const double agreement = (double)agree / (double)n;
     printf("%-20s positions %4zu  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement %.2f%%  max |logit diff| %.3g\n",
-           name.c_str(), n, nll, want, nll - want, 100.0 * agreement, max_logit_diff);
-    EXPECT_LT(max_logit_diff, tol.logit) << name;
-    EXPECT_NEAR(nll, want, tol.nll_mean) << name;
-    EXPECT_GE(agreement, tol.argmax_min) << name;
-    gb_session_destroy(s);
-    gb_model_close(m);
-    unlink(out.c_str());
+           name.c_str(), r.n, r.nll, r.want, r.nll - r.want, 100.0 * r.agreement, r.max_diff);
+    EXPECT_LT(r.max_diff, tol.logit) << name;
+    EXPECT_NEAR(r.nll, r.want, tol.nll_mean) << name;
+    EXPECT_GE(r.agreement, tol.argmax_min) << name;
     files++;
   }
   EXPECT_EQ(files, full ? 14u : 4u);
@@ -241,47 +254,6 @@ struct ArchCase {
   double logit_tol;  // max |logit - llama.cpp's| over window 0, positions 0..31
 };
 
-// Scores window 0 of a fixture through its f32 tier; returns the largest
-// logit difference from the reference and the NLL of the window.
-void score_window0(const std::string &name, double *max_diff, double *nll, double *want_nll, uint32_t *arch) {
-  gbt::Json ref;
-  ASSERT_TRUE(load_ref(name, &ref));
-  const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
-  gb::ConvertOptions o;
-  o.log.fn = gbt::quiet_log;
-  o.tiers = 1u << GB_GEAR_F32;
-  o.embd_format = gb::kFmtF32;
-  ASSERT_EQ(gb::convert_gguf(fixture(name + ".gguf").c_str(), out.c_str(), o), GB_OK) << name;
-  gb_model *m = nullptr;
-  ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
-  *arch = m->meta.arch;
-  gb_session_options so;
-  gb_session_options_init(&so);
-  so.gear = GB_GEAR_F32;
-  so.base_gear = GB_GEAR_F32;
-  gb_session *s = nullptr;
-  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK) << name;
-  const std::vector<gbt::Json> &toks = ref.get("windows")->items[0].items, &lw = ref.get("logits_w0")->items;
-  *max_diff = 0;
-  *nll = 0;
-  for (size_t p = 0; p + 1 < toks.size(); p++) {
-    gb_step_info info;
-    info.struct_size = sizeof info;
-    ASSERT_EQ(gb_feed(s, (int32_t)toks[p].i64(), &info), GB_OK);
-    if (p < lw.size())
-      for (uint32_t j = 0; j < info.n_vocab; j++) *max_diff = std::max(*max_diff, fabs((double)info.logits[j] - lw[p].items[j].f64()));
-    double mx = -1e300, sum = 0;
-    for (uint32_t j = 0; j < info.n_vocab; j++) mx = std::max(mx, (double)info.logits[j]);
-    for (uint32_t j = 0; j < info.n_vocab; j++) sum += exp((double)info.logits[j] - mx);
-    *nll += mx + log(sum) - info.logits[toks[p + 1].i64()];
-  }
-  *nll /= (double)(toks.size() - 1);
-  *want_nll = ref.get("nll_per_window")->items[0].f64();
-  gb_session_destroy(s);
-  gb_model_close(m);
-  unlink(out.c_str());
-}
-
 // Tolerances from the fixtures' README: leaving out rope_freqs moves the
 // llama3-tiny F32 logits by up to 3.3e-4, the wrong RoPE pairing moves
 // qwen2-tiny's by 0.08; llama.cpp itself sits 3e-7 from exact math on both.
@@ -289,13 +261,13 @@ TEST(GgufFixtures, Qwen2AndLlama3ScoreLikeLlamaCpp) {
   const ArchCase cases[] = {{"qwen2-tiny-F32", 5e-5}, {"llama3-tiny-F32", 5e-5}, {"qwen2-tiny-Q4_K_M", 0.05},
                             {"llama3-tiny-Q4_K_M", 0.05}};
   for (const ArchCase &c : cases) {
-    double diff = 0, nll = 0, want = 0;
-    uint32_t arch = 0;
-    ASSERT_NO_FATAL_FAILURE(score_window0(c.name, &diff, &nll, &want, &arch));
-    printf("%-20s arch %u  max |logit diff| %.3g  window-0 NLL %.6f (llama.cpp %.6f)\n", c.name, arch, diff, nll, want);
-    EXPECT_LT(diff, c.logit_tol) << c.name;
-    EXPECT_NEAR(nll, want, c.logit_tol) << c.name;
-    EXPECT_EQ(arch, strstr(c.name, "qwen2") ? (uint32_t)gb::kArchQwen2 : (uint32_t)gb::kArchLlama) << c.name;
+    Score r;
+    ASSERT_NO_FATAL_FAILURE(score(c.name, 1, &r));
+    printf("%-20s arch %u  max |logit diff| %.3g  window-0 NLL %.6f (llama.cpp %.6f)\n", c.name, r.arch, r.max_diff, r.nll,
+           r.want);
+    EXPECT_LT(r.max_diff, c.logit_tol) << c.name;
+    EXPECT_NEAR(r.nll, r.want, c.logit_tol) << c.name;
+    EXPECT_EQ(r.arch, strstr(c.name, "qwen2") ? (uint32_t)gb::kArchQwen2 : (uint32_t)gb::kArchLlama) << c.name;
   }
 }
 

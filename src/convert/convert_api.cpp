@@ -8,8 +8,9 @@
 
 namespace {
 
-// NULL-checked translation; GB_ERR_INVALID_ARGUMENT with a log line for an
-// option out of range.
+// Translation; 0 selects the default of tiers and page_align. The enums are
+// checked here (GB_ERR_INVALID_ARGUMENT with a log line); every range is
+// checked again by the converter itself (check_options).
 gb_status to_internal(const gb_convert_options *in, gb::ConvertOptions *out) {
   gb_convert_options o;
   if (in) {
@@ -21,9 +22,6 @@ gb_status to_internal(const gb_convert_options *in, gb::ConvertOptions *out) {
   out->log.user = o.log_user;
   out->log.level = o.log_level;
   if (o.tiers != 0) out->tiers = o.tiers;
-  if (out->tiers >= (1u << GB_GEAR_COUNT))
-    return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: tiers 0x%x has bits past the %d gears", out->tiers,
-                    GB_GEAR_COUNT);
   // The enums are read as the ints a C caller (or FFI) may have stored, so an
   // out-of-range value is a status, not undefined behaviour.
   int embd, q4_layout;
@@ -44,9 +42,6 @@ gb_status to_internal(const gb_convert_options *in, gb::ConvertOptions *out) {
                       q4_layout);
   }
   if (o.page_align != 0) out->page_align = o.page_align;
-  if (out->page_align < 64 || out->page_align > (1u << 24) || (out->page_align & (out->page_align - 1)))
-    return gb::fail(out->log, GB_ERR_INVALID_ARGUMENT, "convert options: page_align %u is not a power of two in [64, 2^24]",
-                    out->page_align);
   out->progress = o.progress != 0;
   return GB_OK;
 }

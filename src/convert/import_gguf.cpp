@@ -239,12 +239,6 @@ gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxV
   return GB_OK;
 }
 
-bool mat_kind(uint32_t kind) {
-  for (uint32_t k : kLayerMatrices)
-    if (k == kind) return true;
-  return false;
-}
-
 // Find and check one tensor: present, a supported type, the expected shape.
 gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModelDesc &d, uint32_t kind, const Logger &log,
                       const GgufTensor **out) {
@@ -298,7 +292,7 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
     GB_TRY(need_tensor(g, name, d, kind, log, &t));
     src.bind(kind, layer, t);
     used[(size_t)(t - g.tensors.data())] = true;
-    if (kind == kTokEmbd || kind == kClassifier || mat_kind(kind)) all_f32 = all_f32 && t->type == kGgmlF32;
+    all_f32 = all_f32 && t->type == kGgmlF32;
     return GB_OK;
   };
   GB_TRY(bind("token_embd.weight", kTokEmbd, 0));
