@@ -194,7 +194,40 @@ enum {
 /* Weight formats, indexes of the tables below. The first four are also the
  * file format's ids (gb::WeightFormat, static_asserted there); q4r16 is q4
  * stored in the 16-row layout, an id in memory only. */
-enum { GB_FMT_F32 = 0, GB_FMT_F16 = 1, GB_FMT_Q8 = 2, GB_FMT_Q4 = 3, GB_FMT_Q4R16 = 4, GB_FMT_COUNT = 5 };
+enum {
+  GB_FMT_F32 = 0,
+  GB_FMT_F16 = 1,
+  GB_FMT_Q8 = 2,
+  GB_FMT_Q4 = 3,
+  GB_FMT_Q4R16 = 4,
+  /* GGUF's own block formats, byte for byte (a file's quantization kept as
+   * it is: no second rounding). 32-weight blocks: */
+  GB_FMT_Q4_1 = 5,
+  GB_FMT_Q5_0 = 6,
+  GB_FMT_Q5_1 = 7,
+  GB_FMT_IQ4NL = 8,
+  /* 256-weight super-blocks (the K-quants): */
+  GB_FMT_Q2K = 9,
+  GB_FMT_Q3K = 10,
+  GB_FMT_Q4K = 11,
+  GB_FMT_Q5K = 12,
+  GB_FMT_Q6K = 13,
+  GB_FMT_COUNT = 14
+};
+
+/* Weights per block and bytes per block of the GGUF formats. A row of such
+ * a format holds cols / weights-per-block blocks: cols must be a multiple
+ * (GGUF requires it; the file reader checks it). */
+#define GB_QK_K 256
+#define GB_Q4_1_BLOCK_BYTES 20  /* f16 d, f16 m, 16 B nibbles                 */
+#define GB_Q5_0_BLOCK_BYTES 22  /* f16 d, u32 fifth bits, 16 B nibbles        */
+#define GB_Q5_1_BLOCK_BYTES 24  /* f16 d, f16 m, u32 fifth bits, 16 B nibbles */
+#define GB_IQ4NL_BLOCK_BYTES 18 /* f16 d, 16 B nibbles indexing a fixed grid  */
+#define GB_Q2K_BLOCK_BYTES 84   /* 16 B scales/mins, 64 B 2-bit, f16 d, dmin  */
+#define GB_Q3K_BLOCK_BYTES 110  /* 32 B high bits, 64 B 2-bit, 12 B scales, d */
+#define GB_Q4K_BLOCK_BYTES 144  /* f16 d, dmin, 12 B 6-bit scales/mins, 128 B */
+#define GB_Q5K_BLOCK_BYTES 176  /* as q4k + 32 B fifth bits                   */
+#define GB_Q6K_BLOCK_BYTES 210  /* 128 B low 4 bits, 64 B high 2, 16 i8 scales, f16 d */
 
 /* Priorities of kernels.inc entries: per slot, the available entry with the
  * highest wins. Folders of one architecture rank by specialisation; an entry

@@ -1,0 +1,326 @@
+// Generic kernels of GGUF's block formats (q4_1, q5_0, q5_1, iq4nl and the
+// K-quants q2k..q6k; layouts in kernels.h). Every block is first unpacked to
+// one code per weight (int8, ggml element order) plus its scales as
+// integers; the nine formats then share two arithmetics:
+//   32-weight blocks (one activation block each):
+//     isum = sum code * xq.qs                                 (exact int32)
+//     with a min (q4_1, q5_1: w = d*code + m):
+//       acc += xd * (d*(float)isum + m*(float)xq.sum)
+//     without (q5_0, iq4nl: w = d*code):   acc += xd * (d*(float)isum)
+//   256-weight super-blocks, scales per 16 weights (q4k / q5k's scale of 32
+//   weights is stored for both of its halves, so sc_a == sc_b there):
+//     per activation block a (its halves lo, hi):
+//       is1 = sc_lo*isum_lo + sc_hi*isum_hi                    (exact int32)
+//     with mins (q2k, q4k, q5k: w = d*sc*code - dmin*mn):
+//       is2 = mn_lo*asum_lo + mn_hi*asum_hi  (asum: sum of the 16 xq.qs)
+//       acc += xd * (d*(float)is1 - dmin*(float)is2)
+//     without (q3k, q6k: signed codes, w = d*sc*code):
+//       acc += xd * (d*(float)is1)
+// For q4k / q5k, is1 = sc_s*isum_s and is2 = mn_s*xq.sum over the whole
+// activation block: SIMD kernels may form them either way. The |integers|
+// stay below 2^24, so (float)is is exact.
+// rows_to_f32 repeats the float operations of src/convert/ggml_types.cpp
+// (ggml's decoder) in the same order, so it is bit-exact with it:
+//   with a min: (float)code*d + m;   without: d*(float)code
+//   K: dl = d*(float)sc, ml = dmin*(float)mn, dl*(float)code - ml
+//      (without mins: dl*(float)code).
+// gemv is gemvm with one position, so the two are bit-identical by
+// construction; a row is done block by block, each block unpacked once.
+#include "../f16.h"
+#include "../kernels.h"
+
+namespace {
+
+inline float ld_f16(const uint8_t *p) { return gb::f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
+inline uint32_t ld_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+// Exact integer sums over n codes and activations.
+inline int32_t idot(const int8_t *q, const int8_t *x, int n) {
+  int32_t s = 0;
+  for (int j = 0; j < n; j++) s += (int32_t)q[j] * (int32_t)x[j];
+  return s;
+}
+inline int32_t isum16(const int8_t *x) {
+  int32_t s = 0;
+  for (int j = 0; j < 16; j++) s += x[j];
+  return s;
+}
+
+// ---- 32-weight blocks ----------------------------------------------------------
+struct Block32 {
+  static constexpr size_t kWeights = 32;
+  int8_t q[32];  // codes in element order
+  float d, m;    // m: 0 where the format has no min
+};
+
+// Weight j's 4-bit value of the 16 bytes of nibbles (low nibbles are weights
+// 0..15, high nibbles 16..31).
+inline uint32_t nibble32(const uint8_t *qs, int j) { return j < 16 ? (qs[j] & 15u) : (uint32_t)(qs[j - 16] >> 4); }
+// With the fifth bit j of qh above it.
+inline uint32_t five32(const uint8_t *qs, uint32_t qh, int j) { return nibble32(qs, j) | (((qh >> j) & 1u) << 4); }
+
+struct Q4_1 {
+  using Block = Block32;
+  static constexpr size_t kBytes = GB_Q4_1_BLOCK_BYTES;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t *b, Block32 *u) {
+    u->d = ld_f16(b);
+    u->m = ld_f16(b + 2);
+    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)nibble32(b + 4, j);
+  }
+};
+struct Q5_0 {
+  using Block = Block32;
+  static constexpr size_t kBytes = GB_Q5_0_BLOCK_BYTES;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t *b, Block32 *u) {
+    u->d = ld_f16(b);
+    u->m = 0.0f;
+    const uint32_t qh = ld_u32(b + 2);
+    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)((int)five32(b + 6, qh, j) - 16);
+  }
+};
+struct Q5_1 {
+  using Block = Block32;
+  static constexpr size_t kBytes = GB_Q5_1_BLOCK_BYTES;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t *b, Block32 *u) {
+    u->d = ld_f16(b);
+    u->m = ld_f16(b + 2);
+    const uint32_t qh = ld_u32(b + 4);
+    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)five32(b + 8, qh, j);
+  }
+};
+const int8_t kIq4nlGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+struct Iq4nl {
+  using Block = Block32;
+  static constexpr size_t kBytes = GB_IQ4NL_BLOCK_BYTES;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t *b, Block32 *u) {
+    u->d = ld_f16(b);
+    u->m = 0.0f;
+    for (int j = 0; j < 32; j++) u->q[j] = kIq4nlGrid[nibble32(b + 2, j)];
+  }
+};
+
+// The block's contribution to one position's sum (its one activation block).
+template <bool kMin>
+inline void accumulate(const Block32 &u, const gb_q8x_block *x, float *acc) {
+  const int32_t isum = idot(u.q, x->qs, 32);
+  if (kMin) {
+    *acc += x->d * (u.d * (float)isum + u.m * (float)x->sum);
+  } else {
+    *acc += x->d * (u.d * (float)isum);
+  }
+}
+
+template <bool kMin>
+inline void expand(const Block32 &u, float *out) {
+  for (int j = 0; j < 32; j++) out[j] = kMin ? (float)u.q[j] * u.d + u.m : u.d * (float)u.q[j];
+}
+
+// ---- 256-weight super-blocks (K-quants) ------------------------------------------
+struct Block256 {
+  static constexpr size_t kWeights = 256;
+  int8_t q[256];   // codes in element order
+  int32_t sc[16];  // scale of weights 16t..16t+15
+  int32_t mn[16];  // min of the same (0 where the format has none)
+  float d, dmin;
+};
+
+// Scale and min of 32-weight sub-block s (0..7) of q4k / q5k from the 12
+// scale bytes: six bits each, the high two of sub-blocks 4..7 in the top
+// bits of bytes 0..7.
+inline void scale_min_k4(int s, const uint8_t *q, Block256 *u) {
+  int32_t sc, mn;
+  if (s < 4) {
+    sc = q[s] & 63;
+    mn = q[s + 4] & 63;
+  } else {
+    sc = (q[s + 4] & 15) | ((q[s - 4] >> 6) << 4);
+    mn = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
+  }
+  u->sc[2 * s] = u->sc[2 * s + 1] = sc;
+  u->mn[2 * s] = u->mn[2 * s + 1] = mn;
+}
+
+// The 2-bit field of weight e of q2k / q3k: 128 weights per 32 bytes; in a
+// half, 32-weight group g takes bits 2g..2g+1 of the half's byte e % 32.
+inline uint32_t crumb256(const uint8_t *qs, int e) {
+  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3u;
+}
+
+struct Q2K {
+  using Block = Block256;
+  static constexpr size_t kBytes = GB_Q2K_BLOCK_BYTES;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t *b, Block256 *u) {
+    for (int t = 0; t < 16; t++) {
+      u->sc[t] = b[t] & 15;
+      u->mn[t] = b[t] >> 4;
+    }
+    for (int e = 0; e < 256; e++) u->q[e] = (int8_t)crumb256(b + 16, e);
+    u->d = ld_f16(b + 80);
+    u->dmin = ld_f16(b + 82);
+  }
+};
+struct Q3K {
+  using Block = Block256;
+  static constexpr size_t kBytes = GB_Q3K_BLOCK_BYTES;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t *b, Block256 *u) {
+    const uint8_t *hm = b, *s = b + 96;
+    // Scale t: low four bits nibble t of bytes 0..7 (0..7 low nibbles, 8..15
+    // high), high two bits from byte 8 + t % 4, bits 2(t/4)..; minus 32.
+    for (int t = 0; t < 16; t++) {
+      const int lo = t < 8 ? (s[t] & 15) : (s[t - 8] >> 4);
+      const int hi = (s[8 + (t & 3)] >> (2 * (t >> 2))) & 3;
+      u->sc[t] = (lo | (hi << 4)) - 32;
+      u->mn[t] = 0;
+    }
+    // Third bit of weight e: bit e/32 of hmask byte e % 32; a clear bit
+    // subtracts 4.
+    for (int e = 0; e < 256; e++)
+      u->q[e] = (int8_t)((int)crumb256(b + 32, e) - (((hm[e % 32] >> (e / 32)) & 1) ? 0 : 4));
+    u->d = ld_f16(b + 108);
+    u->dmin = 0.0f;
+  }
+};
+// q4k / q5k: 64 weights per 32 bytes of nibbles; 32-weight sub-block s takes
+// the low (s even) or high nibbles of bytes 32(s/2)..; q5k's fifth bit of
+// weight l of sub-block s is bit s of qh[l].
+inline uint32_t nibble256(const uint8_t *qs, int e) {
+  const uint8_t v = qs[32 * (e / 64) + e % 32];
+  return (e / 32) % 2 ? (uint32_t)(v >> 4) : (v & 15u);
+}
+struct Q4K {
+  using Block = Block256;
+  static constexpr size_t kBytes = GB_Q4K_BLOCK_BYTES;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t *b, Block256 *u) {
+    u->d = ld_f16(b);
+    u->dmin = ld_f16(b + 2);
+    for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
+    for (int e = 0; e < 256; e++) u->q[e] = (int8_t)nibble256(b + 16, e);
+  }
+};
+struct Q5K {
+  using Block = Block256;
+  static constexpr size_t kBytes = GB_Q5K_BLOCK_BYTES;
+  static constexpr bool kMin = true;
+  static void unpack(const uint8_t *b, Block256 *u) {
+    u->d = ld_f16(b);
+    u->dmin = ld_f16(b + 2);
+    for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
+    const uint8_t *qh = b + 16;
+    for (int e = 0; e < 256; e++) u->q[e] = (int8_t)(nibble256(b + 48, e) | (((qh[e % 32] >> (e / 32)) & 1u) << 4));
+  }
+};
+struct Q6K {
+  using Block = Block256;
+  static constexpr size_t kBytes = GB_Q6K_BLOCK_BYTES;
+  static constexpr bool kMin = false;
+  static void unpack(const uint8_t *b, Block256 *u) {
+    // Per 128-weight half n: ql bytes 64n.., qh bytes 128 + 32n..; 32-weight
+    // group g (0..3) of the half takes the low (g < 2) or high nibbles of
+    // ql[64n + 32(g%2) + l] and bits 2g..2g+1 of qh[32n + l]; minus 32.
+    for (int e = 0; e < 256; e++) {
+      const int n = e / 128, g = (e % 128) / 32, l = e % 32;
+      const uint8_t lo = b[64 * n + 32 * (g % 2) + l], hi = b[128 + 32 * n + l];
+      const int code = (g < 2 ? (lo & 15) : (lo >> 4)) | (((hi >> (2 * g)) & 3) << 4);
+      u->q[e] = (int8_t)(code - 32);
+    }
+    for (int t = 0; t < 16; t++) {
+      u->sc[t] = (int8_t)b[192 + t];
+      u->mn[t] = 0;
+    }
+    u->d = ld_f16(b + 208);
+    u->dmin = 0.0f;
+  }
+};
+
+template <bool kMin>
+inline void accumulate(const Block256 &u, const gb_q8x_block *x, float *acc) {
+  for (int a = 0; a < 8; a++, x++) {
+    const int8_t *q = u.q + 32 * a;
+    const int32_t is1 = u.sc[2 * a] * idot(q, x->qs, 16) + u.sc[2 * a + 1] * idot(q + 16, x->qs + 16, 16);
+    if (kMin) {
+      const int32_t is2 = u.mn[2 * a] * isum16(x->qs) + u.mn[2 * a + 1] * isum16(x->qs + 16);
+      *acc += x->d * (u.d * (float)is1 - u.dmin * (float)is2);
+    } else {
+      *acc += x->d * (u.d * (float)is1);
+    }
+  }
+}
+
+template <bool kMin>
+inline void expand(const Block256 &u, float *out) {
+  for (int t = 0; t < 16; t++) {
+    const float dl = u.d * (float)u.sc[t], ml = kMin ? u.dmin * (float)u.mn[t] : 0.0f;
+    for (int l = 0; l < 16; l++) out[16 * t + l] = kMin ? dl * (float)u.q[16 * t + l] - ml : dl * (float)u.q[16 * t + l];
+  }
+}
+
+// ---- the drivers -------------------------------------------------------------------
+// Rows [row_begin, row_end) times m positions; each block unpacked once.
+template <class F>
+void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+           size_t row_end, size_t cols) {
+  constexpr size_t kW = F::Block::kWeights, kAct = kW / GB_QBLOCK;
+  const size_t nb = cols / kW;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *blk = W + r * nb * F::kBytes;
+    float acc[GB_GEMVM_MAX_M];
+    for (size_t i = 0; i < m; i++) acc[i] = 0.0f;
+    for (size_t b = 0; b < nb; b++, blk += F::kBytes) {
+      typename F::Block u;
+      F::unpack(blk, &u);
+      for (size_t i = 0; i < m; i++) accumulate<F::kMin>(u, XQ + i * ldxq + b * kAct, &acc[i]);
+    }
+    for (size_t i = 0; i < m; i++) Y[i * ldy + r] = acc[i];
+  }
+}
+
+template <class F>
+void rows_to_f32(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  constexpr size_t kW = F::Block::kWeights;
+  const size_t nb = cols / kW;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *blk = W + r * nb * F::kBytes;
+    float *o = out + (r - row_begin) * cols;
+    for (size_t b = 0; b < nb; b++, blk += F::kBytes, o += kW) {
+      typename F::Block u;
+      F::unpack(blk, &u);
+      expand<F::kMin>(u, o);
+    }
+  }
+}
+
+}  // namespace
+
+#define GB_GGML_GENERIC(fmt, F)                                                                                     \
+  extern "C" void gb_##fmt##_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,      \
+                                           size_t row_begin, size_t row_end, size_t cols) {                        \
+    gemvm<F>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                       \
+  }                                                                                                                 \
+  extern "C" void gb_##fmt##_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,         \
+                                            const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
+                                            size_t row_end, size_t cols) {                                          \
+    gemvm<F>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                                  \
+  }                                                                                                                 \
+  extern "C" void gb_##fmt##_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, \
+                                                  size_t cols) {                                                    \
+    rows_to_f32<F>(out, W, row_begin, row_end, cols);                                                            \
+  }
+
+GB_GGML_GENERIC(q4_1, Q4_1)
+GB_GGML_GENERIC(q5_0, Q5_0)
+GB_GGML_GENERIC(q5_1, Q5_1)
+GB_GGML_GENERIC(iq4nl, Iq4nl)
+GB_GGML_GENERIC(q2k, Q2K)
+GB_GGML_GENERIC(q3k, Q3K)
+GB_GGML_GENERIC(q4k, Q4K)
+GB_GGML_GENERIC(q5k, Q5K)
+GB_GGML_GENERIC(q6k, Q6K)
