@@ -123,10 +123,16 @@ typedef void (*gb_log_fn)(void *user, gb_log_level level, const char *message);
 
 typedef struct gb_model gb_model;
 
-/* Gears: the precision tiers of managed matrices. */
+/* Gears: the precision tiers of managed matrices. A file made by gearbx
+ * from float weights uses the formats below; a file converted from an
+ * already quantized GGUF keeps that file's own blocks (Q4_K, Q6_K, ...,
+ * byte for byte) as one tier, in the slot nearest its bits per weight
+ * (gb_model_info.tier_formats and tier_bits say what each tier holds). */
 typedef enum gb_gear {
-  GB_GEAR_LOW = 0,  /* q4: 32-weight blocks, fp16 scale (4.5 bits/weight) */
-  GB_GEAR_MID = 1,  /* q8: 32-weight blocks, fp16 scale (8.5 bits/weight) */
+  GB_GEAR_LOW = 0,  /* q4: 32-weight blocks, fp16 scale (4.5 bits/weight);
+                       or a GGUF source's own blocks under 6.5 bits/weight */
+  GB_GEAR_MID = 1,  /* q8: 32-weight blocks, fp16 scale (8.5 bits/weight);
+                       or a GGUF source's own blocks under 12 bits/weight  */
   GB_GEAR_HIGH = 2, /* fp16                                               */
   GB_GEAR_F32 = 3,  /* f32 reference tier (optional in a .gbx)            */
   GB_GEAR_COUNT = 4,
@@ -135,11 +141,24 @@ typedef enum gb_gear {
   GB_GEAR_SPEC = 17, /* speculative: drafts on spec_draft_gear, verified in
                         one batched pass by spec_verify_gear; the verifier's
                         exact tokens (greedy) or distribution (sampling)  */
+  GB_GEAR_DEFAULT = 18, /* the file's default tier (gb_model_info.default_gear):
+                        a GGUF source's own quantization, else mid     */
   GB_GEAR_MAX_ENUM = 0x7fffffff
 } gb_gear;
 
+/* Where a tier's weights come from (gb_model_info.tier_origin). */
+typedef enum gb_tier_origin {
+  GB_TIER_ORIGIN_UNKNOWN = 0,     /* not recorded (files before version 3)     */
+  GB_TIER_ORIGIN_ROUNDED = 1,     /* rounded once from the source's float weights */
+  GB_TIER_ORIGIN_SOURCE = 2,      /* the source's own values, exactly (its float
+                                     weights, or its quantized blocks as stored) */
+  GB_TIER_ORIGIN_REQUANTIZED = 3, /* rounded again from an already quantized
+                                     source: errors compound (on request only) */
+  GB_TIER_ORIGIN_MAX_ENUM = 0x7fffffff
+} gb_tier_origin;
+
 /* The gear's name as the tools and logs spell it: "low", "mid", "high",
- * "f32", "auto", "spec"; "unknown" for any other value. Static storage,
+ * "f32", "auto", "spec", "default"; "unknown" for any other value. Static storage,
  * never NULL; thread-safe. */
 const char *gb_gear_name(gb_gear gear);
 
@@ -199,6 +218,14 @@ typedef struct gb_model_info {
   uint64_t n_params;    /* weights of the model (one tier)                 */
   uint64_t gear_bytes[GB_GEAR_COUNT]; /* bytes of each tier's section (0 = absent) */
   char name[64];        /* NUL-terminated                                  */
+  /* Since version 3 files (older files: default_gear is mid when present,
+   * else the lowest tier present; origins GB_TIER_ORIGIN_UNKNOWN): */
+  gb_gear default_gear; /* the tier GB_GEAR_DEFAULT runs                   */
+  uint32_t tier_origin[GB_GEAR_COUNT]; /* gb_tier_origin of each tier       */
+  float tier_bits[GB_GEAR_COUNT];  /* bits per weight of the tier's matrices
+                                      and classifier as stored (0 = absent) */
+  char tier_formats[GB_GEAR_COUNT][32]; /* formats of the tier's matrices,
+                                      e.g. "q4k+q6k", NUL-terminated       */
 } gb_model_info;
 
 /* Open a .gbx model by mapping the file read-only (the platform's mmap).
@@ -396,11 +423,16 @@ typedef struct gb_kv_options {
 typedef struct gb_session_options {
   uint32_t struct_size;   /* = sizeof(gb_session_options)                   */
   uint32_t n_ctx;         /* context length in tokens; 0 = the model's seq_len */
-  gb_gear gear;           /* LOW, MID, HIGH, F32 (fixed) or AUTO (entropy
-                             routing); default MID, which beat AUTO
-                             in loss and bits read on both shared models   */
+  gb_gear gear;           /* LOW, MID, HIGH, F32 (fixed), AUTO (entropy
+                             routing), SPEC, or DEFAULT (the default): the
+                             file's default tier, which is MID for files
+                             made from float weights (MID beat AUTO in loss
+                             and bits read on both shared models) and a
+                             quantized GGUF source's own tier otherwise    */
   gb_managed_set managed; /* default GB_MANAGED_ALL                          */
-  gb_gear base_gear;      /* tier of unmanaged matrices; default HIGH        */
+  gb_gear base_gear;      /* tier of unmanaged matrices (managed other than
+                             ALL; unused, so not required, with ALL);
+                             default HIGH                                  */
   uint32_t n_threads;     /* threads running GEMVs and prefill GEMMs, the
                              calling thread included; 0 or 1 = the calling
                              thread only; at most 256. The workers are

@@ -26,8 +26,10 @@ namespace gb {
 // offset 64  section table: n_sections entries of kSectionEntryBytes
 constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // Version 2 added the optional tensor kinds 13..16 (Q/K/V biases, RoPE
-// frequency factors) and the qwen2 architecture id; readers accept 1 and 2.
-constexpr uint32_t kGbxVersion = 2;
+// frequency factors) and the qwen2 architecture id; version 3 the GGUF block
+// formats 5..13 (tiers may mix formats, the embedding may use any) and the
+// META fields at +144. Readers accept 1..3.
+constexpr uint32_t kGbxVersion = 3;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -56,7 +58,11 @@ enum SectionKind : uint32_t {
 // +56  i32 bos_id     +60 i32 eos_id      +64 i32 unk_id     +68 i32 pad_id
 // +72  u32 shared_classifier (0/1)        +76 u32 source (SourceKind)
 // +80  char name[64] (NUL-padded)
-// +144 .. kMetaBytes reserved, 0
+// Version 3:
+// +144 u32 default_gear (gb_gear 0..3, a tier present in the file)
+// +148 u8  tier_origin[4] (gb_tier_origin per tier; 0 for an absent tier)
+// +152 u32 quantized_source (1: converted from already quantized weights)
+// +156 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
 // Architectures: one decoder (RMSNorm, attention with RoPE, SwiGLU FFN); they
 // differ in which optional tensors they carry (qwen2: Q/K/V biases) and the
@@ -115,9 +121,32 @@ enum TensorKind : uint32_t {
   kTensorKindMax = 16,
 };
 // File format ids: values written to .gbx files, so spelled out here; they
-// are also the kernel tables' indexes.
-enum WeightFormat : uint32_t { kFmtF32 = 0, kFmtF16 = 1, kFmtQ8 = 2, kFmtQ4 = 3, kFmtCount = 4 };
+// are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row
+// layout, in memory only). 5..13 (version 3) are GGUF's own block formats,
+// kept byte for byte so a file's quantization runs at its own precision.
+enum WeightFormat : uint32_t {
+  kFmtF32 = 0,
+  kFmtF16 = 1,
+  kFmtQ8 = 2,
+  kFmtQ4 = 3,
+  kFmtQ4_1 = 5,
+  kFmtQ5_0 = 6,
+  kFmtQ5_1 = 7,
+  kFmtIq4nl = 8,
+  kFmtQ2K = 9,
+  kFmtQ3K = 10,
+  kFmtQ4K = 11,
+  kFmtQ5K = 12,
+  kFmtQ6K = 13,
+  kFmtCount = 14,   // one past the largest id
+  kFmtCountV2 = 4,  // files of version 1 and 2 use 0..3 only
+};
 static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
+              "file format ids are the kernel tables' indexes");
+static_assert((int)kFmtQ4_1 == GB_FMT_Q4_1 && (int)kFmtQ5_0 == GB_FMT_Q5_0 && (int)kFmtQ5_1 == GB_FMT_Q5_1 &&
+                  (int)kFmtIq4nl == GB_FMT_IQ4NL && (int)kFmtQ2K == GB_FMT_Q2K && (int)kFmtQ3K == GB_FMT_Q3K &&
+                  (int)kFmtQ4K == GB_FMT_Q4K && (int)kFmtQ5K == GB_FMT_Q5K && (int)kFmtQ6K == GB_FMT_Q6K &&
+                  (int)kFmtCount == GB_FMT_COUNT,
               "file format ids are the kernel tables' indexes");
 // Layouts: row-major (any format), or kLayoutRows16 = q4 blocks of 16 rows
 // interleaved (tier matrices only, rows % 16 == 0; arch/kernels.h and
@@ -127,27 +156,51 @@ enum WeightLayout : uint32_t { kLayoutRowMajor = 0, kLayoutRows16 = 1, kLayoutCo
 // kLayoutRows16. Never written to a file's format field.
 constexpr uint32_t kFmtQ4R16 = GB_FMT_Q4R16;
 constexpr uint32_t kRows16 = GB_Q4R16_ROWS;
-inline bool is_block_format(uint32_t fmt) { return fmt == kFmtQ8 || fmt == kFmtQ4 || fmt == kFmtQ4R16; }
 
 // Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).
 // q4 block: u16 fp16 scale d, u8 qs[16]; weight j (0..15) = d * ((qs[j] & 15) - 8),
 //           weight j + 16 = d * ((qs[j] >> 4) - 8). 18 bytes per 32 weights.
 // q8 block: u16 fp16 scale d, i8 qs[32]; weight j = d * qs[j]. 34 bytes per 32.
+// The GGUF formats: arch/kernels.h (their rows hold whole blocks only).
 constexpr uint32_t kBlock = GB_QBLOCK;
 constexpr uint32_t kQ4BlockBytes = GB_Q4_BLOCK_BYTES;
 constexpr uint32_t kQ8BlockBytes = GB_Q8_BLOCK_BYTES;
 static_assert(kQ4BlockBytes == 2 + kBlock / 2 && kQ8BlockBytes == 2 + kBlock, "block = fp16 scale + codes");
 
-// Bytes of one row of `cols` weights in `fmt`.
+// Weights per block and bytes per block of a format (f32 / f16: 1 and 4 / 2);
+// 0 for an id that is no format.
+inline uint32_t format_block(uint32_t fmt) {
+  if (fmt >= kFmtQ2K && fmt <= kFmtQ6K) return GB_QK_K;
+  return fmt == kFmtF32 || fmt == kFmtF16 ? 1 : fmt < kFmtCount ? kBlock : 0;
+}
+inline uint32_t format_block_bytes(uint32_t fmt) {
+  static const uint8_t b[kFmtCount] = {4, 2, GB_Q8_BLOCK_BYTES, GB_Q4_BLOCK_BYTES, GB_Q4_BLOCK_BYTES,
+                                       GB_Q4_1_BLOCK_BYTES, GB_Q5_0_BLOCK_BYTES, GB_Q5_1_BLOCK_BYTES,
+                                       GB_IQ4NL_BLOCK_BYTES, GB_Q2K_BLOCK_BYTES, GB_Q3K_BLOCK_BYTES,
+                                       GB_Q4K_BLOCK_BYTES, GB_Q5K_BLOCK_BYTES, GB_Q6K_BLOCK_BYTES};
+  return fmt < kFmtCount ? b[fmt] : 0;
+}
+// Formats whose kernels take quantized activations (gb_q8x_block).
+inline bool is_block_format(uint32_t fmt) { return fmt != kFmtF32 && fmt != kFmtF16 && fmt < kFmtCount; }
+// GGUF's own formats (no quantizer here: they are only ever copied).
+inline bool is_gguf_format(uint32_t fmt) { return fmt >= kFmtQ4_1 && fmt < kFmtCount; }
+// Whether a row of `cols` weights is whole blocks of the format: q8 / q4 pad
+// the last block with zeros, the GGUF formats hold whole blocks only.
+inline bool format_fits(uint32_t fmt, uint64_t cols) { return !is_gguf_format(fmt) || cols % format_block(fmt) == 0; }
+
+// Bytes of one row of `cols` weights in `fmt` (0 for an unknown id or a
+// row a GGUF format cannot hold).
 inline uint64_t row_bytes(uint32_t fmt, uint64_t cols) {
-  switch (fmt) {
-    case kFmtF32: return cols * 4;
-    case kFmtF16: return cols * 2;
-    case kFmtQ8: return (cols + kBlock - 1) / kBlock * kQ8BlockBytes;
-    case kFmtQ4:
-    case kFmtQ4R16: return (cols + kBlock - 1) / kBlock * kQ4BlockBytes;
-    default: return 0;
-  }
+  const uint32_t blk = format_block(fmt);
+  if (blk == 0 || !format_fits(fmt, cols)) return 0;
+  return (cols + blk - 1) / blk * format_block_bytes(fmt);
+}
+
+// The format's name as tools print it ("q4k", ...); "?" for another id.
+inline const char *format_name(uint32_t fmt) {
+  static const char *const n[kFmtCount] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",
+                                           "q5_1", "iq4nl", "q2k", "q3k", "q4k",   "q5k",  "q6k"};
+  return fmt < kFmtCount ? n[fmt] : "?";
 }
 
 // Managed matrices per layer, in the order they are written to a gear section.

@@ -18,7 +18,7 @@ uint32_t policy_tiers(const gb_session_options &o) {
 }
 
 uint64_t resident_tier_bytes(const gb_model *m, const gb_session_options &o) {
-  const uint32_t tiers = policy_tiers(o), base = 1u << o.base_gear;
+  const uint32_t tiers = policy_tiers(o), base = o.managed == GB_MANAGED_ALL ? 0u : 1u << o.base_gear;
   const bool attn_only = o.managed == GB_MANAGED_ATTENTION;
   uint64_t bytes = 0;
   if (o.gear == GB_GEAR_AUTO) {
@@ -34,6 +34,9 @@ uint64_t resident_tier_bytes(const gb_model *m, const gb_session_options &o) {
 }
 
 int lazy_source(const gb_model *m) {
+  // From already quantized weights a lazy tier would round them again: the
+  // file holds only what it can give honestly (convert --tiers derives more).
+  if (m->meta.quantized_source) return -1;
   return (m->gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : (m->gears >> GB_GEAR_HIGH & 1) ? GB_GEAR_HIGH : -1;
 }
 

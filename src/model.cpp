@@ -115,6 +115,20 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
   m->source = ld_u32(p + 76);
   memcpy(m->name, p + 80, 64);
   m->name[63] = 0;
+  if (m->version >= 3) {
+    m->default_gear = ld_u32(p + 144);
+    memcpy(m->tier_origin, p + 148, GB_GEAR_COUNT);
+    m->quantized_source = ld_u32(p + 152);
+    GB_RETURN_IF(m->default_gear >= GB_GEAR_COUNT, log, GB_ERR_CORRUPT, "gbx: default gear %u invalid", m->default_gear);
+    for (int g = 0; g < GB_GEAR_COUNT; g++)
+      GB_RETURN_IF(m->tier_origin[g] > GB_TIER_ORIGIN_REQUANTIZED, log, GB_ERR_CORRUPT, "gbx: tier %d origin %u invalid", g,
+                   m->tier_origin[g]);
+    GB_RETURN_IF(m->quantized_source > 1, log, GB_ERR_CORRUPT, "gbx: quantized_source %u invalid", m->quantized_source);
+  } else {
+    m->default_gear = GB_GEAR_COUNT;  // chosen from the tiers present (parse_tensors)
+    memset(m->tier_origin, 0, sizeof m->tier_origin);
+    m->quantized_source = 0;
+  }
   const uint32_t kMaxDim = 1u << 16;
   GB_RETURN_IF(m->dim == 0 || m->dim > kMaxDim || m->hidden_dim == 0 || m->hidden_dim > 4 * kMaxDim, log, GB_ERR_CORRUPT,
                "gbx: dim %u / hidden_dim %u out of range", m->dim, m->hidden_dim);
@@ -209,25 +223,32 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
-    GB_RETURN_IF(fmt >= kFmtCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported", i, fmt);
+    GB_RETURN_IF(fmt >= (mt.version < 3 ? (uint32_t)kFmtCountV2 : (uint32_t)kFmtCount) || fmt == kFmtQ4R16, log,
+                 GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
     const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || kind == kRopeFreqs;
     if (common) {
       GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
-      GB_RETURN_IF(kind == kTokEmbd ? (fmt == kFmtQ8 || fmt == kFmtQ4 ? false : fmt > kFmtF16) : fmt != kFmtF32, log,
-                   GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i, kind, fmt);
+      // The embedding may be in any format (rows are expanded on lookup);
+      // norms, biases and RoPE factors are f32.
+      GB_RETURN_IF(kind != kTokEmbd && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i, kind,
+                   fmt);
     } else {
       GB_RETURN_IF(tier >= GB_GEAR_COUNT || s.kind != kSecGearBase + tier, log, GB_ERR_CORRUPT, "gbx: tensor %u tier %u vs section %s",
                    i, tier, section_name(s.kind));
-      GB_RETURN_IF(fmt != kTierFormat[tier], log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not the format of tier %u", i,
-                   fmt, tier);
+      // Before version 3 a tier has one format; since, a tier may mix
+      // formats (a GGUF source's own quantization, tensor by tensor).
+      GB_RETURN_IF(mt.version < 3 && fmt != kTierFormat[tier], log, GB_ERR_UNSUPPORTED_TYPE,
+                   "gbx: tensor %u format %u not the format of tier %u", i, fmt, tier);
     }
     if (layout == kLayoutRows16) {
       GB_RETURN_IF(common || fmt != kFmtQ4, log, GB_ERR_UNSUPPORTED_TYPE,
                    "gbx: tensor %u (kind %u) has the 16-row layout but format %u (q4 tier matrices only)", i, kind, fmt);
       GB_RETURN_IF(rows % kRows16 != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u has the 16-row layout but %u rows", i, rows);
     }
+    GB_RETURN_IF(!format_fits(fmt, cols), log, GB_ERR_CORRUPT, "gbx: tensor %u has %u columns, not whole %s blocks", i, cols,
+                 format_name(fmt));
     uint32_t er, ec;
     expected_shape(mt, kind, &er, &ec);
     GB_RETURN_IF(rows != er || cols != ec, log, GB_ERR_SHAPE_MISMATCH, "gbx: tensor %u (kind %u layer %u) is %ux%u, expected %ux%u", i,
@@ -267,6 +288,18 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const float *f = reinterpret_cast<const float *>(m->rope_freqs.data);
     for (uint32_t i = 0; i < mt.rope_dim / 2; i++)
       GB_RETURN_IF(!(isfinite(f[i]) && f[i] > 0.0f), log, GB_ERR_CORRUPT, "gbx: RoPE frequency factor %u is %g", i, (double)f[i]);
+  }
+  if (mt.version < 3) {
+    // Older files name no default tier: mid when present, else the lowest.
+    m->meta.default_gear = GB_GEAR_MID;
+    for (uint32_t g = 0; g < GB_GEAR_COUNT && !(m->gears >> GB_GEAR_MID & 1); g++)
+      if (m->gears >> g & 1) {
+        m->meta.default_gear = g;
+        break;
+      }
+  } else {
+    GB_RETURN_IF(!(m->gears >> mt.default_gear & 1), log, GB_ERR_CORRUPT, "gbx: default tier %s is not in the file",
+                 gb_gear_name((gb_gear)mt.default_gear));
   }
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     if (!(m->gears & (1u << g))) continue;
@@ -487,6 +520,34 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
   r.n_params = m->n_params;
   for (int g = 0; g < GB_GEAR_COUNT; g++) r.gear_bytes[g] = (m->gears >> g & 1) ? m->gear_section[g].size : 0;
   memcpy(r.name, t.name, sizeof r.name);
+  r.default_gear = (gb_gear)t.default_gear;
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
+    r.tier_origin[g] = t.tier_origin[g];
+    if (!(m->gears >> g & 1)) continue;
+    // Bits per weight as stored, and the formats, of the tier's matrices
+    // and classifier.
+    uint64_t bytes = 0, weights = 0;
+    uint32_t fmts = 0;
+    const size_t nm = (size_t)t.n_layers * gb::kMatsPerLayer;
+    for (size_t i = 0; i <= nm; i++) {
+      const gb::TensorRef &w = i < nm ? m->mats[g][i] : m->classifier[g];
+      bytes += w.nbytes;
+      weights += (uint64_t)w.rows * w.cols;
+      fmts |= 1u << (w.format == gb::kFmtQ4R16 ? (uint32_t)gb::kFmtQ4 : w.format);
+    }
+    r.tier_bits[g] = weights ? (float)((double)bytes * 8.0 / (double)weights) : 0.0f;
+    size_t len = 0;
+    for (uint32_t f = 0; f < gb::kFmtCount; f++) {
+      if (!(fmts >> f & 1)) continue;
+      const char *nm_f = gb::format_name(f);
+      const size_t n = strlen(nm_f);
+      if (len + (len ? 1 : 0) + n + 1 > sizeof r.tier_formats[g]) break;
+      if (len) r.tier_formats[g][len++] = '+';
+      memcpy(r.tier_formats[g] + len, nm_f, n);
+      len += n;
+    }
+    r.tier_formats[g][len] = 0;
+  }
   memcpy(info, &r, info->struct_size);
   return GB_OK;
 }

@@ -28,6 +28,10 @@ struct Meta {
   int32_t bos, eos, unk, pad;
   uint32_t shared_classifier, source;
   char name[64];
+  // Version 3 (older files: derived at open, origins 0).
+  uint32_t default_gear;             // gb_gear the file recommends
+  uint8_t tier_origin[GB_GEAR_COUNT];  // gb_tier_origin
+  uint32_t quantized_source;         // 1: converted from already quantized weights
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };

@@ -31,6 +31,9 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   const Meta &c = m->meta;
   if (o->n_ctx == 0) o->n_ctx = c.seq_len;
   GB_RETURN_IF(o->n_ctx > (1u << 22), *log, GB_ERR_INVALID_ARGUMENT, "session options: n_ctx %u too large", o->n_ctx);
+  // GB_GEAR_DEFAULT runs the file's default tier (its source's own
+  // quantization for a converted quantized GGUF).
+  if (raw_enum(o->gear) == GB_GEAR_DEFAULT) o->gear = (gb_gear)m->meta.default_gear;
   const bool fixed = (uint32_t)raw_enum(o->gear) < GB_GEAR_COUNT;
   const bool spec = raw_enum(o->gear) == GB_GEAR_SPEC;
   GB_RETURN_IF(!fixed && !spec && raw_enum(o->gear) != GB_GEAR_AUTO, *log, GB_ERR_INVALID_ARGUMENT, "session options: gear %d unknown",
@@ -67,7 +70,9 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   GB_TRY(sampler_validate(o->sampler, *log));
   GB_TRY(monitor_validate(o->monitor, *log));
   // Every tier the session may enter must be in the file (or built lazily).
-  const uint32_t need = 1u << o->base_gear | policy_tiers(*o);
+  // The base tier serves the unmanaged matrices, so only a partial managed
+  // set needs it.
+  const uint32_t need = (o->managed == GB_MANAGED_ALL ? 0u : 1u << o->base_gear) | policy_tiers(*o);
   GB_RETURN_IF(o->lazy_tiers > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: lazy_tiers must be 0 or 1");
   GB_RETURN_IF(o->measure_residency > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: measure_residency must be 0 or 1");
   GB_RETURN_IF(o->release_steps > 65536, *log, GB_ERR_INVALID_ARGUMENT, "session options: release_steps %u > 65536",
@@ -75,7 +80,11 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
     GB_RETURN_IF((need >> g & 1) && !(m->gears >> g & 1) && !lazy_tier(m, *o, g), *log, GB_ERR_UNAVAILABLE,
                  "session options: the %s tier is not in the model file%s", gb_gear_name((gb_gear)g),
-                 g <= GB_GEAR_MID && !o->lazy_tiers ? " (lazy_tiers is off)" : "");
+                 m->meta.quantized_source
+                     ? ": the file was converted from already quantized weights and holds only tiers it can give "
+                       "without rounding them again (gearbx info lists them; convert --tiers derives others)"
+                 : g <= GB_GEAR_MID && !o->lazy_tiers ? " (lazy_tiers is off)"
+                                                      : "");
   GB_TRY(kv_plan(c, *o, *log, kv));
   GB_RETURN_IF(spec && (kv->policy >= GB_KV_SEED), *log, GB_ERR_INVALID_ARGUMENT,
                "session options: the spec gear needs a single-level KV policy (f32, f16, uniformN) to roll drafts back");
@@ -278,7 +287,10 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
-  o->gear = GB_GEAR_MID;  // measured: dominates auto in NLL and bits (docs/RESULTS.md, "Entropy-routed gears")
+  // The file's default tier: mid for files made from float weights
+  // (measured: dominates auto in NLL and bits, docs/RESULTS.md "Entropy-routed
+  // gears"), a quantized GGUF source's own tier otherwise.
+  o->gear = GB_GEAR_DEFAULT;
   o->managed = GB_MANAGED_ALL;
   o->base_gear = GB_GEAR_HIGH;
   o->n_threads = 1;

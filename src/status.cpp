@@ -61,12 +61,13 @@ extern "C" const char *gb_gear_name(gb_gear gear) {
   if (g >= 0 && g < GB_GEAR_COUNT) return kTierNames[g];
   if (g == GB_GEAR_AUTO) return "auto";
   if (g == GB_GEAR_SPEC) return "spec";
+  if (g == GB_GEAR_DEFAULT) return "default";
   return "unknown";
 }
 
 extern "C" gb_status gb_gear_from_name(const char *name, gb_gear *out) {
   if (!name || !out) return GB_ERR_NULL_POINTER;
-  static const gb_gear kAll[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC};
+  static const gb_gear kAll[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC, GB_GEAR_DEFAULT};
   for (const gb_gear g : kAll)
     if (strcmp(name, gb_gear_name(g)) == 0) {
       *out = g;

@@ -187,7 +187,13 @@ TEST(Convert, MetaAndDirectoryFollowTheFormat) {
   EXPECT_EQ(ld_i32(m + 60), 2);
   EXPECT_EQ(ld_i32(m + 64), 0);
   EXPECT_EQ(ld_i32(m + 68), -1);
-  for (uint32_t i = 144; i < kMetaBytes; i++) ASSERT_EQ(m[i], 0);
+  // Version 3: default gear mid; tiers rounded once from float weights,
+  // the f32 tier the source's own values; not a quantized source.
+  EXPECT_EQ(ld_u32(m + 144), (uint32_t)GB_GEAR_MID);
+  const uint8_t origin[4] = {GB_TIER_ORIGIN_ROUNDED, GB_TIER_ORIGIN_ROUNDED, GB_TIER_ORIGIN_ROUNDED, GB_TIER_ORIGIN_SOURCE};
+  for (int t = 0; t < 4; t++) EXPECT_EQ(m[148 + t], origin[t]) << "tier " << t;
+  EXPECT_EQ(ld_u32(m + 152), 0u);
+  for (uint32_t i = 156; i < kMetaBytes; i++) ASSERT_EQ(m[i], 0);
   // Section order, then the directory: COMMON first, then each tier in order.
   const uint32_t order[] = {kSecMeta, kSecVocab, kSecTensors, kSecCommon, 32, 33, 34, 35};
   for (size_t i = 0; i < 8; i++) EXPECT_EQ(g.secs[i].kind, order[i]);
@@ -462,8 +468,6 @@ TEST(Convert, Q4LayoutsHoldTheSameWeightsAndDecodeIdentically) {
 TEST(Convert, OptionsAreValidated) {
   const std::string out = tmp("bad-opt.gbx");
   ConvertOptions o = quiet_opts();
-  o.tiers = 0;
-  EXPECT_EQ(convert_synthetic(kTinySpec, out.c_str(), o), GB_ERR_INVALID_ARGUMENT);
   o.tiers = 0x10;
   EXPECT_EQ(convert_synthetic(kTinySpec, out.c_str(), o), GB_ERR_INVALID_ARGUMENT);
   o = quiet_opts();
@@ -552,7 +556,9 @@ TEST(Convert, EmbeddingFormatAndPageAlignOptions) {
   EXPECT_EQ(g.secs[5].kind, kSecGearBase + GB_GEAR_HIGH);
 }
 
-// Q4_0 and Q8_0 blocks are our q4 / q8 blocks: they must pass through.
+// Q4_0 and Q8_0 blocks are our q4 / q8 blocks: they pass through as the
+// file's only tier (and embedding) by default; other tiers only on request,
+// with warnings that measure the second rounding.
 TEST(Convert, GgufQuantizedTensorsPassThrough) {
   SampleDims d;
   d.dim = 64;
@@ -565,30 +571,49 @@ TEST(Convert, GgufQuantizedTensorsPassThrough) {
     const std::vector<uint8_t> img = gguf_serialize(s);
     const std::string in = tmp("q.gguf"), out = tmp("q.gbx");
     ASSERT_TRUE(gbt::write_file(in, img));
-    std::vector<std::string> logs;
-    ConvertOptions o = quiet_opts();
-    o.log.fn = [](void *u, gb_log_level lv, const char *m) {
-      if (lv <= GB_LOG_WARN) static_cast<std::vector<std::string> *>(u)->push_back(m);
-    };
-    o.log.user = &logs;
-    ASSERT_EQ(convert_gguf(in.c_str(), out.c_str(), o), GB_OK);
-    ASSERT_EQ(logs.size(), 1u);  // one warning about quantizing twice
-    EXPECT_NE(logs[0].find("quantiz"), std::string::npos) << logs[0];
-    Gbx g;
-    ASSERT_NO_FATAL_FAILURE(load(out, &g));
-    const uint32_t gear = type == 2 ? GB_GEAR_LOW : GB_GEAR_MID;
-    EXPECT_EQ(g.find(kTokEmbd, 0, kTierCommon)->fmt, (uint32_t)kFmtF16);  // source not all f32
-    const Entry *q = g.find(kW2, 1, gear);
-    EXPECT_EQ(memcmp(g.data(*q), s.tensor("blk.1.ffn_down.weight")->data.data(), q->nbytes), 0);
-    const Entry *cls = g.find(kClassifier, 0, gear);  // shared: the embedding's blocks
-    EXPECT_EQ(memcmp(g.data(*cls), s.tensor("token_embd.weight")->data.data(), cls->nbytes), 0);
-    EXPECT_EQ(ld_u32(g.meta() + 72), 1u);
-    EXPECT_STREQ((const char *)g.meta() + 80, "sample");
-    // The f32 tier holds the exact dequantized blocks.
-    const Entry *f = g.find(kW2, 1, GB_GEAR_F32);
-    std::vector<float> row(f->cols);
-    dequantize_row(q->fmt, row.data(), g.data(*q), f->cols);
-    EXPECT_EQ(memcmp(g.data(*f), row.data(), 4 * f->cols), 0);
+    const uint32_t fmt = type == 2 ? kFmtQ4 : kFmtQ8, gear = type == 2 ? GB_GEAR_LOW : GB_GEAR_MID;
+    for (uint32_t tiers : {0u, 0xFu}) {
+      std::vector<std::string> logs;
+      ConvertOptions o = quiet_opts();
+      o.tiers = tiers;
+      o.log.fn = [](void *u, gb_log_level lv, const char *m) {
+        if (lv <= GB_LOG_WARN) static_cast<std::vector<std::string> *>(u)->push_back(m);
+      };
+      o.log.user = &logs;
+      ASSERT_EQ(convert_gguf(in.c_str(), out.c_str(), o), GB_OK);
+      Gbx g;
+      ASSERT_NO_FATAL_FAILURE(load(out, &g));
+      EXPECT_EQ(ld_u32(g.meta() + 144), gear) << "default gear: the source's own";
+      EXPECT_EQ(ld_u32(g.meta() + 152), 1u) << "quantized source";
+      EXPECT_EQ(g.meta()[148 + gear], (uint8_t)GB_TIER_ORIGIN_SOURCE);
+      EXPECT_EQ(g.find(kTokEmbd, 0, kTierCommon)->fmt, fmt);  // the embedding as stored, too
+      const Entry *q = g.find(kW2, 1, gear);
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(q->fmt, fmt);
+      EXPECT_EQ(memcmp(g.data(*q), s.tensor("blk.1.ffn_down.weight")->data.data(), q->nbytes), 0);
+      const Entry *cls = g.find(kClassifier, 0, gear);  // shared: the embedding's blocks
+      EXPECT_EQ(memcmp(g.data(*cls), s.tensor("token_embd.weight")->data.data(), cls->nbytes), 0);
+      EXPECT_EQ(ld_u32(g.meta() + 72), 1u);
+      EXPECT_STREQ((const char *)g.meta() + 80, "sample");
+      if (tiers == 0) {
+        // By default: the source's own tier only, and nothing to warn about.
+        EXPECT_EQ(g.secs.size(), 5u);
+        EXPECT_TRUE(logs.empty()) << logs[0];
+        continue;
+      }
+      // On request: the two narrower-than-f32 tiers that are not the source's
+      // own are rounded again (one warning, then one measurement each); the
+      // f32 tier holds the exact dequantized blocks.
+      ASSERT_EQ(logs.size(), 3u);
+      EXPECT_NE(logs[0].find("re-quantizing"), std::string::npos) << logs[0];
+      for (int i = 1; i < 3; i++) EXPECT_NE(logs[i].find("relative RMS error"), std::string::npos) << logs[i];
+      for (uint32_t t = 0; t < GB_GEAR_COUNT; t++)
+        EXPECT_EQ(g.meta()[148 + t], t == gear || t == GB_GEAR_F32 ? GB_TIER_ORIGIN_SOURCE : GB_TIER_ORIGIN_REQUANTIZED) << t;
+      const Entry *f = g.find(kW2, 1, GB_GEAR_F32);
+      std::vector<float> row(f->cols);
+      dequantize_row(q->fmt, row.data(), g.data(*q), f->cols);
+      EXPECT_EQ(memcmp(g.data(*f), row.data(), 4 * f->cols), 0);
+    }
   }
 }
 

@@ -145,32 +145,51 @@ TEST(GgufFixtures, UnsupportedTypeIsNamed) {
   unlink(path.c_str());
 }
 
-// A fixture's first n_windows reference windows scored through its f32 tier
-// (the file's values exactly), against llama.cpp's outputs.
+// A fixture's first n_windows reference windows scored the way the file
+// runs by default, against llama.cpp's outputs, with an f32 KV cache (as the
+// references were made). A quantized file converts to its own formats only
+// (copied as they are) and runs its default gear, which is that tier; a
+// float file runs its f32 tier (the file's values exactly).
 struct Score {
   size_t n = 0;              // scored positions
   double nll = 0, want = 0;  // mean NLL: gearbx, llama.cpp (mean of the windows' means)
   double agreement = 0;      // argmax equal to llama.cpp's
   double max_diff = 0;       // max |logit - llama.cpp's|, window 0, positions 0..31
   uint32_t arch = 0;
+  gb_model_info info{};      // of the converted file
 };
+
+bool is_float_fixture(const std::string &name) {
+  return name.find("-F32") != std::string::npos || name.find("-F16") != std::string::npos ||
+         name.find("-BF16") != std::string::npos;
+}
 
 void score(const std::string &name, size_t n_windows, Score *r) {
   gbt::Json ref;
   ASSERT_TRUE(load_ref(name, &ref));
   const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
+  const bool flt = is_float_fixture(name);
   gb::ConvertOptions o;
   o.log.fn = gbt::quiet_log;
-  o.tiers = 1u << GB_GEAR_F32;
-  o.embd_format = gb::kFmtF32;
+  if (flt) {
+    o.tiers = 1u << GB_GEAR_F32;
+    o.embd_format = gb::kFmtF32;
+  }
   ASSERT_EQ(gb::convert_gguf(fixture(name + ".gguf").c_str(), out.c_str(), o), GB_OK) << name;
   gb_model *m = nullptr;
   ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
   r->arch = m->meta.arch;
+  r->info.struct_size = sizeof r->info;
+  ASSERT_EQ(gb_model_get_info(m, &r->info), GB_OK);
+  if (!flt) {
+    // The source's own formats, as the only tier and the default.
+    EXPECT_EQ(r->info.gears, 1u << r->info.default_gear) << name;
+    EXPECT_EQ(r->info.tier_origin[r->info.default_gear], (uint32_t)GB_TIER_ORIGIN_SOURCE) << name;
+  }
   gb_session_options so;
   gb_session_options_init(&so);
-  so.gear = GB_GEAR_F32;
-  so.base_gear = GB_GEAR_F32;  // the only tier in the file
+  so.gear = flt ? GB_GEAR_F32 : GB_GEAR_DEFAULT;
+  so.kv.policy = GB_KV_F32;
   gb_session *s = nullptr;
   ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK) << name;
   const std::vector<gbt::Json> &windows = ref.get("windows")->items, &argmax = ref.get("argmax")->items,
@@ -239,8 +258,11 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
     Score r;
     ASSERT_NO_FATAL_FAILURE(score(name, full ? 2 : 1, &r));  // of 8: 510 / 255 scored positions
     const Tol tol = tolerance(name);
-    printf("%-20s positions %4zu  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement %.2f%%  max |logit diff| %.3g\n",
-           name.c_str(), r.n, r.nll, r.want, r.nll - r.want, 100.0 * r.agreement, r.max_diff);
+    const uint32_t g = is_float_fixture(name) ? GB_GEAR_F32 : r.info.default_gear;
+    printf("%-20s %-5s %-9s %5.2f bits/weight  positions %4zu  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement "
+           "%.2f%%  max |logit diff| %.3g\n",
+           name.c_str(), gb_gear_name((gb_gear)g), r.info.tier_formats[g], (double)r.info.tier_bits[g], r.n, r.nll, r.want,
+           r.nll - r.want, 100.0 * r.agreement, r.max_diff);
     EXPECT_LT(r.max_diff, tol.logit) << name;
     EXPECT_NEAR(r.nll, r.want, tol.nll_mean) << name;
     EXPECT_GE(r.agreement, tol.argmax_min) << name;
@@ -263,8 +285,9 @@ TEST(GgufFixtures, Qwen2AndLlama3ScoreLikeLlamaCpp) {
   for (const ArchCase &c : cases) {
     Score r;
     ASSERT_NO_FATAL_FAILURE(score(c.name, 1, &r));
-    printf("%-20s arch %u  max |logit diff| %.3g  window-0 NLL %.6f (llama.cpp %.6f)\n", c.name, r.arch, r.max_diff, r.nll,
-           r.want);
+    printf("%-20s arch %u  max |logit diff| %.3g  window-0 NLL %.6f (llama.cpp %.6f)  tiers 0x%x (default %s: %s)\n", c.name,
+           r.arch, r.max_diff, r.nll, r.want, r.info.gears, gb_gear_name(r.info.default_gear),
+           r.info.tier_formats[r.info.default_gear]);
     EXPECT_LT(r.max_diff, c.logit_tol) << c.name;
     EXPECT_NEAR(r.nll, r.want, c.logit_tol) << c.name;
     EXPECT_EQ(r.arch, strstr(c.name, "qwen2") ? (uint32_t)gb::kArchQwen2 : (uint32_t)gb::kArchLlama) << c.name;

@@ -182,7 +182,9 @@ TEST(LazyTiers, AutoShiftsIntoLazyTiersWithoutAllocating) {
   gb_model_close(m);
 }
 
-// Double quantization: a high tier made from 4-bit weights gets a warning when a lower
+// Double quantization: a high tier made from weights that were 4-bit
+// quantized before (here: an f32 GGUF whose values sit on the q4 grid, which
+// the converter cannot tell from trained weights) gets a warning when a lower
 // tier is quantized from it; genuine f32-trained weights do not.
 TEST(LazyTiers, DoubleQuantizationWarning) {
   gb::SampleDims d;
@@ -192,7 +194,20 @@ TEST(LazyTiers, DoubleQuantizationWarning) {
   d.kv_heads = 2;
   d.vocab = 260;
   const std::string in = gbt::temp_dir() + "/dq.gguf", out = gbt::temp_dir() + "/dq.gbx";
-  ASSERT_TRUE(gbt::write_file(in, gb::gguf_serialize(gb::sample_gguf_spec(d, 2 /* Q4_0 */))));
+  gb::GgufSpec spec = gb::sample_gguf_spec(d, 0 /* F32 */);
+  for (gb::GgufTensorSpec &t : spec.tensors) {
+    if (t.ne.size() < 2 || t.ne[1] < 2) continue;  // norms stay as they are
+    const size_t cols = t.ne[0], rows = t.data.size() / 4 / cols;
+    std::vector<float> row(cols);
+    std::vector<uint8_t> q(gb::row_bytes(gb::kFmtQ4, cols));
+    for (size_t r = 0; r < rows; r++) {
+      memcpy(row.data(), t.data.data() + r * cols * 4, cols * 4);
+      gb::quantize_row(gb::kFmtQ4, q.data(), row.data(), cols);
+      gb::dequantize_row(gb::kFmtQ4, row.data(), q.data(), cols);
+      memcpy(t.data.data() + r * cols * 4, row.data(), cols * 4);
+    }
+  }
+  ASSERT_TRUE(gbt::write_file(in, gb::gguf_serialize(spec)));
   ASSERT_EQ(gb::convert_gguf(in.c_str(), out.c_str(), conv_opts(1u << GB_GEAR_HIGH)), GB_OK);
   for (int q4src = 1; q4src >= 0; q4src--) {
     gb_model *m = nullptr;

@@ -200,7 +200,7 @@ TEST(Names, GearsAndKvPoliciesRoundTrip) {
   EXPECT_EQ(gb_kv_policy_from_name(nullptr, &q), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_kv_policy_from_name("f16", nullptr), GB_ERR_NULL_POINTER);
   // Values no enumerator has, as a C caller can pass them.
-  for (int v : {-1, 4, 15, 18, 100, INT_MIN, INT_MAX}) EXPECT_STREQ(gbt_c_gear_name(v), "unknown") << v;
+  for (int v : {-1, 4, 15, 19, 100, INT_MIN, INT_MAX}) EXPECT_STREQ(gbt_c_gear_name(v), "unknown") << v;
   for (int v : {-1, 10, 100, INT_MIN, INT_MAX}) EXPECT_STREQ(gbt_c_kv_policy_name(v), "unknown") << v;
 }
 

@@ -15,6 +15,9 @@ const char kUsage[] =
     "usage: gearbx convert IN.bin --tokenizer TOK.bin -o OUT.gbx | IN.gguf -o OUT.gbx | --synthetic SPEC -o OUT.gbx\n"
     "       [--tiers low,mid,high,f32] [--embd f32|f16] [--page-align N]\n"
     "       [--q4-layout rows16|row] [--quiet]\n"
+    "  --tiers: default low,mid,high,f32 from float weights; from an already quantized GGUF\n"
+    "           only its own formats (copied as they are), as the tier nearest their bits per\n"
+    "           weight; naming other tiers rounds its weights again (a warning gives the error)\n"
     "  --q4-layout: rows16 (default) interleaves the low tier's q4 blocks of 16 rows, the\n"
     "               layout the fastest q4 kernels stream; row keeps plain row-major rows\n";
 
@@ -87,7 +90,7 @@ int gb_cli_convert(int argc, char **argv) {
   bool quiet = false, tiers_given = false;
   gb_convert_options opt;
   gb_convert_default_options(&opt);
-  opt.tiers = 0xF;  // low, mid, high and f32
+  opt.tiers = 0;  // chosen from the source: low, mid, high and f32, or a quantized file's own
   opt.page_align = 65536;
   LogCapture cap;
   cap.first_error[0] = 0;
@@ -168,12 +171,22 @@ int gb_cli_convert(int argc, char **argv) {
     return cli_error("convert", "%s", msg);
   }
   if (!quiet) {
-    char tiers[32] = "";
-    for (int g = 0; g < GB_GEAR_COUNT; g++)
-      if (opt.tiers >> g & 1) {
-        if (tiers[0]) strcat(tiers, ",");
-        strcat(tiers, gb_gear_name((gb_gear)g));
-      }
+    // The tiers as written (the converter chooses them when none were named).
+    char tiers[160] = "";
+    gb_model_options mo;
+    gb_model_options_init(&mo);
+    mo.verify = GB_VERIFY_METADATA;
+    gb_model *m = nullptr;
+    if (gb_model_open_file(out, &mo, &m) == GB_OK) {
+      gb_model_info i;
+      i.struct_size = sizeof i;
+      gb_model_get_info(m, &i);
+      for (int g = 0; g < GB_GEAR_COUNT; g++)
+        if (i.gears >> g & 1)
+          snprintf(tiers + strlen(tiers), sizeof tiers - strlen(tiers), "%s%s (%s)", tiers[0] ? ", " : "", gb_gear_name((gb_gear)g),
+                   i.tier_formats[g]);
+      gb_model_close(m);
+    }
     fprintf(stderr, "gearbx convert: wrote %s (%llu bytes, tiers %s) in %.1f s\n", out, (unsigned long long)file_size(out), tiers,
             now_s() - t0);
   }

@@ -20,8 +20,13 @@ int gb_cli_info(int argc, char **argv) {
          (double)i.rope_theta, (double)i.norm_eps);
   printf("special      bos %d eos %d unk %d pad %d\n", i.bos_id, i.eos_id, i.unk_id, i.pad_id);
   printf("classifier   %s\n", i.shared_classifier ? "shared with embedding" : "separate");
+  static const char *const kOrigin[] = {"source not recorded", "rounded from the source's float weights",
+                                         "the source's own values", "rounded again from quantized weights"};
   for (int g = 0; g < GB_GEAR_COUNT; g++)
-    if (i.gears >> g & 1) printf("tier %-7s %llu bytes\n", gb_gear_name((gb_gear)g), (unsigned long long)i.gear_bytes[g]);
+    if (i.gears >> g & 1)
+      printf("tier %-7s %llu bytes, %s, %.2f bits/weight, %s%s\n", gb_gear_name((gb_gear)g), (unsigned long long)i.gear_bytes[g],
+             i.tier_formats[g], (double)i.tier_bits[g], i.tier_origin[g] <= 3 ? kOrigin[i.tier_origin[g]] : "?",
+             g == (int)i.default_gear ? " (default)" : "");
   gb_model_close(m);
   return 0;
 }

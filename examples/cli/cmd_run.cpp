@@ -23,11 +23,12 @@ struct RunArgs {
 
 int run_usage() {
   fprintf(stderr,
-          "usage: gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear low|mid|high|f32|auto|spec]\n"
+          "usage: gearbx run -m MODEL.gbx [-p PROMPT] [-n TOKENS] [--gear default|low|mid|high|f32|auto|spec]\n"
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
           "                  [--ctx N] [--threads N] [--trace FILE.csv] [--plot FILE.svg] [--quiet]\n"
           "                  [--deterministic] [--spec-k K] [--spec-verify mid|high|f32] [--spec-draft low|mid]\n"
           "                  [--spec-stop BITS] [--spec-adapt 0|1]\n"
+          "  --gear default    (the default) the file's default tier: mid, or a quantized GGUF's own tier\n"
           "  --gear spec       draft on the low tier, verify on high in one batched pass: high's tokens\n"
           "  --trace FILE.csv  one row of telemetry per decode step\n"
           "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"

@@ -47,7 +47,7 @@ bool cli_parse_f32(const char *cmd, const char *opt, const char *s, float *out) 
 
 bool cli_parse_gear(const char *cmd, const char *s, gb_gear *out) {
   if (s && gb_gear_from_name(s, out) == GB_OK) return true;
-  cli_error(cmd, "unknown gear '%s' (low, mid, high, f32, auto, spec)", s ? s : "");
+  cli_error(cmd, "unknown gear '%s' (low, mid, high, f32, auto, spec, default)", s ? s : "");
   return false;
 }
 

@@ -13,8 +13,10 @@
 namespace gb {
 
 struct ConvertOptions {
-  // Tiers to write, bit (1u << gb_gear): default low | mid | high | f32.
-  uint32_t tiers = 0xF;
+  // Tiers to write, bit (1u << gb_gear). 0 (the default): low | mid | high |
+  // f32 from float weights; from already quantized weights (a K-quant GGUF),
+  // only the tier of the source's own formats (gbx_writer.h).
+  uint32_t tiers = 0;
   // Format of the token embedding table in the common section: kFmtF32 or kFmtF16.
   // Default: F32 when every source tensor is F32, else F16.
   int embd_format = -1;

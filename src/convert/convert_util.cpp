@@ -93,8 +93,8 @@ bool Cursor::u64(uint64_t *v) {
 
 gb_status check_options(const ConvertOptions &opt, const char *what) {
   const Logger &log = opt.log;
-  GB_RETURN_IF((opt.tiers & 0xFu) == 0 || (opt.tiers & ~0xFu) != 0, log, GB_ERR_INVALID_ARGUMENT,
-               "%s: tiers 0x%x invalid (bits 0..3: low, mid, high, f32)", what, opt.tiers);
+  GB_RETURN_IF((opt.tiers & ~0xFu) != 0, log, GB_ERR_INVALID_ARGUMENT,
+               "%s: tiers 0x%x invalid (bits 0..3: low, mid, high, f32; 0: chosen from the source)", what, opt.tiers);
   GB_RETURN_IF(opt.embd_format != -1 && opt.embd_format != (int)kFmtF32 && opt.embd_format != (int)kFmtF16, log,
                GB_ERR_INVALID_ARGUMENT, "%s: embedding format %d invalid (F32 or F16)", what, opt.embd_format);
   GB_RETURN_IF(!is_pow2(opt.page_align) || opt.page_align < 64 || opt.page_align > (1u << 24), log, GB_ERR_INVALID_ARGUMENT,

@@ -132,6 +132,9 @@ class Writer {
 
  private:
   void plan();
+  void plan_tiers();
+  uint32_t tier_fmt(uint32_t g, uint32_t kind, uint32_t layer) const;
+  void report_requant() const;
   void build_meta(std::vector<uint8_t> *b) const;
   void build_vocab(std::vector<uint8_t> *b) const;
   void build_tensors(std::vector<uint8_t> *b) const;
@@ -163,12 +166,71 @@ class Writer {
   uint32_t tensors_done_ = 0;
   int shown_pct_ = -1;
   bool warned_requant_ = false;
+  // The source's own quantization (plan()).
+  bool quantized_ = false;      // some tier matrix is stored quantized in the source
+  int native_ = -1;             // the gear slot of the source's own formats, or -1
+  uint32_t tiers_ = 0;          // tiers written
+  uint32_t default_gear_ = GB_GEAR_MID;
+  uint8_t origin_[GB_GEAR_COUNT] = {0};
+  double err2_[GB_GEAR_COUNT] = {0}, ref2_[GB_GEAR_COUNT] = {0};  // re-rounding error of derived tiers
+  std::vector<float> back_;     // a re-rounded row decoded again
 };
 
+// The format tier g stores matrix (kind, layer) in: the source's own format
+// in its native slot (f32 where the source has none to copy), else the tier's.
+uint32_t Writer::tier_fmt(uint32_t g, uint32_t kind, uint32_t layer) const {
+  if ((int)g != native_) return tier_format(g);
+  const uint32_t f = src_.stored_format(kind, layer);
+  return f < kFmtCount ? f : kFmtF32;
+}
+
+void Writer::plan_tiers() {
+  // Bits per weight of the source's own formats over the tier matrices.
+  uint64_t bytes = 0, weights = 0;
+  quantized_ = false;
+  auto count = [&](uint32_t kind, uint32_t layer) {
+    uint32_t rows, cols;
+    tensor_shape(d_, kind, &rows, &cols);
+    const uint32_t f = src_.stored_format(kind, layer);
+    quantized_ = quantized_ || src_.is_quantized(kind, layer);
+    bytes += (uint64_t)rows * row_bytes(f < kFmtCount ? f : kFmtF32, cols);
+    weights += (uint64_t)rows * cols;
+  };
+  for (uint32_t l = 0; l < d_.n_layers; l++)
+    for (uint32_t k : kLayerMatrices) count(k, l);
+  count(kClassifier, 0);
+  const double bits = weights ? (double)bytes * 8.0 / (double)weights : 32.0;
+  native_ = !quantized_ ? -1 : bits < 6.5 ? GB_GEAR_LOW : bits < 12.0 ? GB_GEAR_MID : GB_GEAR_HIGH;
+  tiers_ = opt_.tiers != 0 ? opt_.tiers : quantized_ ? 1u << native_ : 0xFu;
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
+    if (!(tiers_ >> g & 1)) continue;
+    // f32 holds any source exactly; the native slot copies the source.
+    origin_[g] = (int)g == native_ || tier_format(g) == kFmtF32 ? GB_TIER_ORIGIN_SOURCE
+                 : quantized_                                    ? GB_TIER_ORIGIN_REQUANTIZED
+                                                                 : GB_TIER_ORIGIN_ROUNDED;
+  }
+  if (!quantized_ && (tiers_ >> GB_GEAR_HIGH & 1)) {
+    // An f16 tier copies an f16 source exactly.
+    bool all = true;
+    for (uint32_t l = 0; l < d_.n_layers && all; l++)
+      for (uint32_t k : kLayerMatrices) all = all && src_.has_raw(k, l, kFmtF16);
+    if (all && src_.has_raw(kClassifier, 0, kFmtF16)) origin_[GB_GEAR_HIGH] = GB_TIER_ORIGIN_SOURCE;
+  }
+  if (native_ >= 0 && (tiers_ >> native_ & 1)) {
+    default_gear_ = (uint32_t)native_;
+  } else if (tiers_ >> GB_GEAR_MID & 1) {
+    default_gear_ = GB_GEAR_MID;
+  } else {
+    default_gear_ = 0;
+    while (!(tiers_ >> default_gear_ & 1)) default_gear_++;
+  }
+}
+
 void Writer::plan() {
+  plan_tiers();
   n_gears_ = 0;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
-    if (opt_.tiers & (1u << g)) gears_[n_gears_++] = g;
+    if (tiers_ & (1u << g)) gears_[n_gears_++] = g;
   secs_.clear();
   const uint32_t kinds[4] = {kSecMeta, kSecVocab, kSecTensors, kSecCommon};
   for (uint32_t k : kinds) secs_.push_back(Sec{k, 0, 0, 0});
@@ -211,8 +273,8 @@ void Writer::plan() {
     cursor = 0;
     gear_first_[i] = tensors_.size();
     for (uint32_t l = 0; l < d_.n_layers; l++)
-      for (uint32_t k : kLayerMatrices) add(k, l, g, tier_format(g), 4 + i);
-    add(kClassifier, 0, g, tier_format(g), 4 + i);
+      for (uint32_t k : kLayerMatrices) add(k, l, g, tier_fmt(g, k, l), 4 + i);
+    add(kClassifier, 0, g, tier_fmt(g, kClassifier, 0), 4 + i);
     secs_[4 + i].size = cursor;
   }
 
@@ -250,6 +312,9 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
   st_u32(p + 72, d_.shared_classifier);
   st_u32(p + 76, d_.source);
   memcpy(p + 80, d_.name.data(), d_.name.size() < 63 ? d_.name.size() : 63);
+  st_u32(p + 144, default_gear_);
+  memcpy(p + 148, origin_, GB_GEAR_COUNT);
+  st_u32(p + 152, quantized_ ? 1u : 0u);
 }
 
 void Writer::build_vocab(std::vector<uint8_t> *b) const {
@@ -333,10 +398,15 @@ gb_status Writer::write_common() {
     }
     const uint64_t rb = row_bytes(t.fmt, t.cols);
     const uint32_t chunk = chunk_rows(t);
+    const bool raw = src_.has_raw(t.kind, t.layer, t.fmt);
     for (uint32_t r = 0; r < t.rows; r += chunk) {
       const uint32_t n = t.rows - r < chunk ? t.rows - r : chunk;
-      GB_TRY(fetch_f32(t, r, n));
-      for (uint32_t k = 0; k < n; k++) quantize_row(t.fmt, buf_.data() + k * rb, f32_.data() + (size_t)k * t.cols, t.cols);
+      if (raw) {
+        GB_TRY(src_.read_raw(t.kind, t.layer, t.fmt, r, n, buf_.data()));
+      } else {
+        GB_TRY(fetch_f32(t, r, n));
+        for (uint32_t k = 0; k < n; k++) quantize_row(t.fmt, buf_.data() + k * rb, f32_.data() + (size_t)k * t.cols, t.cols);
+      }
       if (!out_.write_at(s.offset + t.offset + r * rb, buf_.data(), n * rb)) return io_error();
       crc = crc32_update(crc, buf_.data(), n * rb);
       progress(n * rb);
@@ -369,7 +439,7 @@ gb_status Writer::write_gears() {
       if (!raw[i] && t.fmt != kFmtF32 && !warned_requant_ && src_.is_quantized(t.kind, t.layer)) {
         warned_requant_ = true;
         log_.log(GB_LOG_WARN, "convert: re-quantizing already quantized tensors (first: %s layer %u to %s): errors compound",
-                 tensor_kind_name(t.kind), t.layer, t.fmt == kFmtQ4 ? "q4" : t.fmt == kFmtQ8 ? "q8" : "f16");
+                 tensor_kind_name(t.kind), t.layer, format_name(t.fmt));
       }
       const uint64_t pad = t.offset - pos[i];
       if (pad) {
@@ -387,7 +457,19 @@ gb_status Writer::write_gears() {
         if (raw[i]) {
           GB_TRY(src_.read_raw(t.kind, t.layer, t.fmt, r, n, buf_.data()));
         } else {
-          for (uint32_t k = 0; k < n; k++) quantize_row(t.fmt, buf_.data() + k * rb, f32_.data() + (size_t)k * t.cols, t.cols);
+          const bool requant = src_.is_quantized(t.kind, t.layer) && t.fmt != kFmtF32;
+          for (uint32_t k = 0; k < n; k++) {
+            const float *x = f32_.data() + (size_t)k * t.cols;
+            quantize_row(t.fmt, buf_.data() + k * rb, x, t.cols);
+            if (!requant) continue;
+            // The error the second rounding adds, against the source's values.
+            dequantize_row(t.fmt, back_.data(), buf_.data() + k * rb, t.cols);
+            for (uint32_t c = 0; c < t.cols; c++) {
+              const double e = (double)back_[c] - x[c];
+              err2_[t.tier] += e * e;
+              ref2_[t.tier] += (double)x[c] * x[c];
+            }
+          }
         }
         const uint8_t *bytes = buf_.data();
         if (t.layout == kLayoutRows16) {
@@ -408,12 +490,30 @@ gb_status Writer::write_gears() {
     }
   }
   for (uint32_t i = 0; i < n_gears_; i++) secs_[4 + i].crc = crc[i];
+  report_requant();
   return GB_OK;
+}
+
+// What rounding already quantized weights again cost, per derived tier.
+void Writer::report_requant() const {
+  for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
+    if (origin_[g] == GB_TIER_ORIGIN_REQUANTIZED && ref2_[g] > 0.0)
+      log_.log(GB_LOG_WARN,
+               "convert: tier %s (%s) was rounded again from the source's quantized weights: relative RMS error %.3f%% "
+               "against the source's values",
+               gb_gear_name((gb_gear)g), format_name(tier_format(g)), 100.0 * sqrt(err2_[g] / ref2_[g]));
 }
 
 gb_status Writer::run(const char *tmp_path) {
   tmp_path_ = tmp_path;
-  embd_fmt_ = opt_.embd_format == (int)kFmtF32 ? kFmtF32 : kFmtF16;
+  if (opt_.embd_format >= 0) {
+    embd_fmt_ = (uint32_t)opt_.embd_format;
+  } else {
+    const uint32_t f = src_.stored_format(kTokEmbd, 0);
+    embd_fmt_ = src_.is_quantized(kTokEmbd, 0) && f < kFmtCount ? f : kFmtF16;
+  }
+  GB_RETURN_IF(embd_fmt_ != kFmtF32 && embd_fmt_ != kFmtF16 && !src_.has_raw(kTokEmbd, 0, embd_fmt_), log_, GB_ERR_INVALID_ARGUMENT,
+               "convert: embedding format %s: only f32, f16 or the source's own format", format_name(embd_fmt_));
   plan();
   // Buffers for the largest row chunk of any tensor in any format.
   size_t chunk_values = 1, chunk_bytes = 1;
@@ -423,6 +523,7 @@ gb_status Writer::run(const char *tmp_path) {
     chunk_bytes = b > chunk_bytes ? b : chunk_bytes;
   }
   f32_.resize(chunk_values);
+  back_.resize(chunk_values);
   buf_.resize(chunk_bytes);
   ilv_.resize(chunk_bytes);
 
@@ -471,8 +572,8 @@ gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVoc
                     const ConvertOptions &opt) {
   const Logger &log = opt.log;
   GB_RETURN_IF(!out_path || !*out_path, log, GB_ERR_NULL_POINTER, "convert: no output path");
-  GB_RETURN_IF((opt.tiers & 0xFu) == 0 || (opt.tiers & ~0xFu) != 0, log, GB_ERR_INVALID_ARGUMENT,
-               "convert: tiers 0x%x invalid (bits 0..3: low, mid, high, f32)", opt.tiers);
+  GB_RETURN_IF((opt.tiers & ~0xFu) != 0, log, GB_ERR_INVALID_ARGUMENT,
+               "convert: tiers 0x%x invalid (bits 0..3: low, mid, high, f32; 0: chosen from the source)", opt.tiers);
   GB_RETURN_IF(!is_pow2(opt.page_align) || opt.page_align < 64 || opt.page_align > (1u << 24), log,
                GB_ERR_INVALID_ARGUMENT, "convert: page_align %u must be a power of two in [64, 16 MiB]", opt.page_align);
   GB_RETURN_IF(opt.q4_layout >= kLayoutCount, log, GB_ERR_INVALID_ARGUMENT, "convert: q4 layout %u invalid (0 row-major, 1 rows16)",

@@ -49,9 +49,11 @@ class TensorSource {
   // Rows [row0, row0 + n_rows) of tensor (kind, layer) as floats, row-major,
   // n_rows * cols values. Non-finite values are rejected by the writer.
   virtual gb_status read_f32(uint32_t kind, uint32_t layer, uint32_t row0, uint32_t n_rows, float *out) = 0;
-  // True when the source stores (kind, layer) exactly in WeightFormat fmt with
-  // our row layout, so read_raw can copy it byte for byte.
-  virtual bool has_raw(uint32_t kind, uint32_t layer, uint32_t fmt) const { return false; }
+  // The WeightFormat whose rows the source holds (kind, layer) in byte for
+  // byte (read_raw copies them), or kFmtCount when it has none (values are
+  // then read with read_f32 only).
+  virtual uint32_t stored_format(uint32_t kind, uint32_t layer) const { return kFmtCount; }
+  bool has_raw(uint32_t kind, uint32_t layer, uint32_t fmt) const { return stored_format(kind, layer) == fmt; }
   // Rows in that native format: n_rows * row_bytes(fmt, cols) bytes.
   virtual gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) {
     return GB_ERR_INTERNAL;
@@ -62,10 +64,18 @@ class TensorSource {
 };
 
 // Write `out_path`. desc and vocab must already be validated by the importer
-// (the writer re-checks only what its own arithmetic relies on). opt.tiers
-// selects the gear sections; opt.embd_format must be kFmtF32 or kFmtF16
-// (a negative value means kFmtF16). Returns GB_ERR_IO when the output cannot
-// be written, or the first error of the source.
+// (the writer re-checks only what its own arithmetic relies on).
+// Tiers: opt.tiers selects the gear sections; 0 chooses them. When the
+// source's matrices are already quantized (is_quantized), its own formats
+// form one tier, copied byte for byte, in the slot nearest its bits per
+// weight (under 6.5: low; under 12: mid; else high), and by default it is
+// the only tier; any other tier asked for is rounded again from the
+// source's values (a warning gives the error this adds). Otherwise 0 means
+// low | mid | high | f32.
+// opt.embd_format: kFmtF32, kFmtF16 or the embedding's stored format;
+// negative: the stored format when the embedding is quantized, else kFmtF16.
+// Returns GB_ERR_IO when the output cannot be written, or the first error of
+// the source.
 gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVocab &vocab, TensorSource &src,
                     const ConvertOptions &opt);
 

@@ -1,9 +1,10 @@
-// import_gguf.cpp — GGUF "llama" models to .gbx: hyper-parameters and the
-// vocabulary from the metadata, tensors by their llama.cpp names. Q4_0 and
-// Q8_0 blocks are our q4 / q8 blocks byte for byte, so those tensors pass
-// straight into the matching tier; every other tier is made from the
-// tensor's values decoded to f32 (ggml_types.h: every common GGUF type,
-// exactly as ggml decodes it).
+// import_gguf.cpp — GGUF "llama" / "qwen2" models to .gbx: hyper-parameters
+// and the vocabulary from the metadata, tensors by their llama.cpp names.
+// Every GGUF type but BF16 is one of our weight formats byte for byte (Q4_0
+// and Q8_0 are our q4 / q8; the others are kept as they are), so a quantized
+// file's tensors pass unchanged into the tier of its own formats; any other
+// tier is made from the values decoded to f32 (ggml_types.h: every common
+// GGUF type, exactly as ggml decodes it).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,21 +50,41 @@ class GgufSource : public TensorSource {
     return GB_OK;
   }
 
-  bool has_raw(uint32_t kind, uint32_t layer, uint32_t fmt) const override {
+  // Every GGUF type but BF16 is one of our formats byte for byte.
+  uint32_t stored_format(uint32_t kind, uint32_t layer) const override {
     const GgufTensor *t = map_[slot(kind, layer)];
-    return (t->type == kGgmlQ4_0 && fmt == kFmtQ4) || (t->type == kGgmlQ8_0 && fmt == kFmtQ8);
+    if (!t) return kFmtCount;  // linear RoPE scaling: made up, not stored
+    switch (t->type) {
+      case kGgmlF32: return kFmtF32;
+      case kGgmlF16: return kFmtF16;
+      case kGgmlQ8_0: return kFmtQ8;
+      case kGgmlQ4_0: return kFmtQ4;
+      case kGgmlQ4_1: return kFmtQ4_1;
+      case kGgmlQ5_0: return kFmtQ5_0;
+      case kGgmlQ5_1: return kFmtQ5_1;
+      case kGgmlIQ4_NL: return kFmtIq4nl;
+      case kGgmlQ2_K: return kFmtQ2K;
+      case kGgmlQ3_K: return kFmtQ3K;
+      case kGgmlQ4_K: return kFmtQ4K;
+      case kGgmlQ5_K: return kFmtQ5K;
+      case kGgmlQ6_K: return kFmtQ6K;
+      default: return kFmtCount;
+    }
   }
 
   gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) override {
     const GgufTensor *t = map_[slot(kind, layer)];
-    const uint64_t rb = row_bytes(fmt, t->ne[0]);
+    const uint64_t cols = t->ne[0], rb = row_bytes(fmt, cols);
     GB_TRY(read_rows(t, row0, n_rows, rb, out));
-    // The blocks are copied unchanged, so their scales are the only thing
-    // that can be non-finite.
-    const uint64_t blk = fmt == kFmtQ4 ? kQ4BlockBytes : kQ8BlockBytes;
-    for (uint64_t o = 0; o < rb * n_rows; o += blk)
-      GB_RETURN_IF((ld_u16(out + o) & 0x7c00) == 0x7c00, log_, GB_ERR_CORRUPT, "gguf: tensor '%s' has a non-finite block scale",
-                   t->name.c_str());
+    // The bytes are copied unchanged: decode them once to check that every
+    // value (every block scale) is finite, as the float path does.
+    row_.resize((size_t)cols);
+    for (uint32_t r = 0; r < n_rows; r++) {
+      ggml_dequantize_row(t->type, out + (size_t)r * rb, row_.data(), (size_t)cols);
+      for (uint64_t c = 0; c < cols; c++)
+        GB_RETURN_IF(!isfinite(row_[c]), log_, GB_ERR_CORRUPT, "gguf: tensor '%s' row %u has a non-finite value (block scale)",
+                     t->name.c_str(), row0 + r);
+    }
     return GB_OK;
   }
 
@@ -84,6 +105,7 @@ class GgufSource : public TensorSource {
   Logger log_;
   std::vector<const GgufTensor *> map_;
   std::vector<uint8_t> raw_;
+  std::vector<float> row_;
   float linear_factor_ = 0.0f;
   uint32_t n_pairs_ = 0;
 };
@@ -346,7 +368,9 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
     log.log(GB_LOG_WARN, "gguf: ignoring %zu tensor(s) a llama model does not use (first: '%.64s')", n_unused,
             g.tensors[first_unused].name.c_str());
   ConvertOptions o = opt;
-  if (o.embd_format < 0) o.embd_format = all_f32 ? kFmtF32 : kFmtF16;
+  // All-f32 files keep an f32 embedding; a quantized one stays as stored
+  // (the writer's default), anything else becomes f16.
+  if (o.embd_format < 0 && all_f32) o.embd_format = kFmtF32;
   return write_gbx(out_path, d, v, src, o);
 }
 

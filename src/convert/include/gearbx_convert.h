@@ -34,7 +34,11 @@ typedef enum gb_convert_q4_layout {
 } gb_convert_q4_layout;
 
 typedef struct gb_convert_options {
-  uint32_t tiers;             /* bit (1u << gb_gear) per tier to write; 0: low|mid|high|f32 */
+  uint32_t tiers;             /* bit (1u << gb_gear) per tier to write; 0: low|mid|high|f32
+                                 from float weights, and from already quantized weights
+                                 only the tier of the source's own formats, copied as they
+                                 are (other tiers on request: rounded twice, with a warning
+                                 giving the error that adds) */
   gb_convert_embd embd;
   gb_convert_q4_layout q4_layout;
   uint32_t page_align;        /* power of two in [64, 2^24]; 0: 65536              */
