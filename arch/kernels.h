@@ -20,6 +20,38 @@
  *   of four rows and one 64-byte vector the slice of all sixteen: an integer
  *   dot product lane (sdot by element, vpdpbusd with a broadcast) gathers one
  *   row's whole block, with no horizontal sums.
+ * GGUF's block formats (GB_FMT_Q4_1..GB_FMT_Q6K) are GGUF's blocks byte for
+ * byte (little-endian; f16 = binary16); a row of cols weights (a multiple of
+ * the block: no padding) is cols/32 blocks, or cols/256 for the K-quants.
+ * Weight e of a block, code u, w its value:
+ *   q4_1  {f16 d, m; u8 qs[16]} 20 B: u = low nibble of qs[e] (e < 16) or
+ *         high nibble of qs[e-16]; w = d*u + m.
+ *   q5_0  {f16 d; u32 qh; u8 qs[16]} 22 B: u = nibble as q4_1 | (bit e of
+ *         qh) << 4; w = d*(u - 16).
+ *   q5_1  {f16 d, m; u32 qh; u8 qs[16]} 24 B: u as q5_0; w = d*u + m.
+ *   iq4nl {f16 d; u8 qs[16]} 18 B: the nibble (as q4_1) indexes the grid
+ *         {-127,-104,-83,-65,-49,-35,-22,-10,1,13,25,38,53,69,89,113}: w = d*grid.
+ *   q2k   {u8 sc[16]; u8 qs[64]; f16 d, dmin} 84 B: u = bits 2g..2g+1 of
+ *         qs[32h + e%32] (half h = e/128, group g = (e%128)/32); 16-weight
+ *         group t = e/16 has scale sc[t]&15, min sc[t]>>4;
+ *         w = d*scale*u - dmin*min.
+ *   q3k   {u8 hmask[32]; u8 qs[64]; u8 sc[12]; f16 d} 110 B: low two bits as
+ *         q2k, minus 4 where bit e/32 of hmask[e%32] is clear (-4..3); scale
+ *         of group t: low nibble of sc[t] (t < 8) or high of sc[t-8], plus
+ *         bits 2(t/4)..2(t/4)+1 of sc[8 + t%4] << 4, minus 32; w = d*scale*u.
+ *   q4k   {f16 d, dmin; u8 sc[12]; u8 qs[128]} 144 B: 32-weight sub-block
+ *         s = e/32 takes the low (s even) or high nibbles of qs[32(s/2) + e%32];
+ *         6-bit scale, min: sc[s]&63, sc[s+4]&63 for s < 4, else the low /
+ *         high nibble of sc[s+4] | the top two bits of sc[s-4] / sc[s] << 4;
+ *         w = d*scale*u - dmin*min.
+ *   q5k   {f16 d, dmin; u8 sc[12]; u8 qh[32]; u8 qs[128]} 176 B: as q4k, with
+ *         bit s of qh[e%32] as the fifth bit (0..31).
+ *   q6k   {u8 ql[128]; u8 qh[64]; i8 sc[16]; f16 d} 210 B: u = low (g < 2)
+ *         or high nibble of ql[64h + 32(g%2) + e%32] | bits 2g..2g+1 of
+ *         qh[32h + e%32] << 4 (h, g as q2k); w = d*sc[e/16]*(u - 32).
+ * Their gemv sums exactly in int32 per activation block (per 16-weight half
+ * where scales are per 16); arch/generic/gemv_ggml.cpp defines the float
+ * arithmetic, and its rows_to_f32 is bit-exact with ggml's decoder.
  */
 #ifndef GEARBX_ARCH_KERNELS_H
 #define GEARBX_ARCH_KERNELS_H

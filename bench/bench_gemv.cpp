@@ -10,7 +10,10 @@
 // library's own quantizers (src/quant.h) into the layout the kernels read
 // (arch/kernels.h): q4r16 is q4 with 16 rows interleaved, as `gearbx
 // convert` writes the low tier (shapes whose row count is not a multiple of
-// 16 have no q4r16 cells).
+// 16 have no q4r16 cells). GGUF's block formats (q4_1 .. q6k) are random
+// blocks (random code bytes, f16 scales of a model's magnitude); shapes
+// whose k is not a multiple of their block (32, or 256 for the K-quants)
+// have no cells of them.
 //
 // hot:  the same matrix every call (cache-resident when it fits the LLC).
 // cold: the calls rotate through enough copies of the matrix that the
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "f16.h"
 #include "format.h"
 #include "gearbx_port.h"
 #include "kernels.h"
@@ -49,7 +53,33 @@ namespace {
 
 using gbbench::median;
 
-const char *const kFmtName[GB_FMT_COUNT] = {"f32", "f16", "q8", "q4", "q4r16"};
+const char *const kFmtName[GB_FMT_COUNT] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",
+                                            "q5_1",  "iq4nl", "q2k", "q3k", "q4k",   "q5k",  "q6k"};
+
+// GGUF's block formats: weights and bytes per block, offsets of the f16
+// scales in a block (-1: none).
+struct GgufFmt {
+  uint32_t fmt, weights, bytes;
+  int scale_at[2];
+};
+const GgufFmt kGguf[] = {
+    {GB_FMT_Q4_1, 32, GB_Q4_1_BLOCK_BYTES, {0, 2}},   {GB_FMT_Q5_0, 32, GB_Q5_0_BLOCK_BYTES, {0, -1}},
+    {GB_FMT_Q5_1, 32, GB_Q5_1_BLOCK_BYTES, {0, 2}},   {GB_FMT_IQ4NL, 32, GB_IQ4NL_BLOCK_BYTES, {0, -1}},
+    {GB_FMT_Q2K, GB_QK_K, GB_Q2K_BLOCK_BYTES, {80, 82}}, {GB_FMT_Q3K, GB_QK_K, GB_Q3K_BLOCK_BYTES, {108, -1}},
+    {GB_FMT_Q4K, GB_QK_K, GB_Q4K_BLOCK_BYTES, {0, 2}},   {GB_FMT_Q5K, GB_QK_K, GB_Q5K_BLOCK_BYTES, {0, 2}},
+    {GB_FMT_Q6K, GB_QK_K, GB_Q6K_BLOCK_BYTES, {208, -1}},
+};
+const GgufFmt *gguf(uint32_t fmt) {
+  for (const GgufFmt &g : kGguf)
+    if (g.fmt == fmt) return &g;
+  return nullptr;
+}
+// Whether format fmt has rows of k weights (GGUF: whole blocks).
+bool fits(uint32_t fmt, size_t k) { return !gguf(fmt) || k % gguf(fmt)->weights == 0; }
+size_t fmt_row_bytes(uint32_t fmt, size_t cols) {
+  const GgufFmt *g = gguf(fmt);
+  return g ? cols / g->weights * g->bytes : gb::row_bytes(fmt, cols);
+}
 
 
 struct Kernel {
@@ -108,7 +138,7 @@ struct Matrices {
 };
 
 bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t copies, uint64_t seed) {
-  const size_t rb = gb::row_bytes(fmt, cols);
+  const size_t rb = fmt_row_bytes(fmt, cols);
   m->bytes = rb * rows;
   m->stride = (m->bytes + 4095) / 4096 * 4096;
   m->copies = copies;
@@ -116,9 +146,24 @@ bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t c
   if (!m->base) return false;
   std::vector<float> row(cols);
   const uint32_t qfmt = fmt == GB_FMT_Q4R16 ? (uint32_t)gb::kFmtQ4 : fmt;
-  for (size_t r = 0; r < rows; r++) {
-    random_floats(row.data(), cols, &seed);
-    gb::quantize_row(qfmt, m->base + r * rb, row.data(), cols);
+  if (const GgufFmt *g = gguf(fmt)) {
+    for (size_t b = 0; b < m->bytes / g->bytes; b++) {
+      uint8_t *blk = m->base + b * g->bytes;
+      for (uint32_t i = 0; i < g->bytes; i++) blk[i] = (uint8_t)splitmix64(&seed);
+      for (int at : g->scale_at) {
+        if (at < 0) continue;
+        float v;
+        random_floats(&v, 1, &seed);
+        const uint16_t h = gb::f32_to_f16(v * (g->weights == 32 ? 0.05f : 0.005f));
+        blk[at] = (uint8_t)h;
+        blk[at + 1] = (uint8_t)(h >> 8);
+      }
+    }
+  } else {
+    for (size_t r = 0; r < rows; r++) {
+      random_floats(row.data(), cols, &seed);
+      gb::quantize_row(qfmt, m->base + r * rb, row.data(), cols);
+    }
   }
   if (fmt == GB_FMT_Q4R16) {
     std::vector<uint8_t> rm(m->base, m->base + m->bytes);
@@ -271,7 +316,8 @@ int main(int argc, char **argv) {
     for (const Shape &s : kShapes) {
       if (!shape_filter.empty() && std::string(s.name).find(shape_filter) == std::string::npos) continue;
       if (fmt == GB_FMT_Q4R16 && s.n % 16 != 0) continue;
-      const size_t bytes = gb::row_bytes(fmt, s.k) * s.n;
+      if (!fits(fmt, s.k)) continue;
+      const size_t bytes = fmt_row_bytes(fmt, s.k) * s.n;
       const size_t stride = (bytes + 4095) / 4096 * 4096;
       const size_t copies = std::max((size_t)2, std::min((ws_target + stride - 1) / stride, cap / stride));
       Matrices m;

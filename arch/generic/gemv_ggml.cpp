@@ -55,11 +55,17 @@ struct Block32 {
   float d, m;    // m: 0 where the format has no min
 };
 
-// Weight j's 4-bit value of the 16 bytes of nibbles (low nibbles are weights
-// 0..15, high nibbles 16..31).
-inline uint32_t nibble32(const uint8_t *qs, int j) { return j < 16 ? (qs[j] & 15u) : (uint32_t)(qs[j - 16] >> 4); }
-// With the fifth bit j of qh above it.
-inline uint32_t five32(const uint8_t *qs, uint32_t qh, int j) { return nibble32(qs, j) | (((qh >> j) & 1u) << 4); }
+// The 16 bytes of nibbles: low nibbles are weights 0..15, high 16..31.
+inline void nibbles32(const uint8_t *qs, int8_t *q) {
+  for (int j = 0; j < 16; j++) {
+    q[j] = (int8_t)(qs[j] & 15);
+    q[j + 16] = (int8_t)(qs[j] >> 4);
+  }
+}
+// q5_0 / q5_1: bit j of qh is weight j's fifth bit.
+inline void fifth_bits32(uint32_t qh, int8_t *q) {
+  for (int j = 0; j < 32; j++) q[j] = (int8_t)(q[j] | (((qh >> j) & 1) << 4));
+}
 
 struct Q4_1 {
   using Block = Block32;
@@ -68,7 +74,7 @@ struct Q4_1 {
   static void unpack(const uint8_t *b, Block32 *u) {
     u->d = ld_f16(b);
     u->m = ld_f16(b + 2);
-    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)nibble32(b + 4, j);
+    nibbles32(b + 4, u->q);
   }
 };
 struct Q5_0 {
@@ -78,8 +84,9 @@ struct Q5_0 {
   static void unpack(const uint8_t *b, Block32 *u) {
     u->d = ld_f16(b);
     u->m = 0.0f;
-    const uint32_t qh = ld_u32(b + 2);
-    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)((int)five32(b + 6, qh, j) - 16);
+    nibbles32(b + 6, u->q);
+    fifth_bits32(ld_u32(b + 2), u->q);
+    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)(u->q[j] - 16);
   }
 };
 struct Q5_1 {
@@ -89,8 +96,8 @@ struct Q5_1 {
   static void unpack(const uint8_t *b, Block32 *u) {
     u->d = ld_f16(b);
     u->m = ld_f16(b + 2);
-    const uint32_t qh = ld_u32(b + 4);
-    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)five32(b + 8, qh, j);
+    nibbles32(b + 8, u->q);
+    fifth_bits32(ld_u32(b + 4), u->q);
   }
 };
 const int8_t kIq4nlGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
@@ -101,7 +108,8 @@ struct Iq4nl {
   static void unpack(const uint8_t *b, Block32 *u) {
     u->d = ld_f16(b);
     u->m = 0.0f;
-    for (int j = 0; j < 32; j++) u->q[j] = kIq4nlGrid[nibble32(b + 2, j)];
+    nibbles32(b + 2, u->q);
+    for (int j = 0; j < 32; j++) u->q[j] = kIq4nlGrid[u->q[j]];
   }
 };
 
@@ -146,10 +154,13 @@ inline void scale_min_k4(int s, const uint8_t *q, Block256 *u) {
   u->mn[2 * s] = u->mn[2 * s + 1] = mn;
 }
 
-// The 2-bit field of weight e of q2k / q3k: 128 weights per 32 bytes; in a
-// half, 32-weight group g takes bits 2g..2g+1 of the half's byte e % 32.
-inline uint32_t crumb256(const uint8_t *qs, int e) {
-  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3u;
+// The super-blocks' codes are unpacked per 32-weight group s = e / 32
+// (0..7), weight l = e % 32 of it.
+// q2k / q3k's two-bit fields: 128 weights per 32 bytes; group s takes bits
+// 2(s%4)..2(s%4)+1 of bytes 32(s/4)...
+inline void crumbs256(const uint8_t *qs, int8_t *q) {
+  for (int s = 0; s < 8; s++)
+    for (int l = 0; l < 32; l++) q[32 * s + l] = (int8_t)((qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3);
 }
 
 struct Q2K {
@@ -161,7 +172,7 @@ struct Q2K {
       u->sc[t] = b[t] & 15;
       u->mn[t] = b[t] >> 4;
     }
-    for (int e = 0; e < 256; e++) u->q[e] = (int8_t)crumb256(b + 16, e);
+    crumbs256(b + 16, u->q);
     u->d = ld_f16(b + 80);
     u->dmin = ld_f16(b + 82);
   }
@@ -171,29 +182,33 @@ struct Q3K {
   static constexpr size_t kBytes = GB_Q3K_BLOCK_BYTES;
   static constexpr bool kMin = false;
   static void unpack(const uint8_t *b, Block256 *u) {
-    const uint8_t *hm = b, *s = b + 96;
+    const uint8_t *hm = b, *sc = b + 96;
     // Scale t: low four bits nibble t of bytes 0..7 (0..7 low nibbles, 8..15
     // high), high two bits from byte 8 + t % 4, bits 2(t/4)..; minus 32.
     for (int t = 0; t < 16; t++) {
-      const int lo = t < 8 ? (s[t] & 15) : (s[t - 8] >> 4);
-      const int hi = (s[8 + (t & 3)] >> (2 * (t >> 2))) & 3;
+      const int lo = t < 8 ? (sc[t] & 15) : (sc[t - 8] >> 4);
+      const int hi = (sc[8 + (t & 3)] >> (2 * (t >> 2))) & 3;
       u->sc[t] = (lo | (hi << 4)) - 32;
       u->mn[t] = 0;
     }
-    // Third bit of weight e: bit e/32 of hmask byte e % 32; a clear bit
+    // Third bit of weight l of group s: bit s of hmask[l]; a clear bit
     // subtracts 4.
-    for (int e = 0; e < 256; e++)
-      u->q[e] = (int8_t)((int)crumb256(b + 32, e) - (((hm[e % 32] >> (e / 32)) & 1) ? 0 : 4));
+    crumbs256(b + 32, u->q);
+    for (int s = 0; s < 8; s++)
+      for (int l = 0; l < 32; l++) u->q[32 * s + l] = (int8_t)(u->q[32 * s + l] - ((hm[l] >> s) & 1 ? 0 : 4));
     u->d = ld_f16(b + 108);
     u->dmin = 0.0f;
   }
 };
-// q4k / q5k: 64 weights per 32 bytes of nibbles; 32-weight sub-block s takes
-// the low (s even) or high nibbles of bytes 32(s/2)..; q5k's fifth bit of
-// weight l of sub-block s is bit s of qh[l].
-inline uint32_t nibble256(const uint8_t *qs, int e) {
-  const uint8_t v = qs[32 * (e / 64) + e % 32];
-  return (e / 32) % 2 ? (uint32_t)(v >> 4) : (v & 15u);
+// q4k / q5k: 64 weights per 32 bytes of nibbles; group s takes the low (s
+// even) or high nibbles of bytes 32(s/2)..; q5k's fifth bit of weight l of
+// group s is bit s of qh[l].
+inline void nibbles256(const uint8_t *qs, int8_t *q) {
+  for (int s = 0; s < 8; s++)
+    for (int l = 0; l < 32; l++) {
+      const uint8_t v = qs[32 * (s / 2) + l];
+      q[32 * s + l] = (int8_t)(s % 2 ? v >> 4 : v & 15);
+    }
 }
 struct Q4K {
   using Block = Block256;
@@ -203,7 +218,7 @@ struct Q4K {
     u->d = ld_f16(b);
     u->dmin = ld_f16(b + 2);
     for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
-    for (int e = 0; e < 256; e++) u->q[e] = (int8_t)nibble256(b + 16, e);
+    nibbles256(b + 16, u->q);
   }
 };
 struct Q5K {
@@ -215,7 +230,9 @@ struct Q5K {
     u->dmin = ld_f16(b + 2);
     for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
     const uint8_t *qh = b + 16;
-    for (int e = 0; e < 256; e++) u->q[e] = (int8_t)(nibble256(b + 48, e) | (((qh[e % 32] >> (e / 32)) & 1u) << 4));
+    nibbles256(b + 48, u->q);
+    for (int s = 0; s < 8; s++)
+      for (int l = 0; l < 32; l++) u->q[32 * s + l] = (int8_t)(u->q[32 * s + l] | (((qh[l] >> s) & 1) << 4));
   }
 };
 struct Q6K {
@@ -223,14 +240,16 @@ struct Q6K {
   static constexpr size_t kBytes = GB_Q6K_BLOCK_BYTES;
   static constexpr bool kMin = false;
   static void unpack(const uint8_t *b, Block256 *u) {
-    // Per 128-weight half n: ql bytes 64n.., qh bytes 128 + 32n..; 32-weight
-    // group g (0..3) of the half takes the low (g < 2) or high nibbles of
+    // Per 128-weight half n = s/4: ql bytes 64n.., qh bytes 128 + 32n..;
+    // group g = s%4 of the half takes the low (g < 2) or high nibbles of
     // ql[64n + 32(g%2) + l] and bits 2g..2g+1 of qh[32n + l]; minus 32.
-    for (int e = 0; e < 256; e++) {
-      const int n = e / 128, g = (e % 128) / 32, l = e % 32;
-      const uint8_t lo = b[64 * n + 32 * (g % 2) + l], hi = b[128 + 32 * n + l];
-      const int code = (g < 2 ? (lo & 15) : (lo >> 4)) | (((hi >> (2 * g)) & 3) << 4);
-      u->q[e] = (int8_t)(code - 32);
+    for (int s = 0; s < 8; s++) {
+      const int n = s / 4, g = s % 4;
+      const uint8_t *ql = b + 64 * n + 32 * (g % 2), *qh = b + 128 + 32 * n;
+      for (int l = 0; l < 32; l++) {
+        const int lo = g < 2 ? ql[l] & 15 : ql[l] >> 4;
+        u->q[32 * s + l] = (int8_t)((lo | (((qh[l] >> (2 * g)) & 3) << 4)) - 32);
+      }
     }
     for (int t = 0; t < 16; t++) {
       u->sc[t] = (int8_t)b[192 + t];

@@ -1,8 +1,12 @@
 // test_kernels.cpp — kernels against references. The generic kernels are
-// checked against a double-precision dequantize-then-dot reference; every
-// other kernel in arch/kernels.inc is checked against the generic kernel of
-// its slot on random data (seed printed), with odd sizes, tails and canaries.
-// A kernel whose ISA the CPU has must run; one it lacks must not be chosen.
+// checked against a double-precision dequantize-then-dot reference (GGUF's
+// block formats: dequantized by the converter's ggml decoder, which their
+// rows_to_f32 must equal bit for bit); every other kernel in
+// arch/kernels.inc is checked against the generic kernel of its slot on
+// random data (seed printed), with odd sizes, tails and canaries. The tests
+// run over every format id (GB_FMT_COUNT), so a new kernels.inc line is
+// tested without being named here. A kernel whose ISA the CPU has must run;
+// one it lacks must not be chosen.
 #include <math.h>
 #include <string.h>
 
@@ -15,6 +19,7 @@
 #include "f16.h"
 #include "format.h"
 #include "gearbx_port.h"
+#include "ggml_types.h"
 #include "kernels.h"
 #include "quant.h"
 
@@ -42,12 +47,77 @@ std::vector<size_t> rows_for(uint32_t fmt) {
 size_t range_begin(uint32_t fmt, size_t rows) { return is_r16(fmt) ? 16 * ((rows / 3) / 16) : rows / 3; }
 size_t range_end(uint32_t fmt, size_t rows) { return is_r16(fmt) ? rows - 16 * ((rows / 4) / 16) : rows - rows / 4; }
 
-Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng) {
+// GGUF's block formats: weights and bytes per block, ggml's type id (the
+// converter decodes it: the reference) and the byte offsets of the block's
+// f16 scales (d, and m / dmin where the format has one; -1: none).
+struct GgufFmt {
+  uint32_t fmt, weights, bytes, ggml;
+  int scale_at[2];
+};
+const GgufFmt kGguf[] = {
+    {GB_FMT_Q4_1, 32, GB_Q4_1_BLOCK_BYTES, gb::kGgmlQ4_1, {0, 2}},
+    {GB_FMT_Q5_0, 32, GB_Q5_0_BLOCK_BYTES, gb::kGgmlQ5_0, {0, -1}},
+    {GB_FMT_Q5_1, 32, GB_Q5_1_BLOCK_BYTES, gb::kGgmlQ5_1, {0, 2}},
+    {GB_FMT_IQ4NL, 32, GB_IQ4NL_BLOCK_BYTES, gb::kGgmlIQ4_NL, {0, -1}},
+    {GB_FMT_Q2K, GB_QK_K, GB_Q2K_BLOCK_BYTES, gb::kGgmlQ2_K, {80, 82}},
+    {GB_FMT_Q3K, GB_QK_K, GB_Q3K_BLOCK_BYTES, gb::kGgmlQ3_K, {108, -1}},
+    {GB_FMT_Q4K, GB_QK_K, GB_Q4K_BLOCK_BYTES, gb::kGgmlQ4_K, {0, 2}},
+    {GB_FMT_Q5K, GB_QK_K, GB_Q5K_BLOCK_BYTES, gb::kGgmlQ5_K, {0, 2}},
+    {GB_FMT_Q6K, GB_QK_K, GB_Q6K_BLOCK_BYTES, gb::kGgmlQ6_K, {208, -1}},
+};
+static_assert(sizeof kGguf / sizeof kGguf[0] == GB_FMT_COUNT - GB_FMT_Q4_1, "one kGguf entry per GGUF format id");
+const GgufFmt *gguf(uint32_t fmt) {
+  for (const GgufFmt &g : kGguf)
+    if (g.fmt == fmt) return &g;
+  return nullptr;
+}
+
+// Column counts a format is tested with: GGUF rows are whole blocks.
+std::vector<size_t> cols_for(uint32_t fmt) {
+  const GgufFmt *g = gguf(fmt);
+  if (!g) return std::vector<size_t>(std::begin(kCols), std::end(kCols));
+  if (g->weights == 32) return {32, 64, 96, 256, 512, 768};
+  return {256, 512, 768, 1024};
+}
+
+size_t row_bytes_of(uint32_t fmt, size_t cols) {
+  const GgufFmt *g = gguf(fmt);
+  return g ? cols / g->weights * g->bytes : gb::row_bytes(is_r16(fmt) ? gb::kFmtQ4 : fmt, cols);
+}
+
+// Random GGUF blocks: random code and scale bytes, finite f16 scales; every
+// fifth row and about one block in eight all zero. Scales are of a model's
+// magnitude, or (wide) any sign and exponent up to 2^6, subnormals included.
+void random_gguf_rows(const GgufFmt &g, uint8_t *out, size_t rows, size_t cols, bool wide, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> mag(g.weights == 32 ? 0.005f : 0.0005f, g.weights == 32 ? 0.1f : 0.01f);
+  const size_t nb = rows * (cols / g.weights);
+  for (size_t b = 0; b < nb; b++) {
+    uint8_t *blk = out + b * g.bytes;
+    if ((b / (cols / g.weights)) % 5 == 4 || rng() % 8 == 0) {
+      memset(blk, 0, g.bytes);
+      continue;
+    }
+    for (uint32_t i = 0; i < g.bytes; i++) blk[i] = (uint8_t)rng();
+    for (int at : g.scale_at) {
+      if (at < 0) continue;
+      const uint32_t sign = rng() % 2 ? 0x8000u : 0u;
+      const uint16_t h = wide ? (uint16_t)(sign | (rng() % 22) << 10 | (rng() & 0x3ff)) : (uint16_t)(sign | gb::f32_to_f16(mag(rng)));
+      blk[at] = (uint8_t)h;
+      blk[at + 1] = (uint8_t)(h >> 8);
+    }
+  }
+}
+
+Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng, bool wide = false) {
   std::normal_distribution<float> nd(0.0f, 0.5f);
   Matrix m{fmt, rows, cols, {}};
   const uint32_t qfmt = is_r16(fmt) ? gb::kFmtQ4 : fmt;
-  const size_t rb = gb::row_bytes(qfmt, cols);
+  const size_t rb = row_bytes_of(qfmt, cols);
   m.bytes.assign(rows * rb + 64, kCanary);
+  if (const GgufFmt *g = gguf(fmt)) {
+    random_gguf_rows(*g, m.bytes.data(), rows, cols, wide, rng);
+    return m;
+  }
   std::vector<float> row(cols);
   for (size_t r = 0; r < rows; r++) {
     for (auto &v : row) v = nd(rng);
@@ -70,7 +140,12 @@ void dequant_row(const Matrix &W, size_t r, float *out) {
     gb::dequantize_row(gb::kFmtQ4, out, rm.data() + r * rb, W.cols);
     return;
   }
-  gb::dequantize_row(W.fmt, out, W.bytes.data() + r * gb::row_bytes(W.fmt, W.cols), W.cols);
+  const uint8_t *row = W.bytes.data() + r * row_bytes_of(W.fmt, W.cols);
+  if (const GgufFmt *g = gguf(W.fmt)) {
+    gb::ggml_dequantize_row(g->ggml, row, out, W.cols);
+    return;
+  }
+  gb::dequantize_row(W.fmt, out, row, W.cols);
 }
 
 std::vector<float> make_vector(size_t n, std::mt19937 &rng) {
@@ -116,11 +191,13 @@ TEST(Kernels, GenericQuantizeActMatchesDefinition) {
 
 // Generic GEMV of each format against a double dequantize-then-dot.
 TEST(Kernels, GenericGemvMatchesDoubleReference) {
-  const gb_gemv_fn gemv[GB_FMT_COUNT] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic,
-                                         gb_q4_gemv__generic, gb_q4r16_gemv__generic};
+  gb_kernels generic;
+  gb_kernels_select(&generic, GB_ISA_GENERIC);
   for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
+    const gb_gemv_fn gemv = generic.gemv[fmt];
+    ASSERT_NE(gemv, nullptr) << "fmt " << fmt;
     std::mt19937 rng(seed_for("gemv") + fmt);
-    for (size_t cols : kCols)
+    for (size_t cols : cols_for(fmt))
       for (size_t rows : rows_for(fmt)) {
         Matrix W = make_matrix(fmt, rows, cols, rng);
         std::vector<float> x = make_vector(cols, rng);
@@ -130,9 +207,9 @@ TEST(Kernels, GenericGemvMatchesDoubleReference) {
         std::vector<float> xr(cols);
         for (size_t c = 0; c < cols; c++) xr[c] = fmt >= gb::kFmtQ8 ? xq[c / 32].d * xq[c / 32].qs[c % 32] : x[c];
         std::vector<float> y(rows + 16, -7.0f);
-        gemv[fmt](y.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+        gemv(y.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
         std::vector<float> wr(cols);
-        const size_t rb = gb::row_bytes(fmt, cols);
+        const size_t rb = row_bytes_of(fmt, cols);
         for (size_t r = 0; r < rows; r++) {
           dequant_row(W, r, wr.data());
           double ref = 0, mag = 0;
@@ -148,11 +225,46 @@ TEST(Kernels, GenericGemvMatchesDoubleReference) {
   }
 }
 
+// The generic rows_to_f32 of every GGUF format equals the converter's ggml
+// decoder bit for bit (the same float operations in the same order), on
+// model-like and on wide-ranging scales, for row ranges anywhere in the
+// matrix; nothing past the range's output is written.
+TEST(Kernels, GenericGgufRowsEqualGgmlDecoderBitForBit) {
+  gb_kernels generic;
+  gb_kernels_select(&generic, GB_ISA_GENERIC);
+  for (const GgufFmt &g : kGguf) {
+    const gb::GgmlBlock gb_block = gb::ggml_block(g.ggml);
+    EXPECT_EQ(gb_block.block, g.weights) << "fmt " << g.fmt;
+    EXPECT_EQ(gb_block.bytes, g.bytes) << "fmt " << g.fmt;
+    const gb_rows_to_f32_fn row = generic.rows_to_f32[g.fmt];
+    ASSERT_NE(row, nullptr) << "fmt " << g.fmt;
+    std::mt19937 rng(seed_for("gguf_rows") + g.fmt);
+    for (bool wide : {false, true})
+      for (size_t cols : cols_for(g.fmt)) {
+        const size_t rows = 7;
+        const Matrix W = make_matrix(g.fmt, rows, cols, rng, wide);
+        std::vector<float> want(rows * cols);
+        for (size_t r = 0; r < rows; r++)
+          gb::ggml_dequantize_row(g.ggml, W.bytes.data() + r * row_bytes_of(g.fmt, cols), &want[r * cols], cols);
+        const size_t ranges[][2] = {{0, rows}, {2, 5}, {rows - 1, rows}, {3, 4}};
+        for (const auto &range : ranges) {
+          const size_t n = (range[1] - range[0]) * cols;
+          std::vector<float> got(n + 8, 5.0f);
+          row(got.data(), W.bytes.data(), range[0], range[1], cols);
+          ASSERT_EQ(0, memcmp(got.data(), &want[range[0] * cols], n * sizeof(float)))
+              << "fmt " << g.fmt << " cols " << cols << (wide ? " wide scales" : "") << " rows " << range[0] << ".."
+              << range[1];
+          for (size_t i = n; i < n + 8; i++) ASSERT_EQ(got[i], 5.0f) << "fmt " << g.fmt << " wrote past its rows";
+        }
+      }
+  }
+}
+
 // Row ranges: computing [a, b) touches only those rows.
 TEST(Kernels, RowRangesAreIndependent) {
   std::mt19937 rng(seed_for("ranges"));
-  const size_t cols = 100;
   for (uint32_t fmt = 0; fmt < GB_FMT_COUNT; fmt++) {
+    const size_t cols = gguf(fmt) ? 3 * gguf(fmt)->weights : 100;
     gb_kernels k;
     gb_kernels_select(&k, GB_ISA_GENERIC);
     // q4r16 ranges are whole groups of 16 rows.
@@ -213,11 +325,10 @@ std::string isa_of(const char *name) {
 TEST(Kernels, EverySimdVariantMatchesGeneric) {
   const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
   const std::vector<Entry> ks = all_kernels();
-  const gb_gemv_fn ggemv[GB_FMT_COUNT] = {gb_f32_gemv__generic, gb_f16_gemv__generic, gb_q8_gemv__generic,
-                                          gb_q4_gemv__generic, gb_q4r16_gemv__generic};
-  const gb_rows_to_f32_fn grow[GB_FMT_COUNT] = {gb_f32_rows_to_f32__generic, gb_f16_rows_to_f32__generic,
-                                                gb_q8_rows_to_f32__generic, gb_q4_rows_to_f32__generic,
-                                                gb_q4r16_rows_to_f32__generic};
+  gb_kernels generic;  // the generic kernel of every slot
+  gb_kernels_select(&generic, GB_ISA_GENERIC);
+  const gb_gemv_fn *ggemv = generic.gemv;
+  const gb_rows_to_f32_fn *grow = generic.rows_to_f32;
   int tested = 0;
   for (const Entry &e : ks) {
     if (e.req == GB_ISA_GENERIC) continue;
@@ -242,7 +353,7 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         }
       continue;
     }
-    for (size_t cols : kCols) {
+    for (size_t cols : e.op == 2 ? cols_for(GB_FMT_F32) : cols_for(e.fmt)) {
       std::vector<float> x = make_vector(cols, rng);
       if (e.op == 2) {
         std::vector<gb_q8x_block> a((cols + 31) / 32 + 1), b((cols + 31) / 32 + 1);
@@ -364,7 +475,7 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
     std::mt19937 rng(seed);
     tested++;
     const bool blocks = e.fmt >= gb::kFmtQ8;
-    for (size_t cols : kCols) {
+    for (size_t cols : cols_for(e.fmt)) {
       const size_t nb = (cols + 31) / 32;
       const size_t ldx = cols + 5, ldxq = nb + 2;
       // Padding between positions: NaN floats and NaN-scaled blocks, so a
