@@ -4,6 +4,7 @@
 // status, and opening from memory never reads outside the buffer (ASan).
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <random>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "bytes.h"
+#include "convert.h"
 #include "format.h"
 #include "test_util.h"
 
@@ -199,8 +201,53 @@ TEST_F(Malformed, TensorDirectory) {
   }, "duplicate tensor");
   expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) {
     const int t = i.find_tensor(gb::kWq, GB_GEAR_LOW);
+    st_u32(&i.b[8], 2);  // before version 3 a tier has one format
+    st_u32(i.tensor(t) + 16, gb::kLayoutRowMajor);
     st_u32(i.tensor(t) + 12, gb::kFmtQ8);  // a q8 matrix in the q4 tier
-  }, "tier format");
+  }, "tier format (version 2)");
+  // Format ids: 4 is q4r16, an in-memory id only; the GGUF formats need
+  // version 3 and rows of whole blocks (stories260K: 64 columns, not 256).
+  expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) { st_u32(i.tensor(3) + 12, gb::kFmtQ4R16); }, "format 4 in a file");
+  expect_planted(GB_ERR_UNSUPPORTED_TYPE, [](Image &i) {
+    st_u32(&i.b[8], 2);
+    st_u32(i.tensor(i.find_tensor(gb::kWq, GB_GEAR_MID)) + 12, gb::kFmtQ4_1);
+  }, "GGUF format in a version 2 file");
+  expect_planted(GB_ERR_CORRUPT, [](Image &i) { st_u32(i.tensor(i.find_tensor(gb::kWq, GB_GEAR_MID)) + 12, gb::kFmtQ4K); },
+                 "q4k row of 64 columns");
+  expect_planted(GB_ERR_CORRUPT, [](Image &i) { st_u32(i.tensor(i.find_tensor(gb::kWq, GB_GEAR_MID)) + 12, gb::kFmtQ5_0); },
+                 "q5_0 matrix with q8's byte count");
+}
+
+// The version 3 META fields, and files of version 2 that have none.
+TEST_F(Malformed, Version3MetaFields) {
+  auto meta = [](Image &i) { return i.section(gb::kSecMeta); };
+  expect_planted(GB_ERR_CORRUPT, [&](Image &i) { st_u32(meta(i) + 144, 4); }, "default gear 4");
+  expect_planted(GB_ERR_CORRUPT, [&](Image &i) { st_u32(meta(i) + 144, 0x80000001u); }, "default gear negative");
+  expect_planted(GB_ERR_CORRUPT, [&](Image &i) { meta(i)[148 + 2] = 4; }, "tier origin 4");
+  expect_planted(GB_ERR_CORRUPT, [&](Image &i) { st_u32(meta(i) + 152, 2); }, "quantized_source 2");
+  // A default tier the file lacks (a file with the high tier only).
+  const std::string high = gbt::temp_dir() + "/malformed-high-only.gbx";
+  gb::ConvertOptions co;
+  co.tiers = 1u << GB_GEAR_HIGH;
+  co.page_align = 4096;
+  co.log.fn = gbt::quiet_log;
+  ASSERT_EQ(gb::convert_llama2c(gbt::shared_path("models/stories260K.bin").c_str(), gbt::shared_path("models/tok512.bin").c_str(),
+                                high.c_str(), co),
+            GB_OK);
+  Image h;
+  h.b = gbt::read_file(high);
+  unlink(high.c_str());
+  ASSERT_EQ(ld_u32(h.section(gb::kSecMeta) + 144), (uint32_t)GB_GEAR_HIGH);  // the only tier is the default
+  ASSERT_EQ(open_image(h.b), GB_OK);
+  st_u32(h.section(gb::kSecMeta) + 144, GB_GEAR_MID);
+  gbt::gbx_fix_crcs(h.b);
+  EXPECT_EQ(open_image(h.b), GB_ERR_CORRUPT) << "default gear absent";
+  // Version 2: the fields are ignored (no origins, mid is the default).
+  Image v2 = good_;
+  st_u32(&v2.b[8], 2);
+  st_u32(v2.section(gb::kSecMeta) + 144, 0);
+  gbt::gbx_fix_crcs(v2.b);
+  EXPECT_EQ(open_image(v2.b), GB_OK);
 }
 
 TEST_F(Malformed, RandomCorruptionBehindValidCrcsNeverCrashes) {
