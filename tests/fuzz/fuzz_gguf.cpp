@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "convert.h"
+#include "convert_util.h"
+#include "gguf_parse.h"
 #include "sample_files.h"
 
 namespace {
@@ -83,4 +85,19 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   }
   const std::vector<uint8_t> real = read_all(std::string(GB_SHARED_DIR) + "/models/stories260K.gguf");
   if (!real.empty()) seeds->push_back(gb::FuzzSeed{real, 14176, 1});  // 14176: its data start
+  // Files made by llama.cpp's quantizer: K-quant mixes (Q4_K + Q6_K with
+  // qwen2 biases or Llama 3 RoPE factors; Q2_K + Q3_K + Q6_K) and a legacy
+  // 32-block type, so every GGUF block format meets the mutations. Focus:
+  // each file's metadata and tensor directory (up to its data start).
+  for (const char *name : {"qwen2-tiny-Q4_K_M.gguf", "llama3-tiny-Q4_K_M.gguf", "stories5M-Q2_K.gguf", "stories5M-Q5_1.gguf"}) {
+    const std::string path = std::string(GB_SHARED_DIR) + "/fixtures/" + name;
+    const std::vector<uint8_t> b = read_all(path);
+    if (b.empty()) continue;
+    gb::InputFile f;
+    gb::GgufFile g;
+    gb::Logger log;
+    log.fn = quiet;
+    if (f.open(path.c_str(), log, "fixture") != GB_OK || gb::gguf_parse(f, log, &g) != GB_OK) continue;
+    seeds->push_back(gb::FuzzSeed{b, (size_t)g.data_start, 1});
+  }
 }
