@@ -359,3 +359,95 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
 }
 
 }  // namespace
+
+namespace {
+
+// Mean NLL of a fixture's first reference window on one gear (f32 KV).
+double window0_nll(gb_model *m, gb_gear gear, const gbt::Json &ref) {
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = gear;
+  so.kv.policy = GB_KV_F32;
+  so.log = gbt::quiet_log;
+  gb_session *s = nullptr;
+  if (gb_session_create(m, &so, nullptr, 0, &s) != GB_OK) return NAN;
+  const std::vector<gbt::Json> &toks = ref.get("windows")->items[0].items;
+  double nll = 0;
+  size_t n = 0;
+  for (size_t p = 0; p + 1 < toks.size(); p++) {
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    if (gb_feed(s, (int32_t)toks[p].i64(), &info) != GB_OK) break;
+    double mx = -1e300, sum = 0;
+    for (uint32_t j = 0; j < info.n_vocab; j++) mx = std::max(mx, (double)info.logits[j]);
+    for (uint32_t j = 0; j < info.n_vocab; j++) sum += exp((double)info.logits[j] - mx);
+    nll += mx + log(sum) - info.logits[toks[p + 1].i64()];
+    n++;
+  }
+  gb_session_destroy(s);
+  return n + 1 == toks.size() ? nll / (double)n : NAN;
+}
+
+}  // namespace
+
+// A file converted from quantized weights holds only its own tier: every gear
+// policy that needs another fails with GB_ERR_UNAVAILABLE and a log line that
+// says why. Derived tiers stay possible on request, with the re-rounding
+// error in a warning, and they score worse than the source's own tier.
+TEST(GgufFixtures, QuantizedFilesOfferOnlyHonestTiers) {
+  const std::string out = gbt::temp_dir() + "/honest-q4km.gbx";
+  gb::ConvertOptions o;
+  o.log.fn = gbt::quiet_log;
+  ASSERT_EQ(gb::convert_gguf(fixture("stories5M-Q4_K_M.gguf").c_str(), out.c_str(), o), GB_OK);
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK);
+  gb_model_info info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(gb_model_get_info(m, &info), GB_OK);
+  EXPECT_EQ(info.gears, 1u << GB_GEAR_LOW);
+  EXPECT_EQ(info.default_gear, GB_GEAR_LOW);
+  EXPECT_STREQ(info.tier_formats[GB_GEAR_LOW], "q4k+q6k");
+  EXPECT_GT(info.tier_bits[GB_GEAR_LOW], 4.5f);
+  EXPECT_LT(info.tier_bits[GB_GEAR_LOW], 5.5f);
+  for (gb_gear g : {GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC}) {
+    std::string logged;
+    gb_session_options so;
+    gb_session_options_init(&so);
+    so.gear = g;
+    so.lazy_tiers = 1;
+    so.log = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
+    so.log_user = &logged;
+    gb_session *s = nullptr;
+    EXPECT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_ERR_UNAVAILABLE) << gb_gear_name(g);
+    EXPECT_EQ(s, nullptr);
+    EXPECT_NE(logged.find("already quantized"), std::string::npos) << gb_gear_name(g) << ": " << logged;
+  }
+  gb_model_close(m);
+  unlink(out.c_str());
+
+  // Q8_0 with a low tier asked for: q4 rounded again from the 8-bit blocks.
+  const std::string out2 = gbt::temp_dir() + "/derived-q8.gbx";
+  std::string warned;
+  o.tiers = 1u << GB_GEAR_LOW | 1u << GB_GEAR_MID;
+  o.log.fn = [](void *u, gb_log_level lv, const char *msg) {
+    if (lv <= GB_LOG_WARN) *static_cast<std::string *>(u) += std::string(msg) + "\n";
+  };
+  o.log.user = &warned;
+  ASSERT_EQ(gb::convert_gguf(fixture("stories5M-Q8_0.gguf").c_str(), out2.c_str(), o), GB_OK);
+  EXPECT_NE(warned.find("tier low (q4) was rounded again"), std::string::npos) << warned;
+  EXPECT_NE(warned.find("relative RMS error"), std::string::npos) << warned;
+  ASSERT_EQ(gb_model_open_file(out2.c_str(), nullptr, &m), GB_OK);
+  ASSERT_EQ(gb_model_get_info(m, &info), GB_OK);
+  EXPECT_EQ(info.default_gear, GB_GEAR_MID);
+  EXPECT_EQ(info.tier_origin[GB_GEAR_MID], (uint32_t)GB_TIER_ORIGIN_SOURCE);
+  EXPECT_EQ(info.tier_origin[GB_GEAR_LOW], (uint32_t)GB_TIER_ORIGIN_REQUANTIZED);
+  gbt::Json ref;
+  ASSERT_TRUE(load_ref("stories5M-Q8_0", &ref));
+  const double own = window0_nll(m, GB_GEAR_MID, ref), derived = window0_nll(m, GB_GEAR_LOW, ref);
+  printf("stories5M-Q8_0 window 0: NLL %.5f on its own q8 tier, %.5f on a q4 tier derived from it (+%.5f)\n", own, derived,
+         derived - own);
+  EXPECT_TRUE(isfinite(own) && isfinite(derived));
+  EXPECT_GT(derived, own);
+  gb_model_close(m);
+  unlink(out2.c_str());
+}
