@@ -32,12 +32,14 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kquant_avx512.h"
 
 namespace {
 
+using gb_avx512_kquant::cat256;
+
 constexpr size_t kSb = GB_Q6K_BLOCK_BYTES;  // bytes per super-block
 constexpr size_t kChunk = 8;                // super-blocks of arranged activations (4.5 KiB on the stack)
-constexpr size_t kPrefetch = 2048;          // bytes ahead of a four-row group's stream
 
 // The activations of one super-block, arranged for the code vectors.
 struct XSb {
@@ -45,11 +47,6 @@ struct XSb {
   __m512i off[4];  // -32 * (sum of each 4-byte group of q[k])
   __m512 d;        // x_b.d for b = 0..7, twice (a pair of rows)
 };
-
-inline __m512i cat256(const int8_t *a, const int8_t *b) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(a))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b)), 1);
-}
 
 inline void arrange(XSb *o, const gb_q8x_block *x) {
   const __m512i k32 = _mm512_set1_epi8(32);
@@ -112,68 +109,29 @@ __attribute__((always_inline)) inline void sb_step(__m512 *acc, const uint8_t *c
   for (int j = 0; j < 2; j++) acc[j] = _mm512_fmadd_ps(x.d, _mm512_mul_ps(d[j], _mm512_cvtepi32_ps(is[j])), acc[j]);
 }
 
-// The four rows' sums of their eight lanes each, rows in lanes 0..3.
-inline __m128 row_totals(const __m512 *acc) {
-  const __m512 lo = _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(2, 0, 2, 0));
-  const __m512 hi = _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(3, 1, 3, 1));
-  __m512 s = _mm512_add_ps(lo, hi);  // 128-bit lane i: four partial sums of row i
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
-}
-
-// y[r..r+R) (+)= rows r..r+R over super-blocks [s0, s1), x[s - s0] arranged.
-// Rows past R are copies of row r, not stored.
-template <bool ARRANGED>
-__attribute__((always_inline)) inline void group(float *y, const uint8_t *W, size_t rb, size_t r, size_t R,
-                                                 const XSb *xs, const gb_q8x_block *xq, size_t s0, size_t s1) {
-  const uint8_t *b[4];
-  for (size_t i = 0; i < 4; i++) b[i] = W + (r + (i < R ? i : 0)) * rb + s0 * kSb;
-  const uint8_t *pf = W + r * rb + s0 * kSb + kPrefetch;
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (size_t s = s0; s < s1; s++) {
-    for (int k = 0; k < 14; k++) _mm_prefetch(reinterpret_cast<const char *>(pf + 64 * k), _MM_HINT_T0);
-    pf += 4 * kSb;
-    if (ARRANGED) {
-      sb_step(acc, b, xs[s - s0]);
-    } else {
-      XSb x;
-      arrange(&x, xq + 8 * s);
-      sb_step(acc, b, x);
-    }
-    for (int i = 0; i < 4; i++) b[i] += kSb;
+// The format, for the shared four-row driver (kquant_avx512.h).
+struct Q6K {
+  static constexpr size_t kSb = ::kSb;
+  static constexpr size_t kChunk = ::kChunk;
+  static constexpr int kPrefetchLines = 14;  // the four rows' super-blocks: 4 x kSb bytes
+  using XSb = ::XSb;
+  static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
+  __attribute__((always_inline)) static inline void sb_step(__m512 *acc, const uint8_t *const *b, const XSb &x) {
+    ::sb_step(acc, b, x);
   }
-  float t[4];
-  _mm_storeu_ps(t, row_totals(acc));
-  for (size_t i = 0; i < R; i++) y[r + i] = s0 == 0 ? t[i] : y[r + i] + t[i];
-}
+};
 
 }  // namespace
 
 extern "C" void gb_q6k_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                     size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K, rb = nsb * kSb;
-  XSb xs[kChunk];
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t s1 = nsb - s0 < kChunk ? nsb : s0 + kChunk;
-    for (size_t s = s0; s < s1; s++) arrange(&xs[s - s0], xq + 8 * s);
-    for (size_t r = row_begin; r < row_end; r += 4)
-      group<true>(y, W, rb, r, row_end - r < 4 ? row_end - r : 4, xs, xq, s0, s1);
-  }
+  gb_avx512_kquant::gemv<Q6K>(y, W, xq, row_begin, row_end, cols);
 }
 
-// The same chunks, groups and operations per position as the gemv
-// (bit-identical); the activations are arranged per step instead of once,
-// and a group's chunk of weights (4 rows x 8 super-blocks, 6.6 KiB) is read
-// from L1 for the positions after the first.
+// A group's chunk of weights (4 rows x 8 super-blocks, 6.6 KiB) is read from L1 for the
+// positions after the first (kquant_avx512.h).
 extern "C" void gb_q6k_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
                                      const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
                                      size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K, rb = nsb * kSb;
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t s1 = nsb - s0 < kChunk ? nsb : s0 + kChunk;
-    for (size_t r = row_begin; r < row_end; r += 4)
-      for (size_t p = 0; p < m; p++)
-        group<false>(Y + p * ldy, W, rb, r, row_end - r < 4 ? row_end - r : 4, nullptr, XQ + p * ldxq, s0, s1);
-  }
+  gb_avx512_kquant::gemvm<Q6K>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
 }

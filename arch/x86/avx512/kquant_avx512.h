@@ -1,0 +1,98 @@
+// kquant_avx512.h — what the AVX-512 K-quant GEMVs share (gemv_q4k.cpp,
+// gemv_q6k.cpp): four rows per step, one super-block of each; activations
+// arranged once per chunk of super-blocks (gemv) or per step (gemvm); each
+// chunk's row sums add to y. A format supplies
+//   struct F {
+//     static constexpr size_t kSb;           // bytes per super-block
+//     static constexpr size_t kChunk;        // super-blocks of arranged activations
+//     static constexpr int kPrefetchLines;   // 64-byte lines prefetched per step
+//     struct XSb;                            // one super-block's arranged activations
+//     static void arrange(XSb *, const gb_q8x_block *x);          // x: its 8 blocks
+//     static void sb_step(__m512 *acc, const uint8_t *const *b, const XSb &);
+//   };
+// where sb_step adds, for rows 2j and 2j+1, eight lanes each to acc[j].
+// Everything is static inline: each folder's TU keeps its own copy.
+#pragma once
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+namespace gb_avx512_kquant {
+
+constexpr size_t kPrefetch = 2048;  // bytes ahead of a four-row group's stream
+
+// Two 32-byte activation blocks in one vector: a in the low half, b in the high.
+static inline __m512i cat256(const int8_t *a, const int8_t *b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(a))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b)), 1);
+}
+
+// The four rows' sums of their eight lanes each, rows in lanes 0..3.
+static inline __m128 row_totals(const __m512 *acc) {
+  const __m512 lo = _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(2, 0, 2, 0));
+  const __m512 hi = _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(3, 1, 3, 1));
+  __m512 s = _mm512_add_ps(lo, hi);  // 128-bit lane i: four partial sums of row i
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
+}
+
+// y[r..r+R) (+)= rows r..r+R over super-blocks [s0, s1), x[s - s0] arranged
+// (ARRANGED) or arranged here from xq. Rows past R are copies of row r, not stored.
+template <class F, bool ARRANGED>
+__attribute__((always_inline)) static inline void group(float *y, const uint8_t *W, size_t rb, size_t r, size_t R,
+                                                        const typename F::XSb *xs, const gb_q8x_block *xq, size_t s0,
+                                                        size_t s1) {
+  const uint8_t *b[4];
+  for (size_t i = 0; i < 4; i++) b[i] = W + (r + (i < R ? i : 0)) * rb + s0 * F::kSb;
+  const uint8_t *pf = W + r * rb + s0 * F::kSb + kPrefetch;
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (size_t s = s0; s < s1; s++) {
+    for (int k = 0; k < F::kPrefetchLines; k++) _mm_prefetch(reinterpret_cast<const char *>(pf + 64 * k), _MM_HINT_T0);
+    pf += 4 * F::kSb;
+    if (ARRANGED) {
+      F::sb_step(acc, b, xs[s - s0]);
+    } else {
+      typename F::XSb x;
+      F::arrange(&x, xq + 8 * s);
+      F::sb_step(acc, b, x);
+    }
+    for (int i = 0; i < 4; i++) b[i] += F::kSb;
+  }
+  float t[4];
+  _mm_storeu_ps(t, row_totals(acc));
+  for (size_t i = 0; i < R; i++) y[r + i] = s0 == 0 ? t[i] : y[r + i] + t[i];
+}
+
+template <class F>
+static inline void gemv(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nsb = cols / GB_QK_K, rb = nsb * F::kSb;
+  typename F::XSb xs[F::kChunk];
+  for (size_t s0 = 0; s0 < nsb; s0 += F::kChunk) {
+    const size_t s1 = nsb - s0 < F::kChunk ? nsb : s0 + F::kChunk;
+    for (size_t s = s0; s < s1; s++) F::arrange(&xs[s - s0], xq + 8 * s);
+    for (size_t r = row_begin; r < row_end; r += 4)
+      group<F, true>(y, W, rb, r, row_end - r < 4 ? row_end - r : 4, xs, xq, s0, s1);
+  }
+}
+
+// The same chunks, groups and operations per position as gemv
+// (bit-identical); the activations are arranged per step instead of once,
+// and a group's chunk of weights is read from L1 for the positions after
+// the first.
+template <class F>
+static inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
+                         size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nsb = cols / GB_QK_K, rb = nsb * F::kSb;
+  for (size_t s0 = 0; s0 < nsb; s0 += F::kChunk) {
+    const size_t s1 = nsb - s0 < F::kChunk ? nsb : s0 + F::kChunk;
+    for (size_t r = row_begin; r < row_end; r += 4)
+      for (size_t p = 0; p < m; p++)
+        group<F, false>(Y + p * ldy, W, rb, r, row_end - r < 4 ? row_end - r : 4, nullptr, XQ + p * ldxq, s0, s1);
+  }
+}
+
+}  // namespace gb_avx512_kquant
