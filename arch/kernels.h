@@ -52,6 +52,13 @@
  * Their gemv sums exactly in int32 per activation block (per 16-weight half
  * where scales are per 16); arch/generic/gemv_ggml.cpp defines the float
  * arithmetic, and its rows_to_f32 is bit-exact with ggml's decoder.
+ * q4kr16, q6kr16 (q4k / q6k super-blocks of 16 rows interleaved; rows % 16
+ * == 0; arch/krows16.h): group g = rows 16g..16g+15 starts at byte
+ * g * nsb * 16B (nsb = cols / 256, B the block bytes); its super-block s, at
+ * +s*16B, holds the sixteen rows' blocks in 4-byte slices: bytes 4k..4k+3 of
+ * row i's block at 64k + 4i, and the last B % 4 bytes of each block (q6k's
+ * d) after the slices, row by row. Same bytes as the row-major matrix; a
+ * 64-byte vector is one slice of all sixteen rows (one lane per row).
  */
 #ifndef GEARBX_ARCH_KERNELS_H
 #define GEARBX_ARCH_KERNELS_H
@@ -244,7 +251,10 @@ enum {
   GB_FMT_Q4K = 11,
   GB_FMT_Q5K = 12,
   GB_FMT_Q6K = 13,
-  GB_FMT_COUNT = 14
+  /* q4k / q6k stored in the 16-row layout (in memory only, like q4r16): */
+  GB_FMT_Q4KR16 = 14,
+  GB_FMT_Q6KR16 = 15,
+  GB_FMT_COUNT = 16
 };
 
 /* Weights per block and bytes per block of the GGUF formats. A row of such

@@ -47,14 +47,15 @@
 #include "format.h"
 #include "gearbx_port.h"
 #include "kernels.h"
+#include "krows16.h"
 #include "quant.h"
 
 namespace {
 
 using gbbench::median;
 
-const char *const kFmtName[GB_FMT_COUNT] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",
-                                            "q5_1",  "iq4nl", "q2k", "q3k", "q4k",   "q5k",  "q6k"};
+const char *const kFmtName[GB_FMT_COUNT] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",  "q5_1",
+                                            "iq4nl", "q2k", "q3k", "q4k", "q5k",   "q6k",  "q4kr16", "q6kr16"};
 
 // GGUF's block formats: weights and bytes per block, offsets of the f16
 // scales in a block (-1: none).
@@ -69,7 +70,9 @@ const GgufFmt kGguf[] = {
     {GB_FMT_Q4K, GB_QK_K, GB_Q4K_BLOCK_BYTES, {0, 2}},   {GB_FMT_Q5K, GB_QK_K, GB_Q5K_BLOCK_BYTES, {0, 2}},
     {GB_FMT_Q6K, GB_QK_K, GB_Q6K_BLOCK_BYTES, {208, -1}},
 };
+// (the 16-row K layouts: their row-major format's entry)
 const GgufFmt *gguf(uint32_t fmt) {
+  fmt = gb_krows16::base_format(fmt);
   for (const GgufFmt &g : kGguf)
     if (g.fmt == fmt) return &g;
   return nullptr;
@@ -168,6 +171,10 @@ bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t c
   if (fmt == GB_FMT_Q4R16) {
     std::vector<uint8_t> rm(m->base, m->base + m->bytes);
     gb::q4_rows16_from_rows(m->base, rm.data(), rows, cols);
+  }
+  if (fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16) {
+    std::vector<uint8_t> rm(m->base, m->base + m->bytes);
+    gb_krows16::from_rows(m->base, rm.data(), rows, cols, gguf(fmt)->bytes);
   }
   for (size_t c = 1; c < copies; c++) memcpy(m->base + c * m->stride, m->base, m->bytes);
   return true;
@@ -315,7 +322,7 @@ int main(int argc, char **argv) {
     if (!any) continue;
     for (const Shape &s : kShapes) {
       if (!shape_filter.empty() && std::string(s.name).find(shape_filter) == std::string::npos) continue;
-      if (fmt == GB_FMT_Q4R16 && s.n % 16 != 0) continue;
+      if ((fmt == GB_FMT_Q4R16 || fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16) && s.n % 16 != 0) continue;
       if (!fits(fmt, s.k)) continue;
       const size_t bytes = fmt_row_bytes(fmt, s.k) * s.n;
       const size_t stride = (bytes + 4095) / 4096 * 4096;

@@ -138,24 +138,37 @@ enum WeightFormat : uint32_t {
   kFmtQ4K = 11,
   kFmtQ5K = 12,
   kFmtQ6K = 13,
-  kFmtCount = 14,   // one past the largest id
-  kFmtCountV2 = 4,  // files of version 1 and 2 use 0..3 only
+  kFmtCountV3 = 14,  // files of version 3 use 0..13 (but 4)
+  kFmtCountV2 = 4,   // files of version 1 and 2 use 0..3 only
+  kFmtCount = 16,    // one past the largest id, memory-only ids included
 };
 static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
               "file format ids are the kernel tables' indexes");
 static_assert((int)kFmtQ4_1 == GB_FMT_Q4_1 && (int)kFmtQ5_0 == GB_FMT_Q5_0 && (int)kFmtQ5_1 == GB_FMT_Q5_1 &&
                   (int)kFmtIq4nl == GB_FMT_IQ4NL && (int)kFmtQ2K == GB_FMT_Q2K && (int)kFmtQ3K == GB_FMT_Q3K &&
                   (int)kFmtQ4K == GB_FMT_Q4K && (int)kFmtQ5K == GB_FMT_Q5K && (int)kFmtQ6K == GB_FMT_Q6K &&
-                  (int)kFmtCount == GB_FMT_COUNT,
+                  (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtCount == GB_FMT_COUNT,
               "file format ids are the kernel tables' indexes");
-// Layouts: row-major (any format), or kLayoutRows16 = q4 blocks of 16 rows
-// interleaved (tier matrices only, rows % 16 == 0; arch/kernels.h and
-// docs/FORMAT.md give the byte order). Same bytes per matrix as row-major.
+// Layouts: row-major (any format), or kLayoutRows16 = blocks of 16 rows
+// interleaved: q4 (version 1+), q4k and q6k (version 3) tier matrices only,
+// rows % 16 == 0 (arch/kernels.h and docs/FORMAT.md give the byte order).
+// Same bytes per matrix as row-major.
 enum WeightLayout : uint32_t { kLayoutRowMajor = 0, kLayoutRows16 = 1, kLayoutCount = 2 };
-// In memory only (TensorRef::format, the kernel tables' index): q4 stored in
-// kLayoutRows16. Never written to a file's format field.
+// In memory only (TensorRef::format, the kernel tables' index): q4, q4k and
+// q6k stored in kLayoutRows16. Never written to a file's format field.
 constexpr uint32_t kFmtQ4R16 = GB_FMT_Q4R16;
+constexpr uint32_t kFmtQ4KR16 = GB_FMT_Q4KR16;
+constexpr uint32_t kFmtQ6KR16 = GB_FMT_Q6KR16;
 constexpr uint32_t kRows16 = GB_Q4R16_ROWS;
+static_assert(GB_Q4R16_ROWS == 16, "one 16-row group size for every interleaved format (krows16.h)");
+// The id a file stores with kLayoutRows16 for each memory-only id, and back.
+inline uint32_t file_format(uint32_t fmt) {
+  return fmt == kFmtQ4R16 ? (uint32_t)kFmtQ4 : fmt == kFmtQ4KR16 ? (uint32_t)kFmtQ4K : fmt == kFmtQ6KR16 ? (uint32_t)kFmtQ6K : fmt;
+}
+inline uint32_t rows16_format(uint32_t fmt) {
+  return fmt == kFmtQ4 ? kFmtQ4R16 : fmt == kFmtQ4K ? kFmtQ4KR16 : fmt == kFmtQ6K ? kFmtQ6KR16 : kFmtCount;
+}
+inline bool is_memory_only_format(uint32_t fmt) { return fmt == kFmtQ4R16 || fmt == kFmtQ4KR16 || fmt == kFmtQ6KR16; }
 
 // Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).
 // q4 block: u16 fp16 scale d, u8 qs[16]; weight j (0..15) = d * ((qs[j] & 15) - 8),
@@ -170,14 +183,15 @@ static_assert(kQ4BlockBytes == 2 + kBlock / 2 && kQ8BlockBytes == 2 + kBlock, "b
 // Weights per block and bytes per block of a format (f32 / f16: 1 and 4 / 2);
 // 0 for an id that is no format.
 inline uint32_t format_block(uint32_t fmt) {
-  if (fmt >= kFmtQ2K && fmt <= kFmtQ6K) return GB_QK_K;
+  if ((fmt >= kFmtQ2K && fmt <= kFmtQ6K) || fmt == kFmtQ4KR16 || fmt == kFmtQ6KR16) return GB_QK_K;
   return fmt == kFmtF32 || fmt == kFmtF16 ? 1 : fmt < kFmtCount ? kBlock : 0;
 }
 inline uint32_t format_block_bytes(uint32_t fmt) {
   static const uint8_t b[kFmtCount] = {4, 2, GB_Q8_BLOCK_BYTES, GB_Q4_BLOCK_BYTES, GB_Q4_BLOCK_BYTES,
                                        GB_Q4_1_BLOCK_BYTES, GB_Q5_0_BLOCK_BYTES, GB_Q5_1_BLOCK_BYTES,
                                        GB_IQ4NL_BLOCK_BYTES, GB_Q2K_BLOCK_BYTES, GB_Q3K_BLOCK_BYTES,
-                                       GB_Q4K_BLOCK_BYTES, GB_Q5K_BLOCK_BYTES, GB_Q6K_BLOCK_BYTES};
+                                       GB_Q4K_BLOCK_BYTES, GB_Q5K_BLOCK_BYTES, GB_Q6K_BLOCK_BYTES,
+                                       GB_Q4K_BLOCK_BYTES, GB_Q6K_BLOCK_BYTES};
   return fmt < kFmtCount ? b[fmt] : 0;
 }
 // Formats whose kernels take quantized activations (gb_q8x_block).
@@ -199,7 +213,8 @@ inline uint64_t row_bytes(uint32_t fmt, uint64_t cols) {
 // The format's name as tools print it ("q4k", ...); "?" for another id.
 inline const char *format_name(uint32_t fmt) {
   static const char *const n[kFmtCount] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",
-                                           "q5_1", "iq4nl", "q2k", "q3k", "q4k",   "q5k",  "q6k"};
+                                           "q5_1", "iq4nl", "q2k", "q3k", "q4k",   "q5k",  "q6k",
+                                           "q4kr16", "q6kr16"};
   return fmt < kFmtCount ? n[fmt] : "?";
 }
 

@@ -223,7 +223,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
-    GB_RETURN_IF(fmt >= (mt.version < 3 ? (uint32_t)kFmtCountV2 : (uint32_t)kFmtCount) || fmt == kFmtQ4R16, log,
+    GB_RETURN_IF(fmt >= (mt.version < 3 ? (uint32_t)kFmtCountV2 : (uint32_t)kFmtCountV3) || is_memory_only_format(fmt), log,
                  GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
@@ -243,8 +243,9 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
                    "gbx: tensor %u format %u not the format of tier %u", i, fmt, tier);
     }
     if (layout == kLayoutRows16) {
-      GB_RETURN_IF(common || fmt != kFmtQ4, log, GB_ERR_UNSUPPORTED_TYPE,
-                   "gbx: tensor %u (kind %u) has the 16-row layout but format %u (q4 tier matrices only)", i, kind, fmt);
+      GB_RETURN_IF(common || (fmt != kFmtQ4 && (mt.version < 3 || rows16_format(fmt) == kFmtCount)), log, GB_ERR_UNSUPPORTED_TYPE,
+                   "gbx: tensor %u (kind %u) has the 16-row layout but format %u (q4, q4k, q6k tier matrices only)", i, kind,
+                   fmt);
       GB_RETURN_IF(rows % kRows16 != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u has the 16-row layout but %u rows", i, rows);
     }
     GB_RETURN_IF(!format_fits(fmt, cols), log, GB_ERR_CORRUPT, "gbx: tensor %u has %u columns, not whole %s blocks", i, cols,
@@ -257,7 +258,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     GB_RETURN_IF(!mul_ok(rows, row_bytes(fmt, cols), &want) || want != nbytes, log, GB_ERR_CORRUPT, "gbx: tensor %u nbytes %llu", i,
                  (unsigned long long)nbytes);
     GB_RETURN_IF(off % 64 != 0 || !in_range(off, nbytes, s.size), log, GB_ERR_CORRUPT, "gbx: tensor %u lies outside its section", i);
-    TensorRef t{m->base + s.offset + off, layout == kLayoutRows16 ? kFmtQ4R16 : fmt, rows, cols, nbytes};
+    TensorRef t{m->base + s.offset + off, layout == kLayoutRows16 ? rows16_format(fmt) : fmt, rows, cols, nbytes};
     TensorRef *slot = nullptr;
     switch (kind) {
       case kTokEmbd: slot = &m->embd; break;
@@ -533,7 +534,7 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
       const gb::TensorRef &w = i < nm ? m->mats[g][i] : m->classifier[g];
       bytes += w.nbytes;
       weights += (uint64_t)w.rows * w.cols;
-      fmts |= 1u << (w.format == gb::kFmtQ4R16 ? (uint32_t)gb::kFmtQ4 : w.format);
+      fmts |= 1u << gb::file_format(w.format);
     }
     r.tier_bits[g] = weights ? (float)((double)bytes * 8.0 / (double)weights) : 0.0f;
     size_t len = 0;

@@ -28,6 +28,7 @@
 // construction; a row is done block by block, each block unpacked once.
 #include "../f16.h"
 #include "../kernels.h"
+#include "../krows16.h"
 
 namespace {
 
@@ -317,6 +318,46 @@ void rows_to_f32(float *out, const uint8_t *W, size_t row_begin, size_t row_end,
   }
 }
 
+// q4kr16 / q6kr16 (arch/krows16.h): each row's block is gathered out of its
+// group and then treated exactly as above, in the same order, so these are
+// bit-identical with the row-major kernels on the de-interleaved matrix.
+template <class F>
+void gemvm_r16(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+               size_t row_end, size_t cols) {
+  constexpr size_t kW = F::Block::kWeights, kAct = kW / GB_QBLOCK, R = gb_krows16::kRows;
+  const size_t nb = cols / kW;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *g = W + (r / R) * nb * R * F::kBytes;
+    float acc[GB_GEMVM_MAX_M];
+    for (size_t i = 0; i < m; i++) acc[i] = 0.0f;
+    for (size_t b = 0; b < nb; b++, g += R * F::kBytes) {
+      uint8_t blk[F::kBytes];
+      gb_krows16::gather(blk, g, F::kBytes, r % R);
+      typename F::Block u;
+      F::unpack(blk, &u);
+      for (size_t i = 0; i < m; i++) accumulate<F::kMin>(u, XQ + i * ldxq + b * kAct, &acc[i]);
+    }
+    for (size_t i = 0; i < m; i++) Y[i * ldy + r] = acc[i];
+  }
+}
+
+template <class F>
+void rows_to_f32_r16(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
+  constexpr size_t kW = F::Block::kWeights, R = gb_krows16::kRows;
+  const size_t nb = cols / kW;
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *g = W + (r / R) * nb * R * F::kBytes;
+    float *o = out + (r - row_begin) * cols;
+    for (size_t b = 0; b < nb; b++, g += R * F::kBytes, o += kW) {
+      uint8_t blk[F::kBytes];
+      gb_krows16::gather(blk, g, F::kBytes, r % R);
+      typename F::Block u;
+      F::unpack(blk, &u);
+      expand<F::kMin>(u, o);
+    }
+  }
+}
+
 }  // namespace
 
 #define GB_GGML_GENERIC(fmt, F)                                                                                     \
@@ -343,3 +384,21 @@ GB_GGML_GENERIC(q3k, Q3K)
 GB_GGML_GENERIC(q4k, Q4K)
 GB_GGML_GENERIC(q5k, Q5K)
 GB_GGML_GENERIC(q6k, Q6K)
+
+#define GB_GGML_GENERIC_R16(fmt, F)                                                                                 \
+  extern "C" void gb_##fmt##_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,      \
+                                           size_t row_begin, size_t row_end, size_t cols) {                        \
+    gemvm_r16<F>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                   \
+  }                                                                                                                 \
+  extern "C" void gb_##fmt##_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,         \
+                                            const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
+                                            size_t row_end, size_t cols) {                                          \
+    gemvm_r16<F>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                              \
+  }                                                                                                                 \
+  extern "C" void gb_##fmt##_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, \
+                                                  size_t cols) {                                                    \
+    rows_to_f32_r16<F>(out, W, row_begin, row_end, cols);                                                        \
+  }
+
+GB_GGML_GENERIC_R16(q4kr16, Q4K)
+GB_GGML_GENERIC_R16(q6kr16, Q6K)

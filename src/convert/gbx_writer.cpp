@@ -10,6 +10,7 @@
 
 #include "bytes.h"
 #include "crc32.h"
+#include "krows16.h"
 #include "quant.h"
 
 namespace gb {
@@ -246,7 +247,7 @@ void Writer::plan() {
     t.tier = tier;
     t.fmt = fmt;
     tensor_shape(d_, kind, &t.rows, &t.cols);
-    t.layout = fmt == kFmtQ4 && tier != kTierCommon && opt_.q4_layout == kLayoutRows16 && t.rows % kRows16 == 0 &&
+    t.layout = rows16_format(fmt) != kFmtCount && tier != kTierCommon && opt_.q4_layout == kLayoutRows16 && t.rows % kRows16 == 0 &&
                        kChunkValues / t.cols >= kRows16
                    ? kLayoutRows16
                    : kLayoutRowMajor;
@@ -475,7 +476,10 @@ gb_status Writer::write_gears() {
         if (t.layout == kLayoutRows16) {
           // r and n are multiples of 16 (chunk_rows): whole groups, which
           // start at the same byte offsets as their first rows do row-major.
-          q4_rows16_from_rows(ilv_.data(), buf_.data(), n, t.cols);
+          if (t.fmt == kFmtQ4)
+            q4_rows16_from_rows(ilv_.data(), buf_.data(), n, t.cols);
+          else
+            gb_krows16::from_rows(ilv_.data(), buf_.data(), n, t.cols, format_block_bytes(t.fmt));
           bytes = ilv_.data();
         }
         if (!out_.write_at(secs_[4 + i].offset + t.offset + r * rb, bytes, n * rb)) return io_error();

@@ -21,6 +21,7 @@
 #include "gearbx_port.h"
 #include "ggml_types.h"
 #include "kernels.h"
+#include "krows16.h"
 #include "quant.h"
 
 namespace {
@@ -35,9 +36,10 @@ struct Matrix {
   std::vector<uint8_t> bytes;  // + 64 canary bytes
 };
 
-// q4r16 (16-row interleaved q4) needs whole groups of 16 rows.
+// q4r16, q4kr16, q6kr16 (16-row interleaved) need whole groups of 16 rows.
 const size_t kRows16[] = {16, 32, 48, 64, 128};
-bool is_r16(uint32_t fmt) { return fmt == GB_FMT_Q4R16; }
+bool is_r16(uint32_t fmt) { return fmt == GB_FMT_Q4R16 || fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16; }
+bool is_kr16(uint32_t fmt) { return fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16; }
 std::vector<size_t> rows_for(uint32_t fmt) {
   return is_r16(fmt) ? std::vector<size_t>(std::begin(kRows16), std::end(kRows16))
                      : std::vector<size_t>(std::begin(kRows), std::end(kRows));
@@ -65,8 +67,10 @@ const GgufFmt kGguf[] = {
     {GB_FMT_Q5K, GB_QK_K, GB_Q5K_BLOCK_BYTES, gb::kGgmlQ5_K, {0, 2}},
     {GB_FMT_Q6K, GB_QK_K, GB_Q6K_BLOCK_BYTES, gb::kGgmlQ6_K, {208, -1}},
 };
-static_assert(sizeof kGguf / sizeof kGguf[0] == GB_FMT_COUNT - GB_FMT_Q4_1, "one kGguf entry per GGUF format id");
+static_assert(sizeof kGguf / sizeof kGguf[0] == GB_FMT_Q6K + 1 - GB_FMT_Q4_1, "one kGguf entry per GGUF format id");
+// (the 16-row K layouts: their row-major format's entry)
 const GgufFmt *gguf(uint32_t fmt) {
+  fmt = gb_krows16::base_format(fmt);
   for (const GgufFmt &g : kGguf)
     if (g.fmt == fmt) return &g;
   return nullptr;
@@ -82,7 +86,7 @@ std::vector<size_t> cols_for(uint32_t fmt) {
 
 size_t row_bytes_of(uint32_t fmt, size_t cols) {
   const GgufFmt *g = gguf(fmt);
-  return g ? cols / g->weights * g->bytes : gb::row_bytes(is_r16(fmt) ? gb::kFmtQ4 : fmt, cols);
+  return g ? cols / g->weights * g->bytes : gb::row_bytes(fmt == GB_FMT_Q4R16 ? gb::kFmtQ4 : fmt, cols);
 }
 
 // Random GGUF blocks: random code and scale bytes, finite f16 scales; every
@@ -111,11 +115,15 @@ void random_gguf_rows(const GgufFmt &g, uint8_t *out, size_t rows, size_t cols, 
 Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng, bool wide = false) {
   std::normal_distribution<float> nd(0.0f, 0.5f);
   Matrix m{fmt, rows, cols, {}};
-  const uint32_t qfmt = is_r16(fmt) ? gb::kFmtQ4 : fmt;
+  const uint32_t qfmt = fmt == GB_FMT_Q4R16 ? gb::kFmtQ4 : fmt;
   const size_t rb = row_bytes_of(qfmt, cols);
   m.bytes.assign(rows * rb + 64, kCanary);
   if (const GgufFmt *g = gguf(fmt)) {
     random_gguf_rows(*g, m.bytes.data(), rows, cols, wide, rng);
+    if (is_kr16(fmt)) {
+      std::vector<uint8_t> rm(m.bytes.begin(), m.bytes.begin() + rows * rb);
+      gb_krows16::from_rows(m.bytes.data(), rm.data(), rows, cols, g->bytes);
+    }
     return m;
   }
   std::vector<float> row(cols);
@@ -124,7 +132,7 @@ Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng, bo
     if (r % 5 == 4) std::fill(row.begin(), row.end(), 0.0f);  // zero blocks: scale 0
     gb::quantize_row(qfmt, m.bytes.data() + r * rb, row.data(), cols);
   }
-  if (is_r16(fmt)) {
+  if (fmt == GB_FMT_Q4R16) {
     std::vector<uint8_t> rm(m.bytes.begin(), m.bytes.begin() + rows * rb);
     gb::q4_rows16_from_rows(m.bytes.data(), rm.data(), rows, cols);
   }
@@ -133,7 +141,15 @@ Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng, bo
 
 // Row r of W as floats (any layout).
 void dequant_row(const Matrix &W, size_t r, float *out) {
-  if (is_r16(W.fmt)) {
+  if (is_kr16(W.fmt)) {
+    const GgufFmt *g = gguf(W.fmt);
+    const size_t rb = row_bytes_of(W.fmt, W.cols);
+    std::vector<uint8_t> rm(W.rows * rb);
+    gb_krows16::to_rows(rm.data(), W.bytes.data(), W.rows, W.cols, g->bytes);
+    gb::ggml_dequantize_row(g->ggml, rm.data() + r * rb, out, W.cols);
+    return;
+  }
+  if (W.fmt == GB_FMT_Q4R16) {
     const size_t rb = gb::row_bytes(gb::kFmtQ4, W.cols);
     std::vector<uint8_t> rm(W.rows * rb);
     gb::q4_rows_from_rows16(rm.data(), W.bytes.data(), W.rows, W.cols);
@@ -590,6 +606,45 @@ TEST(Kernels, Q4Rows16EqualsRowMajorQ4BitForBit) {
         ASSERT_EQ(0, memcmp(want.data(), got.data(), want.size() * sizeof(float))) << e.name << " cols " << cols;
       }
     }
+}
+
+// The 16-row K-quant layouts (krows16.h): the interleave round-trips, and
+// the generic q4kr16 / q6kr16 gemv, gemvm and row expansion give bit for bit
+// what the generic row-major q4k / q6k kernels give on the same weights (the
+// SIMD ones are held to the generic ones by the tests above).
+TEST(Kernels, KRows16GenericEqualsRowMajorBitForBit) {
+  std::mt19937 rng(seed_for("krows16"));
+  for (uint32_t fmt : {(uint32_t)GB_FMT_Q4KR16, (uint32_t)GB_FMT_Q6KR16}) {
+    const GgufFmt *g = gguf(fmt);
+    gb_kernels generic;
+    gb_kernels_select(&generic, GB_ISA_GENERIC);
+    const uint32_t base = gb_krows16::base_format(fmt);
+    for (size_t cols : {256, 768, 1024})
+      for (size_t rows : {16, 48}) {
+        const Matrix R = make_matrix(fmt, rows, cols, rng);
+        const size_t rb = row_bytes_of(fmt, cols);
+        std::vector<uint8_t> rm(rows * rb), back(rows * rb);
+        gb_krows16::to_rows(rm.data(), R.bytes.data(), rows, cols, g->bytes);
+        gb_krows16::from_rows(back.data(), rm.data(), rows, cols, g->bytes);
+        ASSERT_EQ(0, memcmp(back.data(), R.bytes.data(), rows * rb)) << "round trip, fmt " << fmt << " cols " << cols;
+        const size_t nb = cols / 32, m = 3;
+        std::vector<gb_q8x_block> XQ(m * nb);
+        for (size_t i = 0; i < m; i++) gb_q8x_quantize__generic(&XQ[i * nb], make_vector(cols, rng).data(), cols);
+        std::vector<float> want(m * rows), got(m * rows, -1.0f), got_m(m * rows, -1.0f);
+        for (size_t i = 0; i < m; i++) {
+          generic.gemv[base](&want[i * rows], rm.data(), nullptr, &XQ[i * nb], 0, rows, cols);
+          generic.gemv[fmt](&got[i * rows], R.bytes.data(), nullptr, &XQ[i * nb], 0, rows, cols);
+        }
+        generic.gemvm[fmt](got_m.data(), rows, R.bytes.data(), nullptr, 0, XQ.data(), nb, m, 0, rows, cols);
+        ASSERT_EQ(0, memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "gemv fmt " << fmt << " cols " << cols;
+        ASSERT_EQ(0, memcmp(want.data(), got_m.data(), want.size() * sizeof(float))) << "gemvm fmt " << fmt << " cols " << cols;
+        // Any row range expands as the row-major rows do.
+        std::vector<float> fw((rows - 5) * cols), fg((rows - 5) * cols);
+        generic.rows_to_f32[base](fw.data(), rm.data(), 3, rows - 2, cols);
+        generic.rows_to_f32[fmt](fg.data(), R.bytes.data(), 3, rows - 2, cols);
+        ASSERT_EQ(0, memcmp(fw.data(), fg.data(), fw.size() * sizeof(float))) << "rows fmt " << fmt << " cols " << cols;
+      }
+  }
 }
 
 // The generic GEMM against a double-precision reference, with strides wider

@@ -1,0 +1,161 @@
+// AVX-512 VNNI q4kr16 x q8x GEMV: one zmm lane per row of a 16-row group.
+//
+// In the 16-row layout (kernels.h, krows16.h) a group super-block is the
+// sixteen rows' q4k blocks in 4-byte slices, each slice one 64-byte vector
+// with row i in lane i: slice 0 = {d, dmin}, slices 1..3 = the 12 scale
+// bytes, slices 4 + 8p + k = code bytes 32p + 4k .. 32p + 4k + 3, whose low
+// nibbles are weights 4k.. of sub-block 2p and high nibbles those of
+// sub-block 2p + 1. vpdpbusd of a slice's nibbles with the four matching
+// activation bytes broadcast adds four products to every row's own lane:
+// after eight slices each lane holds its row's exact int32 sum of the
+// sub-block, with no horizontal reduction (as the q4r16 kernel does). High
+// nibbles are used in place (code & 0xF0 = 16 * nibble), their scale taken
+// / 16 (exact). The six-bit scales and mins are decoded per lane with shifts
+// and masks. Per sub-block s, as gb_q4k_gemv__generic:
+//   xd_s * (d * sc_s * isum_s - dmin * mn_s * xsum_s),
+// accumulated as d * sum_s (xd_s sc_s) isum_s - dmin * sum_s mn_s (xd_s xsum_s)
+// per super-block: the float part is reassociated, within the tolerance of
+// tests/isa/test_kernels.cpp; every integer sum is exact.
+// GCC 12's AVX-512 headers trip its own -Wmaybe-uninitialized (the
+// _mm512_undefined_* placeholders of the unmasked intrinsics).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+namespace {
+
+constexpr size_t kGsb = 16 * GB_Q4K_BLOCK_BYTES;  // bytes of one group super-block (2304)
+constexpr size_t kPrefetch = 4096;                // bytes ahead of the group stream
+
+inline int32_t ld32(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+// The activations of one super-block as the kernel uses them: per
+// sub-block the scale and xd * (float)sum, in the order of the loop.
+struct XSb {
+  float d[8];
+  float dsum[8];
+};
+
+inline void arrange(XSb *o, const gb_q8x_block *x) {
+  for (int s = 0; s < 8; s++) {
+    o->d[s] = x[s].d;
+    o->dsum[s] = x[s].d * (float)x[s].sum;
+  }
+}
+
+// The exact int32 sums of sub-blocks 2p (lo) and 16 * 2p + 1 (hi) of the
+// sixteen rows: eight slices, even and odd ones in separate accumulators.
+__attribute__((always_inline)) inline void pair_isum(__m512i *lo, __m512i *hi, const uint8_t *g, const gb_q8x_block &xa,
+                                                     const gb_q8x_block &xb) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512i l[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  for (int k = 0; k < 8; k++) {
+    const __m512i v = _mm512_loadu_si512(g + 64 * k);
+    l[k & 1] = _mm512_dpbusd_epi32(l[k & 1], _mm512_and_si512(v, low4), _mm512_set1_epi32(ld32(xa.qs + 4 * k)));
+    h[k & 1] = _mm512_dpbusd_epi32(h[k & 1], _mm512_andnot_si512(low4, v), _mm512_set1_epi32(ld32(xb.qs + 4 * k)));
+  }
+  *lo = _mm512_add_epi32(l[0], l[1]);
+  *hi = _mm512_add_epi32(h[0], h[1]);
+}
+
+// Sixteen rows' sums over one super-block column, added to acc.
+__attribute__((always_inline)) inline __m512 sb_dot(const uint8_t *g, const gb_q8x_block *x, const XSb &xs, __m512 acc) {
+  const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m30 = _mm512_set1_epi32(0x30);
+  const __m512i dd = _mm512_loadu_si512(g);
+  const __m512i q1 = _mm512_loadu_si512(g + 64), q2 = _mm512_loadu_si512(g + 128), q3 = _mm512_loadu_si512(g + 192);
+  __m512 sacc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
+  for (int p = 0; p < 4; p++) {
+    __m512i lo, hi;
+    pair_isum(&lo, &hi, g + 256 + 512 * p, x[2 * p], x[2 * p + 1]);
+    // Scales and mins of sub-blocks a = 2p and b = 2p + 1 (kernels.h).
+    __m512i sa, sb, ma, mb;
+    const int a = 2 * p, b = 2 * p + 1;
+    if (a < 4) {
+      sa = _mm512_and_si512(_mm512_srli_epi32(q1, 8 * a), m6);
+      ma = _mm512_and_si512(_mm512_srli_epi32(q2, 8 * a), m6);
+    } else {
+      const int j = a - 4;
+      sa = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j), m4), _mm512_and_si512(_mm512_srli_epi32(q1, 8 * j + 2), m30));
+      ma = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j + 4), m4), _mm512_and_si512(_mm512_srli_epi32(q2, 8 * j + 2), m30));
+    }
+    if (b < 4) {
+      sb = _mm512_and_si512(_mm512_srli_epi32(q1, 8 * b), m6);
+      mb = _mm512_and_si512(_mm512_srli_epi32(q2, 8 * b), m6);
+    } else {
+      const int j = b - 4;
+      sb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j), m4), _mm512_and_si512(_mm512_srli_epi32(q1, 8 * j + 2), m30));
+      mb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j + 4), m4), _mm512_and_si512(_mm512_srli_epi32(q2, 8 * j + 2), m30));
+    }
+    // (xd * sc) * isum; the odd sub-block's isum is 16x, its factor / 16.
+    const __m512 fa = _mm512_mul_ps(_mm512_cvtepi32_ps(sa), _mm512_set1_ps(xs.d[a]));
+    const __m512 fb = _mm512_mul_ps(_mm512_cvtepi32_ps(sb), _mm512_set1_ps(xs.d[b] * 0.0625f));
+    sacc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), fa, sacc);
+    sacc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), fb, sacc);
+    macc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ma), _mm512_set1_ps(xs.dsum[a]), macc);
+    macc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mb), _mm512_set1_ps(xs.dsum[b]), macc);
+  }
+  // d and dmin: the f16 pair of each lane.
+  const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+  const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  acc = _mm512_fmadd_ps(d, sacc, acc);
+  return _mm512_fnmadd_ps(dmin, macc, acc);
+}
+
+__attribute__((always_inline)) inline __m512 group_dot(const uint8_t *g, const gb_q8x_block *xq, const XSb *xs, size_t nsb) {
+  __m512 acc = _mm512_setzero_ps();
+  for (size_t s = 0; s < nsb; s++, g += kGsb) {
+    for (size_t k = 0; k < kGsb; k += 256) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + k), _MM_HINT_T0);
+    acc = sb_dot(g, xq + 8 * s, xs[s], acc);
+  }
+  return acc;
+}
+
+constexpr size_t kChunk = 16;  // super-blocks of arranged activations on the stack
+
+}  // namespace
+
+extern "C" void gb_q4kr16_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                       size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nsb = cols / GB_QK_K;
+  XSb xs[kChunk];
+  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
+    for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
+    for (size_t r = row_begin; r < row_end; r += 16) {
+      const __m512 v = group_dot(W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n);
+      _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
+    }
+  }
+}
+
+// Per group and chunk, the positions one after another (the chunk's weights
+// come from L1/L2 for the positions after the first); each position's
+// result is computed exactly as the gemv computes it.
+extern "C" void gb_q4kr16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                        const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+                                        size_t row_end, size_t cols) {
+  const size_t nsb = cols / GB_QK_K;
+  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
+    for (size_t r = row_begin; r < row_end; r += 16)
+      for (size_t i = 0; i < m; i++) {
+        const gb_q8x_block *xq = XQ + i * ldxq;
+        XSb xs[kChunk];
+        for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
+        const __m512 v = group_dot(W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n);
+        float *y = Y + i * ldy;
+        _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
+      }
+  }
+}

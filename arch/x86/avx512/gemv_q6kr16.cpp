@@ -1,0 +1,148 @@
+// AVX-512 VNNI q6kr16 x q8x GEMV: one zmm lane per row of a 16-row group.
+//
+// In the 16-row layout (kernels.h, krows16.h) a group super-block is the
+// sixteen rows' q6k blocks in 4-byte slices, row i in lane i of each 64-byte
+// vector: slices 0..31 = ql, 32..47 = qh, 48..51 = the sixteen int8 scales,
+// then the rows' f16 d (32 bytes). For half h of the super-block and code
+// bytes l = 4k..4k+3, slice A = 16h + k holds weights of 32-weight groups
+// g = 0 (low nibbles) and 2 (high), slice B = 16h + 8 + k groups 1 and 3,
+// and slice H = 32 + 8h + k their top two bits (bits 2g, 2g + 1). Each
+// group's 6-bit codes come out of A or B and H with one 16-bit shift and
+// one bit select (vpternlogd) per vector; 16-bit shifts spill bits between
+// bytes, and the masks take only the bits of each byte's own code. vpdpbusd
+// of the unsigned codes with the matching activation bytes broadcast adds
+// four products to every row's own lane; the accumulator of each 16-weight
+// half starts at -32 * (sum of its 16 activation bytes), so it ends as the
+// exact int32 sum of (u - 32) * x, as gb_q6k_gemv__generic's. Then per half
+// t: (xd * sc_t) * isum_t, summed per super-block and times d: the float
+// part is reassociated, within the tolerance of tests/isa/test_kernels.cpp.
+// GCC 12's AVX-512 headers trip its own -Wmaybe-uninitialized (the
+// _mm512_undefined_* placeholders of the unmasked intrinsics).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+namespace {
+
+constexpr size_t kGsb = 16 * GB_Q6K_BLOCK_BYTES;  // bytes of one group super-block (3360)
+constexpr size_t kPrefetch = 4096;                // bytes ahead of the group stream
+constexpr int kSel = 0xCA;                        // vpternlogd: a ? b : c, bit by bit
+
+inline int32_t ld32(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+// Per activation block of the super-block: its scale and -32 times the sum
+// of each 16-byte half (the accumulators' start).
+struct XSb {
+  float d[8];
+  int32_t off[8][2];
+};
+
+inline void arrange(XSb *o, const gb_q8x_block *x) {
+  for (int a = 0; a < 8; a++) {
+    int32_t lo = 0;
+    for (int j = 0; j < 16; j++) lo += x[a].qs[j];
+    o->d[a] = x[a].d;
+    o->off[a][0] = -32 * lo;
+    o->off[a][1] = -32 * (x[a].sum - lo);
+  }
+}
+
+// The sixteen rows' int8 scale t, as floats.
+__attribute__((always_inline)) inline __m512 scale(const uint8_t *g, int t) {
+  const __m512i v = _mm512_loadu_si512(g + 64 * (48 + t / 4));
+  return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * (t % 4)), 24));
+}
+
+// Sixteen rows' sums over one super-block column, added to acc.
+__attribute__((always_inline)) inline __m512 sb_dot(const uint8_t *g, const gb_q8x_block *x, const XSb &xs, __m512 acc) {
+  const __m512i m0f = _mm512_set1_epi8(0x0F), m33 = _mm512_set1_epi8(0x33), mcc = _mm512_set1_epi8((char)0xCC);
+  __m512 sacc = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+    for (int e = 0; e < 2; e++) {  // 16-weight half: code bytes 16e .. 16e + 15
+      __m512i is[4];                // per 32-weight group g
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; q++) is[q] = _mm512_set1_epi32(xs.off[4 * h + q][e]);
+#pragma GCC unroll 4
+      for (int k = 4 * e; k < 4 * e + 4; k++) {
+        const __m512i A = _mm512_loadu_si512(g + 64 * (16 * h + k));
+        const __m512i B = _mm512_loadu_si512(g + 64 * (16 * h + 8 + k));
+        const __m512i H = _mm512_loadu_si512(g + 64 * (32 + 8 * h + k));
+        const __m512i H1 = _mm512_and_si512(H, m33), H2 = _mm512_and_si512(H, mcc);
+        const __m512i c0 = _mm512_ternarylogic_epi32(m0f, A, _mm512_slli_epi16(H1, 4), kSel);
+        const __m512i c1 = _mm512_ternarylogic_epi32(m0f, B, _mm512_slli_epi16(H2, 2), kSel);
+        const __m512i c2 = _mm512_ternarylogic_epi32(m0f, _mm512_srli_epi16(A, 4), H1, kSel);
+        const __m512i c3 = _mm512_ternarylogic_epi32(m0f, _mm512_srli_epi16(B, 4), _mm512_srli_epi16(H2, 2), kSel);
+        const int j = 4 * k;
+        is[0] = _mm512_dpbusd_epi32(is[0], c0, _mm512_set1_epi32(ld32(x[4 * h + 0].qs + j)));
+        is[1] = _mm512_dpbusd_epi32(is[1], c1, _mm512_set1_epi32(ld32(x[4 * h + 1].qs + j)));
+        is[2] = _mm512_dpbusd_epi32(is[2], c2, _mm512_set1_epi32(ld32(x[4 * h + 2].qs + j)));
+        is[3] = _mm512_dpbusd_epi32(is[3], c3, _mm512_set1_epi32(ld32(x[4 * h + 3].qs + j)));
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; q++) {
+        const int a = 4 * h + q, t = 2 * a + e;
+        sacc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[q]), _mm512_mul_ps(scale(g, t), _mm512_set1_ps(xs.d[a])), sacc);
+      }
+    }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(g + 64 * 52)));
+  return _mm512_fmadd_ps(d, sacc, acc);
+}
+
+__attribute__((always_inline)) inline __m512 group_dot(const uint8_t *g, const gb_q8x_block *xq, const XSb *xs, size_t nsb) {
+  __m512 acc = _mm512_setzero_ps();
+  for (size_t s = 0; s < nsb; s++, g += kGsb) {
+    for (size_t k = 0; k < kGsb; k += 256) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + k), _MM_HINT_T0);
+    acc = sb_dot(g, xq + 8 * s, xs[s], acc);
+  }
+  return acc;
+}
+
+constexpr size_t kChunk = 16;  // super-blocks of arranged activations on the stack
+
+}  // namespace
+
+extern "C" void gb_q6kr16_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
+                                       size_t row_begin, size_t row_end, size_t cols) {
+  const size_t nsb = cols / GB_QK_K;
+  XSb xs[kChunk];
+  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
+    for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
+    for (size_t r = row_begin; r < row_end; r += 16) {
+      const __m512 v = group_dot(W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n);
+      _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
+    }
+  }
+}
+
+// Per group and chunk, the positions one after another; each position's
+// result is computed exactly as the gemv computes it.
+extern "C" void gb_q6kr16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
+                                        const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+                                        size_t row_end, size_t cols) {
+  const size_t nsb = cols / GB_QK_K;
+  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
+    for (size_t r = row_begin; r < row_end; r += 16)
+      for (size_t i = 0; i < m; i++) {
+        const gb_q8x_block *xq = XQ + i * ldxq;
+        XSb xs[kChunk];
+        for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
+        const __m512 v = group_dot(W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n);
+        float *y = Y + i * ldy;
+        _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
+      }
+  }
+}
