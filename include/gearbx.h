@@ -674,6 +674,131 @@ gb_status gb_kv_pool_size(const gb_model *model, const gb_session_options *opts,
 /* Current position (tokens in the KV cache) and context capacity. */
 gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx);
 
+/* ------------------------------------------------------------------------ */
+/* Chat templates                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Built-in chat templates: each renders exactly what the model family's own
+ * Jinja template (tokenizer.chat_template) renders for plain text messages,
+ * including the BOS text where that template writes it (so tokenize the
+ * result without GB_TOKENIZE_ADD_BOS where the template already writes it,
+ * and with special-token parsing so the markers become their ids). */
+typedef enum gb_chat_template {
+  GB_CHAT_TEMPLATE_NONE = 0,   /* not a template (never returned on success) */
+  GB_CHAT_TEMPLATE_LLAMA2 = 1, /* "llama2": <s>[INST] <<SYS>>\n..\n<</SYS>>\n\n.. [/INST] .. </s> */
+  GB_CHAT_TEMPLATE_LLAMA3 = 2, /* "llama3": <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\n..<|eot_id|> */
+  GB_CHAT_TEMPLATE_CHATML = 3, /* "chatml": <|im_start|>role\n..<|im_end|>\n, no default system */
+  GB_CHAT_TEMPLATE_ZEPHYR = 4, /* "zephyr": <|user|>\n..</s>\n (also TinyLlama chat) */
+  GB_CHAT_TEMPLATE_PHI3 = 5,   /* "phi3": <|user|>\n..<|end|>\n */
+  GB_CHAT_TEMPLATE_GEMMA = 6,  /* "gemma": <bos><start_of_turn>user\n..<end_of_turn>\n, role "model" */
+  GB_CHAT_TEMPLATE_QWEN2 = 7,  /* "qwen2": ChatML with Qwen2's default system message */
+  GB_CHAT_TEMPLATE_QWEN25 = 8, /* "qwen2.5": ChatML with Qwen2.5's default system message */
+  GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
+} gb_chat_template;
+
+/* One message: role is "system", "user" or "assistant" (exact spelling);
+ * both strings NUL-terminated UTF-8, owned by the caller, read only during
+ * the call that receives them. */
+typedef struct gb_chat_message {
+  const char *role;
+  const char *content;
+} gb_chat_message;
+
+/* The template's name as listed above ("llama2", ..., "qwen2.5"); "unknown"
+ * for any other value. Static storage, never NULL; thread-safe. */
+const char *gb_chat_template_name(gb_chat_template t);
+
+/* The reverse of gb_chat_template_name (exact spelling). Errors:
+ * GB_ERR_NULL_POINTER, GB_ERR_INVALID_ARGUMENT for any other name; *out is
+ * written only on success. Thread-safe; does not allocate. */
+gb_status gb_chat_template_from_name(const char *name, gb_chat_template *out);
+
+/* Recognise a model's chat template from its Jinja text (the GGUF key
+ * tokenizer.chat_template; `len` bytes, need not be NUL-terminated) by the
+ * markers that distinguish the families. A template that is none of the
+ * built-in ones, or one of their relatives that renders differently (for
+ * example Llama 3.1's dated system header, Mistral's [INST] without <<SYS>>,
+ * a ChatML template with an unknown default system message), is not
+ * guessed: GB_ERR_UNAVAILABLE. Errors also: GB_ERR_NULL_POINTER (text NULL
+ * with len > 0, or out NULL). *out is written only on success. Thread-safe;
+ * does not allocate. */
+gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template *out);
+
+/* Render msgs[0..n) with template t into buf as NUL-terminated UTF-8.
+ * add_assistant_prompt (0 or 1): append the template's opening of an
+ * assistant turn, where the template has one (llama2's has none; phi3's
+ * template writes its end-of-text marker instead when it is 0). Contents are
+ * copied as given, except where the model's template trims them (llama2,
+ * llama3, gemma strip leading and trailing Unicode white space as Python's
+ * str.strip() does). Roles: llama2 and gemma take an optional first system
+ * message, then user and assistant alternating, starting with user (their
+ * templates refuse anything else: GB_ERR_INVALID_ARGUMENT); gemma folds the
+ * system text into the first user turn as Gemma 3's template does; the other
+ * templates take the three roles in any order.
+ * On success *n_out is the text's length (without the NUL). When cap is too
+ * small (it must be at least length + 1), GB_ERR_BUFFER_TOO_SMALL: *n_out
+ * receives the capacity needed and nothing is written (buf may be NULL when
+ * cap is 0, to ask for the size). Errors: GB_ERR_NULL_POINTER (msgs, a role
+ * or a content NULL, n_out NULL, buf NULL with cap > 0),
+ * GB_ERR_INVALID_ARGUMENT (n == 0, an unknown template or role, roles out of
+ * the template's order, add_assistant_prompt not 0 or 1). Thread-safe; does
+ * not allocate. */
+gb_status gb_chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, int add_assistant_prompt,
+                        char *buf, size_t cap, size_t *n_out);
+
+/* The strings that end the assistant's turn for template t (stop generating
+ * when the output ends with one of them): e.g. "<|eot_id|>" for llama3,
+ * "<|im_end|>" for chatml, "<end_of_turn>" for gemma, "<|end|>" for phi3,
+ * "</s>" for llama2 and zephyr, plus the family's end-of-text token where it
+ * differs. *strings receives a static array of *count NUL-terminated
+ * strings (followed by a NULL entry), never freed. Errors:
+ * GB_ERR_NULL_POINTER, GB_ERR_INVALID_ARGUMENT (unknown template); nothing
+ * written on error. Thread-safe. */
+gb_status gb_chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count);
+
+/* ------------------------------------------------------------------------ */
+/* Streaming UTF-8                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Turns token bytes, pushed one token at a time, into text that contains
+ * only complete UTF-8 sequences: the start of a multi-byte character that a
+ * token leaves unfinished is held until the next push completes it.
+ * Ill-formed input is never dropped and never passed through: each maximal
+ * ill-formed subpart (a byte that cannot start a sequence, an overlong or
+ * surrogate or out-of-range form, a sequence cut short by a byte that cannot
+ * continue it or by the flush) becomes one U+FFFD (EF BF BD), the
+ * replacement practice Unicode recommends (chapter 3, "U+FFFD
+ * Substitution of Maximal Subparts"). The state is small and owned by the
+ * caller (stack, struct member); its contents are private. One stream per
+ * thread at a time; nothing allocates. */
+typedef struct gb_utf8_stream {
+  uint32_t opaque_[2];
+} gb_utf8_stream;
+
+/* Output capacity that always suffices for a push of `len` bytes (and, with
+ * len 0, for a flush). */
+#define GB_UTF8_STREAM_CAPACITY(len) ((size_t)(len) * 3u + 3u)
+
+/* Start (or restart) a stream, discarding anything held. NULL is a no-op. */
+void gb_utf8_stream_init(gb_utf8_stream *s);
+
+/* Feed len bytes (bytes may be NULL when len is 0) and write the complete
+ * text they finish into out (no NUL added); *n_out is its length. When cap
+ * is smaller than the text, GB_ERR_BUFFER_TOO_SMALL: *n_out receives the
+ * capacity needed, nothing is written and the stream is unchanged (out may
+ * be NULL when cap is 0). Errors: GB_ERR_NULL_POINTER (s or n_out NULL,
+ * bytes NULL with len > 0, out NULL with cap > 0), GB_ERR_BAD_STATE (the
+ * contents of *s are not a state gb_utf8_stream_init started: a struct never
+ * initialised or overwritten is refused when it does not look like one). */
+gb_status gb_utf8_stream_push(gb_utf8_stream *s, const char *bytes, size_t len, char *out, size_t cap,
+                              size_t *n_out);
+
+/* End of input: write U+FFFD for a held incomplete sequence (0 or 3 bytes)
+ * and leave the stream initialised for new input. Errors: as
+ * gb_utf8_stream_push (GB_ERR_BUFFER_TOO_SMALL: nothing written, nothing
+ * discarded). */
+gb_status gb_utf8_stream_flush(gb_utf8_stream *s, char *out, size_t cap, size_t *n_out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,506 @@
+// chat.cpp — built-in chat templates (see chat.h and gearbx.h).
+//
+// Each renderer writes, for plain text messages, what the model family's own
+// Jinja template renders with Hugging Face's settings (trim_blocks and
+// lstrip_blocks on): the same marker strings, the same BOS text where the
+// template writes bos_token, the same white space trimming, the same
+// opening of the assistant turn for add_generation_prompt. Rendering runs
+// twice over the same code: once counting (nothing written) to check the
+// capacity, once writing, so the size and the text cannot disagree.
+#include "chat.h"
+
+#include <string.h>
+
+namespace gb {
+namespace {
+
+enum Role { kSystem, kUser, kAssistant };
+
+struct Span {
+  const char *p;
+  size_t n;
+};
+
+// Counts every byte; copies only in the writing pass (buf != nullptr).
+struct Out {
+  char *buf = nullptr;
+  size_t n = 0;
+  void put(const char *p, size_t len) {
+    if (buf) memcpy(buf + n, p, len);
+    n += len;
+  }
+  void put(const char *s) { put(s, strlen(s)); }
+  void put(Span s) { put(s.p, s.n); }
+};
+
+// ---- str.strip(): Python's notion of white space --------------------------
+// Jinja's `trim` filter and Python's str.strip() remove the code points for
+// which str.isspace() holds: U+0009..U+000D, U+001C..U+001F, U+0020, U+0085,
+// U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+bool is_py_space(uint32_t c) {
+  if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+  if (c == 0x85 || c == 0xa0 || c == 0x1680) return true;
+  if (c >= 0x2000 && c <= 0x200a) return true;
+  return c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+// The code point of the well-formed UTF-8 sequence at p (at most n bytes);
+// *len its length. Returns false for an ill-formed one (never white space).
+bool decode_utf8(const unsigned char *p, size_t n, uint32_t *cp, size_t *len) {
+  const unsigned char b = p[0];
+  if (b < 0x80) {
+    *cp = b;
+    *len = 1;
+    return true;
+  }
+  size_t k;
+  uint32_t c;
+  if (b >= 0xc2 && b <= 0xdf) {
+    k = 2;
+    c = b & 0x1fu;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    k = 3;
+    c = b & 0x0fu;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    k = 4;
+    c = b & 0x07u;
+  } else {
+    return false;
+  }
+  if (n < k) return false;
+  for (size_t i = 1; i < k; i++) {
+    if ((p[i] & 0xc0u) != 0x80u) return false;
+    c = (c << 6) | (p[i] & 0x3fu);
+  }
+  if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+    return false;
+  *cp = c;
+  *len = k;
+  return true;
+}
+
+// Bytes of leading white space in s.
+size_t lead_space(Span s) {
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(s.p);
+  size_t i = 0;
+  while (i < s.n) {
+    uint32_t c;
+    size_t k;
+    if (!decode_utf8(p + i, s.n - i, &c, &k) || !is_py_space(c)) break;
+    i += k;
+  }
+  return i;
+}
+
+// Bytes of trailing white space in s.
+size_t trail_space(Span s) {
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(s.p);
+  size_t end = s.n;
+  while (end > 0) {
+    // Start of the last character: back over at most three continuation bytes.
+    size_t start = end - 1;
+    while (start > 0 && end - start < 4 && (p[start] & 0xc0u) == 0x80u) start--;
+    uint32_t c;
+    size_t k;
+    if (!decode_utf8(p + start, end - start, &c, &k) || k != end - start || !is_py_space(c)) break;
+    end = start;
+  }
+  return s.n - end;
+}
+
+// Write the concatenation of parts[0..np) with str.strip() applied to the
+// whole (white space never spans two parts: each part is a whole string).
+void put_stripped(Out &o, const Span *parts, size_t np) {
+  size_t first = np, first_off = 0;
+  for (size_t i = 0; i < np; i++) {
+    const size_t k = lead_space(parts[i]);
+    if (k < parts[i].n) {
+      first = i;
+      first_off = k;
+      break;
+    }
+  }
+  if (first == np) return;  // all white space
+  size_t last = first, last_end = 0;
+  for (size_t i = np; i-- > first;) {
+    const size_t t = trail_space(parts[i]);
+    if (t < parts[i].n) {
+      last = i;
+      last_end = parts[i].n - t;
+      break;
+    }
+  }
+  for (size_t i = first; i <= last; i++) {
+    const size_t b = i == first ? first_off : 0;
+    const size_t e = i == last ? last_end : parts[i].n;
+    o.put(parts[i].p + b, e - b);
+  }
+}
+
+void put_stripped(Out &o, Span s) { put_stripped(o, &s, 1); }
+
+// ---- messages ---------------------------------------------------------------
+
+struct Msg {
+  Role role;
+  Span role_name;
+  Span text;
+};
+
+Span span_of(const char *s) { return Span{s, strlen(s)}; }
+
+// Templates whose Jinja code raises unless the turns go (system,) user,
+// assistant, user, ...
+bool alternates(gb_chat_template t) { return t == GB_CHAT_TEMPLATE_LLAMA2 || t == GB_CHAT_TEMPLATE_GEMMA; }
+
+gb_status check_messages(gb_chat_template t, const gb_chat_message *msgs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!msgs[i].role || !msgs[i].content) return GB_ERR_NULL_POINTER;
+    const char *r = msgs[i].role;
+    Role role;
+    if (strcmp(r, "system") == 0) {
+      role = kSystem;
+    } else if (strcmp(r, "user") == 0) {
+      role = kUser;
+    } else if (strcmp(r, "assistant") == 0) {
+      role = kAssistant;
+    } else {
+      return GB_ERR_INVALID_ARGUMENT;
+    }
+    if (alternates(t)) {
+      const size_t first_turn = (n > 0 && strcmp(msgs[0].role, "system") == 0) ? 1 : 0;
+      if (i < first_turn) continue;  // the leading system message
+      const Role want = ((i - first_turn) % 2 == 0) ? kUser : kAssistant;
+      if (role != want) return GB_ERR_INVALID_ARGUMENT;
+    }
+  }
+  return GB_OK;
+}
+
+Msg msg_at(const gb_chat_message *msgs, size_t i) {
+  Msg m;
+  m.role_name = span_of(msgs[i].role);
+  m.role = m.role_name.p[0] == 's' ? kSystem : m.role_name.p[0] == 'u' ? kUser : kAssistant;
+  m.text = span_of(msgs[i].content);
+  return m;
+}
+
+// ---- renderers ----------------------------------------------------------------
+
+// Llama 2 chat: the system text goes inside the first [INST] between
+// <<SYS>> markers; `'<<SYS>>\n' + system + '\n<</SYS>>\n\n' + user` is
+// stripped as one string, an assistant turn is ' ' + strip(text) + ' </s>',
+// every user turn starts with the BOS text. The template has no generation
+// prompt: the text after " [/INST]" is where the answer goes.
+void render_llama2(Out &o, const gb_chat_message *msgs, size_t n, bool) {
+  size_t i = 0;
+  Span sys{nullptr, 0};
+  if (msg_at(msgs, 0).role == kSystem) {
+    sys = msg_at(msgs, 0).text;
+    i = 1;
+  }
+  for (size_t k = i; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role == kUser) {
+      o.put("<s>[INST] ");
+      if (k == i && sys.p) {
+        const Span parts[4] = {span_of("<<SYS>>\n"), sys, span_of("\n<</SYS>>\n\n"), m.text};
+        put_stripped(o, parts, 4);
+      } else {
+        put_stripped(o, m.text);
+      }
+      o.put(" [/INST]");
+    } else {
+      o.put(" ");
+      put_stripped(o, m.text);
+      o.put(" </s>");
+    }
+  }
+}
+
+// Llama 3 (Meta-Llama-3-*-Instruct): BOS text, then per message a header
+// with the role, the trimmed text and <|eot_id|>.
+void render_llama3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  o.put("<|begin_of_text|>");
+  for (size_t k = 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put("<|start_header_id|>");
+    o.put(m.role_name);
+    o.put("<|end_header_id|>\n\n");
+    put_stripped(o, m.text);
+    o.put("<|eot_id|>");
+  }
+  if (gen) o.put("<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+// ChatML: <|im_start|>role\n text <|im_end|>\n, text untouched, no BOS.
+// Qwen2 and Qwen2.5 write their default system message first when the
+// conversation does not start with one.
+void render_chatml(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const char *default_system) {
+  if (default_system && msg_at(msgs, 0).role != kSystem) {
+    o.put("<|im_start|>system\n");
+    o.put(default_system);
+    o.put("<|im_end|>\n");
+  }
+  for (size_t k = 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put("<|im_start|>");
+    o.put(m.role_name);
+    o.put("\n");
+    o.put(m.text);
+    o.put("<|im_end|>\n");
+  }
+  if (gen) o.put("<|im_start|>assistant\n");
+}
+
+// Zephyr (and TinyLlama chat): <|role|>\n text </s>, then the newline that
+// follows the expression in the template's source; no BOS.
+void render_zephyr(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  for (size_t k = 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put("<|");
+    o.put(m.role_name);
+    o.put("|>\n");
+    o.put(m.text);
+    o.put("</s>\n");
+  }
+  if (gen) o.put("<|assistant|>\n");
+}
+
+// Phi-3 (Phi-3-mini-*-instruct since May 2024): <|role|>\n text <|end|>\n;
+// without a generation prompt the template ends with its EOS text.
+void render_phi3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  for (size_t k = 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put("<|");
+    o.put(m.role_name);
+    o.put("|>\n");
+    o.put(m.text);
+    o.put("<|end|>\n");
+  }
+  o.put(gen ? "<|assistant|>\n" : "<|endoftext|>");
+}
+
+// Gemma: BOS text, turns <start_of_turn>user|model\n trim(text)
+// <end_of_turn>\n. Gemma has no system role: as Gemma 3's template does, a
+// leading system text followed by "\n\n" opens the first user turn (it is not
+// trimmed; Gemma 1 and 2's templates refuse a system message instead).
+void render_gemma(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  o.put("<bos>");
+  size_t i = 0;
+  Span sys{nullptr, 0};
+  if (msg_at(msgs, 0).role == kSystem) {
+    sys = msg_at(msgs, 0).text;
+    i = 1;
+  }
+  for (size_t k = i; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put(m.role == kUser ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+    if (k == i && sys.p) {
+      o.put(sys);
+      o.put("\n\n");
+    }
+    put_stripped(o, m.text);
+    o.put("<end_of_turn>\n");
+  }
+  if (gen) o.put("<start_of_turn>model\n");
+}
+
+const char kQwen2System[] = "You are a helpful assistant.";
+const char kQwen25System[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  switch (t) {
+    case GB_CHAT_TEMPLATE_LLAMA2: render_llama2(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_LLAMA3: render_llama3(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_CHATML: render_chatml(o, msgs, n, gen, nullptr); break;
+    case GB_CHAT_TEMPLATE_QWEN2: render_chatml(o, msgs, n, gen, kQwen2System); break;
+    case GB_CHAT_TEMPLATE_QWEN25: render_chatml(o, msgs, n, gen, kQwen25System); break;
+    case GB_CHAT_TEMPLATE_ZEPHYR: render_zephyr(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_PHI3: render_phi3(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_GEMMA: render_gemma(o, msgs, n, gen); break;
+    default: break;  // rejected by the caller
+  }
+}
+
+// ---- names, end-of-turn strings ---------------------------------------------------
+
+struct TemplateInfo {
+  const char *name;
+  const char *const *eot;  // NULL-terminated
+};
+
+const char *const kEotLlama2[] = {"</s>", nullptr};
+const char *const kEotLlama3[] = {"<|eot_id|>", "<|end_of_text|>", nullptr};
+const char *const kEotChatml[] = {"<|im_end|>", nullptr};
+const char *const kEotZephyr[] = {"</s>", nullptr};
+const char *const kEotPhi3[] = {"<|end|>", "<|endoftext|>", nullptr};
+const char *const kEotGemma[] = {"<end_of_turn>", "<eos>", nullptr};
+const char *const kEotQwen[] = {"<|im_end|>", "<|endoftext|>", nullptr};
+
+// Index = gb_chat_template value.
+const TemplateInfo kTemplates[] = {
+    {nullptr, nullptr},        // GB_CHAT_TEMPLATE_NONE
+    {"llama2", kEotLlama2},    // GB_CHAT_TEMPLATE_LLAMA2
+    {"llama3", kEotLlama3},    // GB_CHAT_TEMPLATE_LLAMA3
+    {"chatml", kEotChatml},    // GB_CHAT_TEMPLATE_CHATML
+    {"zephyr", kEotZephyr},    // GB_CHAT_TEMPLATE_ZEPHYR
+    {"phi3", kEotPhi3},        // GB_CHAT_TEMPLATE_PHI3
+    {"gemma", kEotGemma},      // GB_CHAT_TEMPLATE_GEMMA
+    {"qwen2", kEotQwen},       // GB_CHAT_TEMPLATE_QWEN2
+    {"qwen2.5", kEotQwen},     // GB_CHAT_TEMPLATE_QWEN25
+};
+constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_QWEN25 + 1, "one entry per template");
+
+// The template's table entry, or nullptr for a value outside the enum.
+const TemplateInfo *info_of(gb_chat_template t) {
+  const int32_t v = raw_enum(t);
+  if (v <= GB_CHAT_TEMPLATE_NONE || v >= kNumTemplates) return nullptr;
+  return &kTemplates[v];
+}
+
+// ---- detection ------------------------------------------------------------
+
+// Offset of needle in text[0..n), or n when absent.
+size_t find(const char *text, size_t n, const char *needle, size_t from = 0) {
+  const size_t k = strlen(needle);
+  if (k > n) return n;
+  for (size_t i = from; i + k <= n; i++)
+    if (text[i] == needle[0] && memcmp(text + i, needle, k) == 0) return i;
+  return n;
+}
+
+bool has(const char *text, size_t n, const char *needle) { return find(text, n, needle) != n; }
+
+// A ChatML template that writes literal text right after "<|im_start|>system"
+// and its newline (an escaped "\n" inside a Jinja string, or a real newline
+// in template text) has a built-in default system message.
+bool chatml_default_system(const char *text, size_t n) {
+  const char kOpen[] = "<|im_start|>system";
+  for (size_t at = find(text, n, kOpen); at != n; at = find(text, n, kOpen, at + 1)) {
+    size_t i = at + sizeof kOpen - 1;
+    if (i + 1 < n && text[i] == '\\' && text[i + 1] == 'n') {
+      i += 2;
+    } else if (i < n && text[i] == '\n') {
+      i += 1;
+    } else {
+      continue;
+    }
+    if (i < n && text[i] != '\'' && text[i] != '"' && text[i] != '{') return true;
+  }
+  return false;
+}
+
+gb_status detect(const char *t, size_t n, gb_chat_template *out) {
+  gb_chat_template id = GB_CHAT_TEMPLATE_NONE;
+  if (has(t, n, "<|im_start|>")) {
+    if (has(t, n, kQwen25System)) {
+      id = GB_CHAT_TEMPLATE_QWEN25;
+    } else if (has(t, n, "<|im_start|>system\\nYou are a helpful assistant.<|im_end|>")) {
+      id = GB_CHAT_TEMPLATE_QWEN2;
+    } else if (!chatml_default_system(t, n)) {
+      id = GB_CHAT_TEMPLATE_CHATML;
+    }
+  } else if (has(t, n, "<|start_header_id|>") && has(t, n, "<|eot_id|>")) {
+    // Llama 3.1 and later put a dated header into every system turn.
+    if (!has(t, n, "Cutting Knowledge Date")) id = GB_CHAT_TEMPLATE_LLAMA3;
+  } else if (has(t, n, "<start_of_turn>") && has(t, n, "<end_of_turn>")) {
+    id = GB_CHAT_TEMPLATE_GEMMA;
+  } else if (has(t, n, "[INST]")) {
+    // Llama 2's carries the system text in <<SYS>>; Mistral's has none.
+    if (has(t, n, "<<SYS>>") && has(t, n, "[/INST]")) id = GB_CHAT_TEMPLATE_LLAMA2;
+  } else if (has(t, n, "<|user|>") && has(t, n, "<|assistant|>") && has(t, n, "<|system|>")) {
+    // Phi-3 closes turns with <|end|>, Zephyr with the EOS text. Earlier
+    // Phi-3 templates without a system turn (assistant header written after
+    // every user turn) render differently and stay unknown.
+    if (has(t, n, "<|end|>")) {
+      id = GB_CHAT_TEMPLATE_PHI3;
+    } else if (has(t, n, "eos_token")) {
+      id = GB_CHAT_TEMPLATE_ZEPHYR;
+    }
+  }
+  if (id == GB_CHAT_TEMPLATE_NONE) return GB_ERR_UNAVAILABLE;
+  *out = id;
+  return GB_OK;
+}
+
+}  // namespace
+
+const char *chat_template_name(gb_chat_template t) {
+  const TemplateInfo *info = info_of(t);
+  return info ? info->name : "unknown";
+}
+
+gb_status chat_template_from_name(const char *name, gb_chat_template *out) {
+  if (!name || !out) return GB_ERR_NULL_POINTER;
+  for (int32_t i = GB_CHAT_TEMPLATE_NONE + 1; i < kNumTemplates; i++) {
+    if (strcmp(name, kTemplates[i].name) == 0) {
+      *out = (gb_chat_template)i;
+      return GB_OK;
+    }
+  }
+  return GB_ERR_INVALID_ARGUMENT;
+}
+
+gb_status chat_template_detect(const char *jinja_text, size_t len, gb_chat_template *out) {
+  if (!out || (!jinja_text && len > 0)) return GB_ERR_NULL_POINTER;
+  if (len == 0) return GB_ERR_UNAVAILABLE;
+  return detect(jinja_text, len, out);
+}
+
+gb_status chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, int add_assistant_prompt,
+                     char *buf, size_t cap, size_t *n_out) {
+  if (!msgs || !n_out || (!buf && cap > 0)) return GB_ERR_NULL_POINTER;
+  if (!info_of(t) || n == 0 || (add_assistant_prompt != 0 && add_assistant_prompt != 1))
+    return GB_ERR_INVALID_ARGUMENT;
+  GB_TRY(check_messages(t, msgs, n));
+  const bool gen = add_assistant_prompt == 1;
+  Out count;
+  render(t, count, msgs, n, gen);
+  if (count.n >= cap) {
+    *n_out = count.n + 1;
+    return GB_ERR_BUFFER_TOO_SMALL;
+  }
+  Out write;
+  write.buf = buf;
+  render(t, write, msgs, n, gen);
+  GB_DASSERT(write.n == count.n);
+  buf[write.n] = '\0';
+  *n_out = write.n;
+  return GB_OK;
+}
+
+gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count) {
+  if (!strings || !count) return GB_ERR_NULL_POINTER;
+  const TemplateInfo *info = info_of(t);
+  if (!info) return GB_ERR_INVALID_ARGUMENT;
+  size_t k = 0;
+  while (info->eot[k]) k++;
+  *strings = info->eot;
+  *count = k;
+  return GB_OK;
+}
+
+}  // namespace gb
+
+// ---- C API ------------------------------------------------------------------
+
+extern "C" const char *gb_chat_template_name(gb_chat_template t) { return gb::chat_template_name(t); }
+
+extern "C" gb_status gb_chat_template_from_name(const char *name, gb_chat_template *out) {
+  return gb::chat_template_from_name(name, out);
+}
+
+extern "C" gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template *out) {
+  return gb::chat_template_detect(text, len, out);
+}
+
+extern "C" gb_status gb_chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n,
+                                   int add_assistant_prompt, char *buf, size_t cap, size_t *n_out) {
+  return gb::chat_apply(t, msgs, n, add_assistant_prompt, buf, cap, n_out);
+}
+
+extern "C" gb_status gb_chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count) {
+  return gb::chat_eot_strings(t, strings, count);
+}

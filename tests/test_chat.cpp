@@ -1,0 +1,775 @@
+// test_chat.cpp — built-in chat templates (src/chat.cpp) and the streaming
+// UTF-8 assembler (src/utf8_stream.cpp) through the public C API.
+//
+// The expected texts are typed from the model families' documented prompt
+// formats (what their tokenizer_config.json chat_template renders); the
+// detection inputs are Jinja snippets written here that carry each family's
+// distinctive markers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gearbx.h"
+#include "test_util.h"
+
+namespace {
+
+// ---- helpers ----------------------------------------------------------------
+
+const gb_chat_message kTwoTurns[] = {
+    {"user", "Hello"},
+    {"assistant", "Hi there!"},
+    {"user", "How are you?"},
+};
+const gb_chat_message kTwoTurnsSystem[] = {
+    {"system", "You are terse."},
+    {"user", "Hello"},
+    {"assistant", "Hi there!"},
+    {"user", "How are you?"},
+};
+
+// Render through the size query and then into an exact-size buffer.
+std::string apply(gb_chat_template t, const gb_chat_message *m, size_t n, int gen) {
+  size_t need = 0;
+  EXPECT_EQ(gb_chat_apply(t, m, n, gen, nullptr, 0, &need), GB_ERR_BUFFER_TOO_SMALL);
+  std::vector<char> buf(need, '\x7f');
+  size_t len = 0;
+  EXPECT_EQ(gb_chat_apply(t, m, n, gen, buf.data(), buf.size(), &len), GB_OK);
+  EXPECT_EQ(len + 1, need);
+  EXPECT_EQ(buf[len], '\0');
+  return std::string(buf.data(), len);
+}
+
+template <size_t N>
+std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
+  return apply(t, m, N, gen);
+}
+
+const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
+                                 GB_CHAT_TEMPLATE_ZEPHYR, GB_CHAT_TEMPLATE_PHI3,   GB_CHAT_TEMPLATE_GEMMA,
+                                 GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25};
+
+gb_chat_template from_int(int32_t v) {
+  gb_chat_template t;
+  memcpy(&t, &v, sizeof t);
+  return t;
+}
+
+// ---- the templates' texts ---------------------------------------------------------
+
+TEST(ChatTemplate, Llama2) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_LLAMA2;
+  const std::string plain = "<s>[INST] Hello [/INST] Hi there! </s><s>[INST] How are you? [/INST]";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), plain);
+  EXPECT_EQ(apply(t, kTwoTurns, 0), plain);  // no generation prompt in Llama 2's template
+  const std::string sys =
+      "<s>[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHello [/INST] Hi there! </s>"
+      "<s>[INST] How are you? [/INST]";
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), sys);
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), sys);
+  // An answer ends its turn with a space and the EOS text.
+  const gb_chat_message one[] = {{"user", "Q"}, {"assistant", "A"}};
+  EXPECT_EQ(apply(t, one, 1), "<s>[INST] Q [/INST] A </s>");
+}
+
+TEST(ChatTemplate, Llama2Strips) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_LLAMA2;
+  // content.strip() on each turn; with a system message the whole
+  // "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user string is stripped, so
+  // the system text and the start of the first user turn keep their white
+  // space and a blank first user turn takes the trailing "\n\n" with it.
+  const gb_chat_message m[] = {{"system", " S "}, {"user", " \tU\n"}, {"assistant", "\n A \n"}, {"user", " V "}};
+  EXPECT_EQ(apply(t, m, 1), "<s>[INST] <<SYS>>\n S \n<</SYS>>\n\n \tU [/INST] A </s><s>[INST] V [/INST]");
+  const gb_chat_message blank[] = {{"system", "S"}, {"user", "  \n"}};
+  EXPECT_EQ(apply(t, blank, 1), "<s>[INST] <<SYS>>\nS\n<</SYS>> [/INST]");
+  // A system message alone leaves no turn to render.
+  const gb_chat_message only[] = {{"system", "S"}};
+  EXPECT_EQ(apply(t, only, 1), "");
+}
+
+TEST(ChatTemplate, Llama3) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_LLAMA3;
+  const std::string turns =
+      "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\nHi there!<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nHow are you?<|eot_id|>";
+  const std::string gen = "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), "<|begin_of_text|>" + turns + gen);
+  EXPECT_EQ(apply(t, kTwoTurns, 0), "<|begin_of_text|>" + turns);
+  const std::string sys = "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>";
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), "<|begin_of_text|>" + sys + turns + gen);
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<|begin_of_text|>" + sys + turns);
+}
+
+TEST(ChatTemplate, Llama3TrimsUnicodeSpace) {
+  // `| trim` is Python's str.strip(): Unicode white space too (U+3000,
+  // U+00A0, U+2028), but not U+200B (a format character) or invalid bytes.
+  const gb_chat_message m[] = {{"user", "\xe3\x80\x80 \xc2\xa0Hi\n\xe2\x80\xa8"},
+                               {"assistant", "\xe2\x80\x8bX\xe2\x80\x8b"},
+                               {"user", "\xff \x80"}};
+  EXPECT_EQ(apply(GB_CHAT_TEMPLATE_LLAMA3, m, 0),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n\xe2\x80\x8bX\xe2\x80\x8b<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\n\xff \x80<|eot_id|>");
+  const gb_chat_message blank[] = {{"user", " \t\r\n\x0b\x0c\x1c\x1f"}};
+  EXPECT_EQ(apply(GB_CHAT_TEMPLATE_LLAMA3, blank, 0),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n<|eot_id|>");
+}
+
+const char kChatmlTurns[] =
+    "<|im_start|>user\nHello<|im_end|>\n"
+    "<|im_start|>assistant\nHi there!<|im_end|>\n"
+    "<|im_start|>user\nHow are you?<|im_end|>\n";
+const char kChatmlSystem[] = "<|im_start|>system\nYou are terse.<|im_end|>\n";
+const char kChatmlGen[] = "<|im_start|>assistant\n";
+
+TEST(ChatTemplate, Chatml) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_CHATML;
+  EXPECT_EQ(apply(t, kTwoTurns, 1), std::string(kChatmlTurns) + kChatmlGen);
+  EXPECT_EQ(apply(t, kTwoTurns, 0), std::string(kChatmlTurns));
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), std::string(kChatmlSystem) + kChatmlTurns + kChatmlGen);
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), std::string(kChatmlSystem) + kChatmlTurns);
+  // Text is copied as given (no trimming); roles in any order.
+  const gb_chat_message m[] = {{"assistant", " a "}, {"system", "\n"}};
+  EXPECT_EQ(apply(t, m, 0), "<|im_start|>assistant\n a <|im_end|>\n<|im_start|>system\n\n<|im_end|>\n");
+}
+
+TEST(ChatTemplate, QwenDefaultSystem) {
+  const std::string q2 = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+  const std::string q25 =
+      "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n";
+  EXPECT_EQ(apply(GB_CHAT_TEMPLATE_QWEN2, kTwoTurns, 1), q2 + kChatmlTurns + kChatmlGen);
+  EXPECT_EQ(apply(GB_CHAT_TEMPLATE_QWEN25, kTwoTurns, 0), q25 + kChatmlTurns);
+  // A caller's system message replaces the default.
+  EXPECT_EQ(apply(GB_CHAT_TEMPLATE_QWEN2, kTwoTurnsSystem, 1), std::string(kChatmlSystem) + kChatmlTurns + kChatmlGen);
+  EXPECT_EQ(apply(GB_CHAT_TEMPLATE_QWEN25, kTwoTurnsSystem, 0), std::string(kChatmlSystem) + kChatmlTurns);
+}
+
+TEST(ChatTemplate, Zephyr) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_ZEPHYR;
+  const std::string turns = "<|user|>\nHello</s>\n<|assistant|>\nHi there!</s>\n<|user|>\nHow are you?</s>\n";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), turns + "<|assistant|>\n");
+  EXPECT_EQ(apply(t, kTwoTurns, 0), turns);
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), "<|system|>\nYou are terse.</s>\n" + turns + "<|assistant|>\n");
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<|system|>\nYou are terse.</s>\n" + turns);
+}
+
+TEST(ChatTemplate, Phi3) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
+  const std::string turns =
+      "<|user|>\nHello<|end|>\n<|assistant|>\nHi there!<|end|>\n<|user|>\nHow are you?<|end|>\n";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), turns + "<|assistant|>\n");
+  EXPECT_EQ(apply(t, kTwoTurns, 0), turns + "<|endoftext|>");  // the template's else branch
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), "<|system|>\nYou are terse.<|end|>\n" + turns + "<|assistant|>\n");
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<|system|>\nYou are terse.<|end|>\n" + turns + "<|endoftext|>");
+}
+
+TEST(ChatTemplate, Gemma) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_GEMMA;
+  const std::string rest =
+      "Hello<end_of_turn>\n<start_of_turn>model\nHi there!<end_of_turn>\n"
+      "<start_of_turn>user\nHow are you?<end_of_turn>\n";
+  const std::string gen = "<start_of_turn>model\n";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), "<bos><start_of_turn>user\n" + rest + gen);
+  EXPECT_EQ(apply(t, kTwoTurns, 0), "<bos><start_of_turn>user\n" + rest);
+  // No system role: its text opens the first user turn, then a blank line.
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), "<bos><start_of_turn>user\nYou are terse.\n\n" + rest + gen);
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<bos><start_of_turn>user\nYou are terse.\n\n" + rest);
+  // Turn text is trimmed, the folded system text is not.
+  const gb_chat_message m[] = {{"system", " S "}, {"user", "  U  "}};
+  EXPECT_EQ(apply(t, m, 1), "<bos><start_of_turn>user\n S \n\nU<end_of_turn>\n<start_of_turn>model\n");
+}
+
+// ---- size, buffer, misuse ------------------------------------------------------
+
+TEST(ChatApply, BufferTooSmallWritesNothing) {
+  for (gb_chat_template t : kAll) {
+    const std::string want = apply(t, kTwoTurnsSystem, 1);
+    const size_t need = want.size() + 1;
+    for (size_t cap : {size_t(0), size_t(1), need / 2, need - 1, need, need + 5}) {
+      std::vector<char> buf(need + 16, '\x5a');
+      size_t n_out = 12345;
+      const gb_status s = gb_chat_apply(t, kTwoTurnsSystem, 4, 1, buf.data(), cap, &n_out);
+      if (cap < need) {
+        ASSERT_EQ(s, GB_ERR_BUFFER_TOO_SMALL) << gb_chat_template_name(t) << " cap " << cap;
+        EXPECT_EQ(n_out, need);
+        for (char c : buf) ASSERT_EQ(c, '\x5a') << "written with cap " << cap;
+      } else {
+        ASSERT_EQ(s, GB_OK);
+        EXPECT_EQ(n_out, want.size());
+        EXPECT_EQ(std::string(buf.data()), want);
+        for (size_t i = need; i < buf.size(); i++) ASSERT_EQ(buf[i], '\x5a') << "past the text at " << i;
+      }
+    }
+  }
+}
+
+TEST(ChatApply, Misuse) {
+  char buf[256];
+  size_t n_out = 77;
+  const gb_chat_template t = GB_CHAT_TEMPLATE_CHATML;
+  EXPECT_EQ(gb_chat_apply(t, nullptr, 1, 1, buf, sizeof buf, &n_out), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 1, buf, sizeof buf, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 1, nullptr, 10, &n_out), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
+  for (int32_t bad : {0, 9, -1, 1000, 0x7fffffff})
+    EXPECT_EQ(gb_chat_apply(from_int(bad), kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
+        << bad;
+  for (gb_chat_template tt : kAll) {
+    const gb_chat_message null_role[] = {{"user", "a"}, {nullptr, "b"}};
+    EXPECT_EQ(gb_chat_apply(tt, null_role, 2, 1, buf, sizeof buf, &n_out), GB_ERR_NULL_POINTER);
+    const gb_chat_message null_text[] = {{"user", nullptr}};
+    EXPECT_EQ(gb_chat_apply(tt, null_text, 1, 1, buf, sizeof buf, &n_out), GB_ERR_NULL_POINTER);
+    for (const char *role : {"User", "tool", "", "model", "system ", "assistant\n"}) {
+      const gb_chat_message bad_role[] = {{"user", "a"}, {role, "b"}};
+      EXPECT_EQ(gb_chat_apply(tt, bad_role, 2, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
+          << gb_chat_template_name(tt) << " role '" << role << "'";
+    }
+  }
+  EXPECT_EQ(n_out, 77u);  // written only on success or "too small"
+}
+
+TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
+  const gb_chat_message assistant_first[] = {{"assistant", "a"}, {"user", "u"}};
+  const gb_chat_message two_users[] = {{"user", "u"}, {"user", "v"}};
+  const gb_chat_message late_system[] = {{"user", "u"}, {"system", "s"}};
+  const gb_chat_message two_systems[] = {{"system", "s"}, {"system", "t"}, {"user", "u"}};
+  const gb_chat_message system_then_assistant[] = {{"system", "s"}, {"assistant", "a"}};
+  char buf[256];
+  size_t n_out = 0;
+  for (gb_chat_template t : kAll) {
+    const bool strict = t == GB_CHAT_TEMPLATE_LLAMA2 || t == GB_CHAT_TEMPLATE_GEMMA;
+    const gb_status want = strict ? GB_ERR_INVALID_ARGUMENT : GB_OK;
+    const char *name = gb_chat_template_name(t);
+    EXPECT_EQ(gb_chat_apply(t, assistant_first, 2, 1, buf, sizeof buf, &n_out), want) << name;
+    EXPECT_EQ(gb_chat_apply(t, two_users, 2, 1, buf, sizeof buf, &n_out), want) << name;
+    EXPECT_EQ(gb_chat_apply(t, late_system, 2, 1, buf, sizeof buf, &n_out), want) << name;
+    EXPECT_EQ(gb_chat_apply(t, two_systems, 3, 1, buf, sizeof buf, &n_out), want) << name;
+    EXPECT_EQ(gb_chat_apply(t, system_then_assistant, 2, 1, buf, sizeof buf, &n_out), want) << name;
+  }
+}
+
+// ---- names, end-of-turn strings ------------------------------------------------------
+
+TEST(ChatTemplate, Names) {
+  const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma", "qwen2", "qwen2.5"};
+  for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
+    EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
+    gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+    ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
+    EXPECT_EQ(t, kAll[i]);
+  }
+  for (int32_t bad : {0, 9, -1, 0x7fffffff}) EXPECT_STREQ(gb_chat_template_name(from_int(bad)), "unknown");
+  gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
+  for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
+    EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
+  EXPECT_EQ(t, GB_CHAT_TEMPLATE_PHI3);
+  EXPECT_EQ(gb_chat_template_from_name(nullptr, &t), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_template_from_name("llama3", nullptr), GB_ERR_NULL_POINTER);
+}
+
+TEST(ChatTemplate, EndOfTurnStrings) {
+  struct Want {
+    gb_chat_template t;
+    std::vector<std::string> eot;
+  };
+  const Want wants[] = {
+      {GB_CHAT_TEMPLATE_LLAMA2, {"</s>"}},
+      {GB_CHAT_TEMPLATE_LLAMA3, {"<|eot_id|>", "<|end_of_text|>"}},
+      {GB_CHAT_TEMPLATE_CHATML, {"<|im_end|>"}},
+      {GB_CHAT_TEMPLATE_ZEPHYR, {"</s>"}},
+      {GB_CHAT_TEMPLATE_PHI3, {"<|end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_GEMMA, {"<end_of_turn>", "<eos>"}},
+      {GB_CHAT_TEMPLATE_QWEN2, {"<|im_end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_QWEN25, {"<|im_end|>", "<|endoftext|>"}},
+  };
+  for (const Want &w : wants) {
+    const char *const *s = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(gb_chat_eot_strings(w.t, &s, &n), GB_OK);
+    ASSERT_EQ(n, w.eot.size()) << gb_chat_template_name(w.t);
+    for (size_t i = 0; i < n; i++) EXPECT_EQ(s[i], w.eot[i]);
+    EXPECT_EQ(s[n], nullptr);
+  }
+  const char *const *s = nullptr;
+  size_t n = 5;
+  EXPECT_EQ(gb_chat_eot_strings(from_int(0), &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb_chat_eot_strings(from_int(9), &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb_chat_eot_strings(from_int(-3), &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_EQ(n, 5u);
+}
+
+// ---- detection -----------------------------------------------------------------
+
+// Jinja snippets written for this test, each shaped like its family's
+// tokenizer.chat_template (escaped "\n" inside string literals, as the GGUF
+// metadata stores them).
+const char kJinjaLlama2[] =
+    "{% if messages[0]['role'] == 'system' %}{% set sys = messages[0]['content'] %}"
+    "{% set msgs = messages[1:] %}{% else %}{% set sys = false %}{% set msgs = messages %}{% endif %}"
+    "{% for m in msgs %}{% if loop.index0 == 0 and sys != false %}"
+    "{% set text = '<<SYS>>\\n' + sys + '\\n<</SYS>>\\n\\n' + m['content'] %}{% else %}"
+    "{% set text = m['content'] %}{% endif %}{% if m['role'] == 'user' %}"
+    "{{ bos_token + '[INST] ' + text.strip() + ' [/INST]' }}{% else %}"
+    "{{ ' ' + text.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+const char kJinjaLlama3[] =
+    "{% for m in messages %}{% set text = '<|start_header_id|>' + m['role'] + "
+    "'<|end_header_id|>\\n\\n' + m['content'] | trim + '<|eot_id|>' %}"
+    "{% if loop.first %}{% set text = bos_token + text %}{% endif %}{{ text }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
+const char kJinjaChatml[] =
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+const char kJinjaQwen2[] =
+    "{% for m in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+    "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+const char kJinjaQwen25[] =
+    "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + "
+    "'<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. "
+    "You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- for m in messages %}"
+    "{%- if m.role == 'user' or (m.role == 'system' and not loop.first) or m.role == 'assistant' %}"
+    "{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+const char kJinjaZephyr[] =
+    "{% for m in messages %}\n{% if m['role'] == 'user' %}\n{{ '<|user|>\\n' + m['content'] + eos_token }}\n"
+    "{% elif m['role'] == 'system' %}\n{{ '<|system|>\\n' + m['content'] + eos_token }}\n"
+    "{% elif m['role'] == 'assistant' %}\n{{ '<|assistant|>\\n' + m['content'] + eos_token }}\n{% endif %}\n"
+    "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+const char kJinjaPhi3[] =
+    "{% for m in messages %}{% if m['role'] == 'system' %}{{ '<|system|>\\n' + m['content'] + '<|end|>\\n' }}"
+    "{% elif m['role'] == 'user' %}{{ '<|user|>\\n' + m['content'] + '<|end|>\\n' }}"
+    "{% elif m['role'] == 'assistant' %}{{ '<|assistant|>\\n' + m['content'] + '<|end|>\\n' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}";
+const char kJinjaGemma[] =
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{% set prefix = messages[0]['content'] + '\\n\\n' %}"
+    "{% set msgs = messages[1:] %}{% else %}{% set prefix = '' %}{% set msgs = messages %}{% endif %}"
+    "{% for m in msgs %}{% if m['role'] == 'assistant' %}{% set role = 'model' %}{% else %}"
+    "{% set role = m['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + (prefix if loop.first else '') }}"
+    "{{ m['content'] | trim }}{{ '<end_of_turn>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
+
+gb_status detect(const char *text, gb_chat_template *out) { return gb_chat_template_detect(text, strlen(text), out); }
+
+TEST(ChatDetect, EachFamily) {
+  struct Case {
+    const char *text;
+    gb_chat_template want;
+  };
+  const Case cases[] = {
+      {kJinjaLlama2, GB_CHAT_TEMPLATE_LLAMA2}, {kJinjaLlama3, GB_CHAT_TEMPLATE_LLAMA3},
+      {kJinjaChatml, GB_CHAT_TEMPLATE_CHATML}, {kJinjaQwen2, GB_CHAT_TEMPLATE_QWEN2},
+      {kJinjaQwen25, GB_CHAT_TEMPLATE_QWEN25}, {kJinjaZephyr, GB_CHAT_TEMPLATE_ZEPHYR},
+      {kJinjaPhi3, GB_CHAT_TEMPLATE_PHI3},     {kJinjaGemma, GB_CHAT_TEMPLATE_GEMMA},
+  };
+  for (const Case &c : cases) {
+    gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+    ASSERT_EQ(detect(c.text, &t), GB_OK) << c.text;
+    EXPECT_EQ(t, c.want) << gb_chat_template_name(c.want);
+  }
+}
+
+TEST(ChatDetect, UnknownIsAStatus) {
+  // Relatives that render differently, and texts of no known family.
+  const char *const unknown[] = {
+      // Mistral: [INST] without <<SYS>>
+      "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}{{ '[INST] ' + m['content'] + ' [/INST]' }}"
+      "{% else %}{{ m['content'] + eos_token }}{% endif %}{% endfor %}",
+      // Llama 3.1: a dated system header in every conversation
+      "{{- bos_token }}{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}"
+      "{{- 'Cutting Knowledge Date: December 2023\\n' }}{{- 'Today Date: ' + date_string + '\\n\\n' }}"
+      "{{- system_message }}{{- '<|eot_id|>' }}",
+      // ChatML with a default system message of its own
+      "{% for m in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+      "{{ '<|im_start|>system\\nYou are a helpful AI assistant named Bob.<|im_end|>\\n' }}{% endif %}"
+      "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}",
+      // Phi-3 style without a system turn (assistant header after each user turn)
+      "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
+      "{{ '<|user|>\\n' + m['content'] + '<|end|>\\n<|assistant|>\\n' }}{% else %}"
+      "{{ m['content'] + '<|end|>\\n' }}{% endif %}{% endfor %}",
+      // Vicuna-style plain text
+      "{% for m in messages %}{% if m['role'] == 'user' %}USER: {{ m['content'] }}\n"
+      "{% else %}ASSISTANT: {{ m['content'] }}</s>{% endif %}{% endfor %}",
+      // Markers of two families but not all of either one's
+      "<|user|> <|assistant|>",
+      "<start_of_turn>",
+      "[INST] <<SYS>>",
+      "x",
+  };
+  for (const char *text : unknown) {
+    gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+    EXPECT_EQ(detect(text, &t), GB_ERR_UNAVAILABLE) << text;
+    EXPECT_EQ(t, GB_CHAT_TEMPLATE_NONE);
+  }
+}
+
+TEST(ChatDetect, ReadsOnlyLenBytes) {
+  // The text is a byte range, not a C string: markers past len do not count,
+  // bytes after a NUL inside it do.
+  gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+  const std::string gemma = "{{ '<start_of_turn>' }}{{ '<end_of_turn>' }}";
+  EXPECT_EQ(gb_chat_template_detect(gemma.data(), gemma.size() - 6, &t), GB_ERR_UNAVAILABLE);
+  EXPECT_EQ(gb_chat_template_detect(gemma.data(), gemma.size(), &t), GB_OK);
+  EXPECT_EQ(t, GB_CHAT_TEMPLATE_GEMMA);
+  std::string with_nul = std::string("{{ '<start_of_turn>' }}") + '\0' + "{{ '<end_of_turn>' }}";
+  t = GB_CHAT_TEMPLATE_NONE;
+  EXPECT_EQ(gb_chat_template_detect(with_nul.data(), with_nul.size(), &t), GB_OK);
+  EXPECT_EQ(t, GB_CHAT_TEMPLATE_GEMMA);
+  // Every prefix of a real snippet: no read past len (ASan), a status or the family.
+  const std::string llama3 = kJinjaLlama3;
+  for (size_t n = 0; n <= llama3.size(); n++) {
+    std::vector<char> exact(llama3.begin(), llama3.begin() + (ptrdiff_t)n);
+    const gb_status s = gb_chat_template_detect(exact.empty() ? "" : exact.data(), n, &t);
+    ASSERT_TRUE(s == GB_OK || s == GB_ERR_UNAVAILABLE) << n;
+  }
+}
+
+TEST(ChatDetect, Misuse) {
+  gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+  EXPECT_EQ(gb_chat_template_detect(nullptr, 5, &t), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_template_detect(kJinjaChatml, strlen(kJinjaChatml), nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_chat_template_detect(nullptr, 0, &t), GB_ERR_UNAVAILABLE);
+  EXPECT_EQ(gb_chat_template_detect("", 0, &t), GB_ERR_UNAVAILABLE);
+  EXPECT_EQ(t, GB_CHAT_TEMPLATE_NONE);
+}
+
+TEST(ChatDetect, DetectedTemplateRendersTheFamily) {
+  // Detection then rendering, as a chat front end does.
+  gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+  ASSERT_EQ(detect(kJinjaLlama3, &t), GB_OK);
+  const char *const *eot = nullptr;
+  size_t n_eot = 0;
+  ASSERT_EQ(gb_chat_eot_strings(t, &eot, &n_eot), GB_OK);
+  const std::string text = apply(t, kTwoTurns, 1);
+  EXPECT_NE(text.find(eot[0]), std::string::npos);
+}
+
+// ---- streaming UTF-8 --------------------------------------------------------------
+
+std::string push(gb_utf8_stream &s, const std::string &in) {
+  std::vector<char> out(GB_UTF8_STREAM_CAPACITY(in.size()));
+  size_t n = 0;
+  EXPECT_EQ(gb_utf8_stream_push(&s, in.data(), in.size(), out.data(), out.size(), &n), GB_OK);
+  return std::string(out.data(), n);
+}
+
+std::string flush(gb_utf8_stream &s) {
+  char out[GB_UTF8_STREAM_CAPACITY(0)];
+  size_t n = 0;
+  EXPECT_EQ(gb_utf8_stream_flush(&s, out, sizeof out, &n), GB_OK);
+  return std::string(out, n);
+}
+
+std::string whole(const std::string &in) {
+  gb_utf8_stream s;
+  gb_utf8_stream_init(&s);
+  std::string r = push(s, in);
+  return r + flush(s);
+}
+
+// Independent check of "only complete sequences": a chunk is well-formed
+// UTF-8 by itself (Table 3-7 ranges, written out again here).
+bool well_formed(const std::string &text) {
+  const auto *p = reinterpret_cast<const unsigned char *>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned b = p[i];
+    size_t k;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (b < 0x80) {
+      i++;
+      continue;
+    } else if (b >= 0xc2 && b <= 0xdf) {
+      k = 2;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      k = 3;
+      if (b == 0xe0) lo = 0xa0;
+      if (b == 0xed) hi = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      k = 4;
+      if (b == 0xf0) lo = 0x90;
+      if (b == 0xf4) hi = 0x8f;
+    } else {
+      return false;
+    }
+    if (i + k > n || p[i + 1] < lo || p[i + 1] > hi) return false;
+    for (size_t j = 2; j < k; j++)
+      if (p[i + j] < 0x80 || p[i + j] > 0xbf) return false;
+    i += k;
+  }
+  return true;
+}
+
+const std::string kFffd = "\xef\xbf\xbd";
+
+TEST(Utf8Stream, AsciiAndWholeCharactersPassThrough) {
+  const std::string text = "plain ASCII, \xc3\xa9t\xc3\xa9 \xe2\x82\xac 20 \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf end";
+  EXPECT_EQ(whole(text), text);
+  EXPECT_EQ(whole(""), "");
+  EXPECT_EQ(whole(std::string("a\0b", 3)), std::string("a\0b", 3));
+}
+
+TEST(Utf8Stream, SplitEverywhere) {
+  // 1-, 2-, 3- and 4-byte characters; every way of cutting it into pushes.
+  const std::string text = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z";  // a é € 😀 z: 11 bytes
+  const size_t n = text.size();
+  for (uint32_t cuts = 0; cuts < (1u << (n - 1)); cuts++) {
+    gb_utf8_stream s;
+    gb_utf8_stream_init(&s);
+    std::string got;
+    size_t start = 0;
+    for (size_t i = 1; i <= n; i++) {
+      if (i == n || (cuts >> (i - 1)) & 1u) {
+        const std::string piece = push(s, text.substr(start, i - start));
+        ASSERT_TRUE(well_formed(piece)) << "cuts " << cuts;
+        got += piece;
+        start = i;
+      }
+    }
+    ASSERT_EQ(flush(s), "") << "cuts " << cuts;
+    ASSERT_EQ(got, text) << "cuts " << cuts;
+  }
+}
+
+TEST(Utf8Stream, EmojiHeldUntilComplete) {
+  const std::string emoji = "\xf0\x9f\xa6\x99";  // U+1F999
+  gb_utf8_stream s;
+  gb_utf8_stream_init(&s);
+  EXPECT_EQ(push(s, "x" + emoji.substr(0, 1)), "x");
+  EXPECT_EQ(push(s, emoji.substr(1, 1)), "");
+  EXPECT_EQ(push(s, ""), "");
+  EXPECT_EQ(push(s, emoji.substr(2, 1)), "");
+  EXPECT_EQ(push(s, emoji.substr(3, 1) + "y"), emoji + "y");
+  EXPECT_EQ(flush(s), "");
+}
+
+TEST(Utf8Stream, IllFormedBecomesReplacement) {
+  struct Case {
+    std::string in, want;
+  };
+  const std::string R = kFffd;
+  const Case cases[] = {
+      {"\x80", R},                                   // lone continuation
+      {"a\xbf\x80z", "a" + R + R + "z"},             // two of them
+      {"\xc0\xaf", R + R},                           // overlong '/'
+      {"\xc1\xbf", R + R},                           // overlong
+      {"\xe0\x80\x80", R + R + R},                   // overlong 3-byte
+      {"\xe0\x9f\xbf", R + R + R},                   // overlong 3-byte
+      {"\xed\xa0\x80", R + R + R},                   // surrogate
+      {"\xf0\x80\x80\x80", R + R + R + R},           // overlong 4-byte
+      {"\xf4\x90\x80\x80", R + R + R + R},           // above U+10FFFF
+      {"\xf5\x80", R + R},                           // invalid lead
+      {"\xff", R},
+      {"\xe2\x82" "A", R + "A"},                     // cut short by ASCII
+      {"\xf0\x9f\x98" "\xc3\xa9", R + "\xc3\xa9"},  // cut short by a new lead
+      {"\xe2\xe2\x82\xac", R + "\xe2\x82\xac"},
+      // Unicode's maximal-subpart example (chapter 3, U+FFFD substitution):
+      {"\x61\xf1\x80\x80\xe1\x80\xc2\x62\x80\x63\x80\xbf\x64", "a" + R + R + R + "b" + R + "c" + R + R + "d"},
+  };
+  for (const Case &c : cases) {
+    EXPECT_EQ(whole(c.in), c.want);
+    // The same byte by byte.
+    gb_utf8_stream s;
+    gb_utf8_stream_init(&s);
+    std::string got;
+    for (char ch : c.in) got += push(s, std::string(1, ch));
+    got += flush(s);
+    EXPECT_EQ(got, c.want);
+  }
+}
+
+// A whole-buffer decoder written differently, from the definitions: at each
+// position either the shortest well-formed prefix is a whole character, or
+// the maximal subpart is the longest prefix (up to 3 bytes) that tail bytes
+// could still complete; it becomes one U+FFFD. Only a sequence's second byte
+// has a narrowed range, so completing with 0x80 tails is enough to test.
+bool completable(const std::string &prefix) {
+  return well_formed(prefix + "\x80") || well_formed(prefix + "\x80\x80");
+}
+
+std::string reference_replace(const std::string &in) {
+  std::string out;
+  size_t i = 0;
+  while (i < in.size()) {
+    size_t complete = 0;
+    for (size_t k = 1; k <= 4 && i + k <= in.size(); k++)
+      if (well_formed(in.substr(i, k))) {
+        complete = k;
+        break;
+      }
+    if (complete) {
+      out += in.substr(i, complete);
+      i += complete;
+      continue;
+    }
+    size_t part = 1;
+    for (size_t k = 2; k <= 3 && i + k <= in.size() && completable(in.substr(i, k)); k++) part = k;
+    out += kFffd;
+    i += part;
+  }
+  return out;
+}
+
+TEST(Utf8Stream, RandomBytesRandomSplits) {
+  const uint32_t seed = 1234567u;
+  std::mt19937 rng(seed);
+  // Bytes biased towards the interesting ones: leads, tails, boundaries.
+  const unsigned char pool[] = {0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf,
+                                0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
+  for (int iter = 0; iter < 300; iter++) {
+    std::string in(rng() % 24, '\0');
+    for (char &c : in) c = (char)pool[rng() % sizeof pool];
+    const std::string want = reference_replace(in);
+    gb_utf8_stream s;
+    gb_utf8_stream_init(&s);
+    std::string got;
+    for (size_t i = 0; i < in.size();) {
+      const size_t k = std::min(in.size() - i, (size_t)(rng() % 5));
+      const std::string piece = push(s, in.substr(i, k));
+      ASSERT_TRUE(well_formed(piece)) << "seed " << seed << " iter " << iter;
+      got += piece;
+      i += k;
+    }
+    got += flush(s);
+    ASSERT_EQ(got, want) << "seed " << seed << " iter " << iter;
+  }
+}
+
+TEST(Utf8Stream, FlushAndReuse) {
+  gb_utf8_stream s;
+  gb_utf8_stream_init(&s);
+  EXPECT_EQ(flush(s), "");
+  EXPECT_EQ(push(s, "ok\xe2\x82"), "ok");
+  EXPECT_EQ(flush(s), kFffd);  // cut short by the end
+  EXPECT_EQ(flush(s), "");
+  EXPECT_EQ(push(s, "\xac"), kFffd);  // the held bytes are gone: a lone tail
+  EXPECT_EQ(push(s, "\xf0\x9f"), "");
+  gb_utf8_stream_init(&s);  // restart discards what was held
+  EXPECT_EQ(push(s, "\x98\x80"), kFffd + kFffd);
+  EXPECT_EQ(flush(s), "");
+}
+
+TEST(Utf8Stream, BufferTooSmallChangesNothing) {
+  gb_utf8_stream s;
+  gb_utf8_stream_init(&s);
+  EXPECT_EQ(push(s, "\xe2\x82"), "");
+  char out[16];
+  memset(out, 0x5a, sizeof out);
+  size_t n = 0;
+  // "\xac" completes €; "\xff" then adds a replacement: 6 bytes.
+  EXPECT_EQ(gb_utf8_stream_push(&s, "\xac\xff", 2, out, 5, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, 6u);
+  EXPECT_EQ(gb_utf8_stream_push(&s, "\xac\xff", 2, nullptr, 0, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, 6u);
+  for (char c : out) EXPECT_EQ(c, '\x5a');
+  ASSERT_EQ(gb_utf8_stream_push(&s, "\xac\xff", 2, out, 6, &n), GB_OK);
+  EXPECT_EQ(std::string(out, n), "\xe2\x82\xac" + kFffd);
+  EXPECT_EQ(out[6], '\x5a');
+  // Flush: 3 bytes for a held sequence, kept when the buffer is too small.
+  EXPECT_EQ(push(s, "\xf0"), "");
+  EXPECT_EQ(gb_utf8_stream_flush(&s, out, 2, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(gb_utf8_stream_flush(&s, nullptr, 0, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(push(s, "\x9f\x98\x80"), "\xf0\x9f\x98\x80");
+  // Nothing to write needs no buffer.
+  EXPECT_EQ(gb_utf8_stream_flush(&s, nullptr, 0, &n), GB_OK);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(gb_utf8_stream_push(&s, "\xe2", 1, nullptr, 0, &n), GB_OK);
+  EXPECT_EQ(n, 0u);
+}
+
+TEST(Utf8Stream, CapacityMacroSuffices) {
+  // Worst cases: every byte a replacement, and a held prefix broken by one.
+  gb_utf8_stream s;
+  gb_utf8_stream_init(&s);
+  EXPECT_EQ(push(s, "\xf0\x9f\x98"), "");
+  const std::string bad(10, '\xff');
+  std::vector<char> out(GB_UTF8_STREAM_CAPACITY(bad.size()));
+  size_t n = 0;
+  ASSERT_EQ(gb_utf8_stream_push(&s, bad.data(), bad.size(), out.data(), out.size(), &n), GB_OK);
+  EXPECT_EQ(n, 33u);
+  EXPECT_LE(n, GB_UTF8_STREAM_CAPACITY(bad.size()));
+}
+
+TEST(Utf8Stream, Misuse) {
+  gb_utf8_stream_init(nullptr);  // no-op
+  gb_utf8_stream s;
+  gb_utf8_stream_init(&s);
+  char out[8];
+  size_t n = 99;
+  EXPECT_EQ(gb_utf8_stream_push(nullptr, "a", 1, out, sizeof out, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_utf8_stream_push(&s, "a", 1, out, sizeof out, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_utf8_stream_push(&s, nullptr, 1, out, sizeof out, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_utf8_stream_push(&s, "a", 1, nullptr, 4, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_utf8_stream_flush(nullptr, out, sizeof out, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_utf8_stream_flush(&s, out, sizeof out, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_utf8_stream_flush(&s, nullptr, 3, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(n, 99u);
+  EXPECT_EQ(gb_utf8_stream_push(&s, nullptr, 0, out, sizeof out, &n), GB_OK);
+  EXPECT_EQ(n, 0u);
+  // A struct gb_utf8_stream_init never saw.
+  gb_utf8_stream junk;
+  for (int fill : {0x00, 0xff, 0x5a}) {
+    memset(&junk, fill, sizeof junk);
+    EXPECT_EQ(gb_utf8_stream_push(&junk, "a", 1, out, sizeof out, &n), GB_ERR_BAD_STATE) << fill;
+    EXPECT_EQ(gb_utf8_stream_flush(&junk, out, sizeof out, &n), GB_ERR_BAD_STATE) << fill;
+  }
+}
+
+// ---- no allocation, thread safety ----------------------------------------------------
+
+TEST(ChatApply, NoAllocation) {
+  char buf[1024];
+  size_t n = 0;
+  gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
+  const char *const *eot = nullptr;
+  gb_utf8_stream s;
+  gbt::alloc_count_start();
+  for (gb_chat_template tt : kAll) {
+    (void)gb_chat_apply(tt, kTwoTurnsSystem, 4, 1, buf, sizeof buf, &n);
+    (void)gb_chat_apply(tt, kTwoTurns, 3, 0, nullptr, 0, &n);
+    (void)gb_chat_eot_strings(tt, &eot, &n);
+    (void)gb_chat_template_from_name(gb_chat_template_name(tt), &t);
+  }
+  (void)gb_chat_template_detect(kJinjaQwen25, strlen(kJinjaQwen25), &t);
+  (void)gb_chat_template_detect(kJinjaZephyr, strlen(kJinjaZephyr), &t);
+  gb_utf8_stream_init(&s);
+  (void)gb_utf8_stream_push(&s, "\xe2\x82\xac\xf0\x9f", 5, buf, sizeof buf, &n);
+  (void)gb_utf8_stream_flush(&s, buf, sizeof buf, &n);
+  EXPECT_EQ(gbt::alloc_count_stop(), 0u);
+}
+
+TEST(ChatApply, ConcurrentCallsAgree) {
+  if (!gbt::threads_available()) GTEST_SKIP() << "threads unavailable";
+  std::vector<std::string> want;
+  for (gb_chat_template t : kAll) want.push_back(apply(t, kTwoTurnsSystem, 1));
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; w++) {
+    threads.emplace_back([&, w] {
+      char buf[1024];
+      for (int iter = 0; iter < 200; iter++) {
+        const size_t k = (size_t)(iter + w) % want.size();
+        size_t n = 0;
+        if (gb_chat_apply(kAll[k], kTwoTurnsSystem, 4, 1, buf, sizeof buf, &n) != GB_OK ||
+            std::string(buf, n) != want[k])
+          bad[(size_t)w]++;
+      }
+    });
+  }
+  for (std::thread &th : threads) th.join();
+  for (int b : bad) EXPECT_EQ(b, 0);
+}
+
+}  // namespace
