@@ -718,8 +718,9 @@ gb_status gb_chat_template_from_name(const char *name, gb_chat_template *out);
  * markers that distinguish the families. A template that is none of the
  * built-in ones, or one of their relatives that renders differently (for
  * example Llama 3.1's dated system header, Mistral's [INST] without <<SYS>>,
- * a ChatML template with an unknown default system message), is not
- * guessed: GB_ERR_UNAVAILABLE. Errors also: GB_ERR_NULL_POINTER (text NULL
+ * a ChatML template with an unknown default system message or with
+ * reasoning blocks such as Qwen3's <think>), is not guessed:
+ * GB_ERR_UNAVAILABLE (gb_chat_template_from_name can still pick one). Errors also: GB_ERR_NULL_POINTER (text NULL
  * with len > 0, or out NULL). *out is written only on success. Thread-safe;
  * does not allocate. */
 gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template *out);

@@ -395,7 +395,10 @@ bool chatml_default_system(const char *text, size_t n) {
 gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   gb_chat_template id = GB_CHAT_TEMPLATE_NONE;
   if (has(t, n, "<|im_start|>")) {
-    if (has(t, n, kQwen25System)) {
+    // Reasoning templates (Qwen3's <think> blocks) rewrite assistant turns.
+    if (has(t, n, "<think>")) {
+      id = GB_CHAT_TEMPLATE_NONE;
+    } else if (has(t, n, kQwen25System)) {
       id = GB_CHAT_TEMPLATE_QWEN25;
     } else if (has(t, n, "<|im_start|>system\\nYou are a helpful assistant.<|im_end|>")) {
       id = GB_CHAT_TEMPLATE_QWEN2;
@@ -413,7 +416,8 @@ gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   } else if (has(t, n, "<|user|>") && has(t, n, "<|assistant|>") && has(t, n, "<|system|>")) {
     // Phi-3 closes turns with <|end|>, Zephyr with the EOS text. Earlier
     // Phi-3 templates without a system turn (assistant header written after
-    // every user turn) render differently and stay unknown.
+    // every user turn) render differently and stay unknown. Phi-3.5's skips
+    // an empty system message, the only text where it differs from Phi-3's.
     if (has(t, n, "<|end|>")) {
       id = GB_CHAT_TEMPLATE_PHI3;
     } else if (has(t, n, "eos_token")) {

@@ -185,6 +185,61 @@ TEST(ChatTemplate, Gemma) {
   EXPECT_EQ(apply(t, m, 1), "<bos><start_of_turn>user\n S \n\nU<end_of_turn>\n<start_of_turn>model\n");
 }
 
+// Python's white space (str.isspace) as UTF-8 strings, for the check below.
+const char *const kPySpaces[] = {"\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", " ",
+                                 "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x81",
+                                 "\xe2\x80\x82", "\xe2\x80\x83", "\xe2\x80\x84", "\xe2\x80\x85",
+                                 "\xe2\x80\x86", "\xe2\x80\x87", "\xe2\x80\x88", "\xe2\x80\x89",
+                                 "\xe2\x80\x8a", "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf",
+                                 "\xe2\x81\x9f", "\xe3\x80\x80"};
+
+// Length of the white space character that s starts with (at), 0 if none.
+size_t space_at(const std::string &s, size_t at) {
+  for (const char *sp : kPySpaces)
+    if (s.compare(at, strlen(sp), sp) == 0) return strlen(sp);
+  return 0;
+}
+
+TEST(ChatTemplate, RandomContentCopiedOrStripped) {
+  // Random contents mixing white space, other characters and stray bytes:
+  // ChatML copies them, Llama 3 keeps exactly the stretch between the first
+  // and the last character that is not white space.
+  const uint32_t seed = 20240517u;
+  std::mt19937 rng(seed);
+  const char *const atoms[] = {" ", "\n", "\xe3\x80\x80", "\xc2\xa0", "a", "\xc3\xa9", "\xe2\x80\x8b",
+                               "\x80", "\xe2\x80", "\xf0\x9f\x98\x80", "\t", "\x1f", "\xe2\x80\xa8"};
+  for (int iter = 0; iter < 500; iter++) {
+    std::string content;
+    const int k = (int)(rng() % 7);
+    for (int i = 0; i < k; i++) content += atoms[rng() % (sizeof atoms / sizeof *atoms)];
+    const gb_chat_message m[] = {{"user", content.c_str()}};
+    ASSERT_EQ(apply(GB_CHAT_TEMPLATE_CHATML, m, 0), "<|im_start|>user\n" + content + "<|im_end|>\n");
+    const std::string head = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n";
+    const std::string got = apply(GB_CHAT_TEMPLATE_LLAMA3, m, 0);
+    ASSERT_EQ(got.compare(0, head.size(), head), 0);
+    ASSERT_GE(got.size(), head.size() + 10);
+    const std::string kept = got.substr(head.size(), got.size() - head.size() - 10);
+    // Expected: skip leading white space, then cut trailing white space by
+    // trying every end where the rest is all white space.
+    size_t b = 0;
+    while (size_t w = space_at(content, b)) b += w;
+    size_t e = content.size();
+    for (size_t cut = b; cut <= content.size(); cut++) {
+      size_t j = cut;
+      while (j < content.size()) {
+        const size_t w = space_at(content, j);
+        if (!w) break;
+        j += w;
+      }
+      if (j == content.size()) {
+        e = cut;
+        break;
+      }
+    }
+    ASSERT_EQ(kept, content.substr(b, e - b)) << "seed " << seed << " iter " << iter;
+  }
+}
+
 // ---- size, buffer, misuse ------------------------------------------------------
 
 TEST(ChatApply, BufferTooSmallWritesNothing) {
@@ -394,6 +449,11 @@ TEST(ChatDetect, UnknownIsAStatus) {
       "{% for m in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
       "{{ '<|im_start|>system\\nYou are a helpful AI assistant named Bob.<|im_end|>\\n' }}{% endif %}"
       "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}",
+      // ChatML with reasoning blocks (Qwen3 style)
+      "{% for m in messages %}{% if m['role'] == 'assistant' and '</think>' in m['content'] %}"
+      "{% set c = m['content'].split('</think>')[-1] %}{% else %}{% set c = m['content'] %}{% endif %}"
+      "{{ '<|im_start|>' + m['role'] + '\\n' + c + '<|im_end|>\\n' }}{% endfor %}"
+      "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}{% endif %}",
       // Phi-3 style without a system turn (assistant header after each user turn)
       "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
       "{{ '<|user|>\\n' + m['content'] + '<|end|>\\n<|assistant|>\\n' }}{% else %}"
