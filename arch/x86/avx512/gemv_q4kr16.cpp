@@ -71,32 +71,28 @@ __attribute__((always_inline)) inline void pair_isum(__m512i *lo, __m512i *hi, c
 
 // Sixteen rows' sums over one super-block column, added to acc.
 __attribute__((always_inline)) inline __m512 sb_dot(const uint8_t *g, const gb_q8x_block *x, const XSb &xs, __m512 acc) {
-  const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15), m30 = _mm512_set1_epi32(0x30);
+  const __m512i m6 = _mm512_set1_epi8(63), m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  const __m512i mff = _mm512_set1_epi32(0xFF);
   const __m512i dd = _mm512_loadu_si512(g);
   const __m512i q1 = _mm512_loadu_si512(g + 64), q2 = _mm512_loadu_si512(g + 128), q3 = _mm512_loadu_si512(g + 192);
+  // The eight scales and mins of every row, one byte each (kernels.h):
+  // byte j of sc[0] / mn[0] is sub-block j's, of sc[1] / mn[1] sub-block 4 + j's.
+  const __m512i sc[2] = {_mm512_and_si512(q1, m6),
+                         _mm512_or_si512(_mm512_and_si512(q3, m4), _mm512_and_si512(_mm512_srli_epi32(q1, 2), m30))};
+  const __m512i mn[2] = {_mm512_and_si512(q2, m6), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 4), m4),
+                                                                   _mm512_and_si512(_mm512_srli_epi32(q2, 2), m30))};
   __m512 sacc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
+#pragma GCC unroll 4
   for (int p = 0; p < 4; p++) {
     __m512i lo, hi;
     pair_isum(&lo, &hi, g + 256 + 512 * p, x[2 * p], x[2 * p + 1]);
-    // Scales and mins of sub-blocks a = 2p and b = 2p + 1 (kernels.h).
-    __m512i sa, sb, ma, mb;
+    // Sub-blocks a = 2p and b = 2p + 1: bytes a % 4 and b % 4 of vector p / 2.
+    const int h = p / 2, ja = (2 * p) % 4, jb = ja + 1;
+    const __m512i sa = ja == 0 ? _mm512_and_si512(sc[h], mff) : _mm512_and_si512(_mm512_srli_epi32(sc[h], 8 * ja), mff);
+    const __m512i ma = ja == 0 ? _mm512_and_si512(mn[h], mff) : _mm512_and_si512(_mm512_srli_epi32(mn[h], 8 * ja), mff);
+    const __m512i sb = jb == 3 ? _mm512_srli_epi32(sc[h], 24) : _mm512_and_si512(_mm512_srli_epi32(sc[h], 8 * jb), mff);
+    const __m512i mb = jb == 3 ? _mm512_srli_epi32(mn[h], 24) : _mm512_and_si512(_mm512_srli_epi32(mn[h], 8 * jb), mff);
     const int a = 2 * p, b = 2 * p + 1;
-    if (a < 4) {
-      sa = _mm512_and_si512(_mm512_srli_epi32(q1, 8 * a), m6);
-      ma = _mm512_and_si512(_mm512_srli_epi32(q2, 8 * a), m6);
-    } else {
-      const int j = a - 4;
-      sa = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j), m4), _mm512_and_si512(_mm512_srli_epi32(q1, 8 * j + 2), m30));
-      ma = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j + 4), m4), _mm512_and_si512(_mm512_srli_epi32(q2, 8 * j + 2), m30));
-    }
-    if (b < 4) {
-      sb = _mm512_and_si512(_mm512_srli_epi32(q1, 8 * b), m6);
-      mb = _mm512_and_si512(_mm512_srli_epi32(q2, 8 * b), m6);
-    } else {
-      const int j = b - 4;
-      sb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j), m4), _mm512_and_si512(_mm512_srli_epi32(q1, 8 * j + 2), m30));
-      mb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q3, 8 * j + 4), m4), _mm512_and_si512(_mm512_srli_epi32(q2, 8 * j + 2), m30));
-    }
     // (xd * sc) * isum; the odd sub-block's isum is 16x, its factor / 16.
     const __m512 fa = _mm512_mul_ps(_mm512_cvtepi32_ps(sa), _mm512_set1_ps(xs.d[a]));
     const __m512 fb = _mm512_mul_ps(_mm512_cvtepi32_ps(sb), _mm512_set1_ps(xs.d[b] * 0.0625f));
