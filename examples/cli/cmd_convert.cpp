@@ -18,8 +18,9 @@ const char kUsage[] =
     "  --tiers: default low,mid,high,f32 from float weights; from an already quantized GGUF\n"
     "           only its own formats (copied as they are), as the tier nearest their bits per\n"
     "           weight; naming other tiers rounds its weights again (a warning gives the error)\n"
-    "  --q4-layout: rows16 (default) interleaves the low tier's q4 blocks of 16 rows, the\n"
-    "               layout the fastest q4 kernels stream; row keeps plain row-major rows\n";
+    "  --q4-layout: rows16 (default) interleaves the blocks of 16 rows of q4 matrices (and of a\n"
+    "               GGUF's own q4k / q6k ones), the layout the fastest kernels stream; row keeps\n"
+    "               plain row-major rows\n";
 
 int err(const char *fmt, const char *arg) {
   char msg[512];

@@ -24,7 +24,8 @@ typedef enum gb_convert_embd {
   GB_CONVERT_EMBD_MAX_ENUM = 0x7fffffff /* int-sized */
 } gb_convert_embd;
 
-/* Layout of the low (4-bit) tier's matrices. */
+/* Layout of the q4 tier matrices, and of a GGUF source's own q4k / q6k
+ * ones (the 16-row interleave is the same idea for both, kernels.h). */
 typedef enum gb_convert_q4_layout {
   GB_CONVERT_Q4_ROWS16 = 0, /* 16 rows' blocks interleaved, what the fastest
                                q4 kernels stream (matrices whose row count is
