@@ -219,6 +219,35 @@ gb_status Parser::kv_pair(std::set<std::string> *seen) {
     return GB_OK;
   }
 
+  if (key == "tokenizer.ggml.merges") {
+    GB_RETURN_IF(type != kGgufArray, log_, GB_ERR_CORRUPT, "gguf: key '%s' is not an array (type %u)", k, type);
+    uint32_t elem;
+    uint64_t count;
+    GB_TRY(array_header(&elem, &count, k));
+    GB_RETURN_IF(elem != kGgufString, log_, GB_ERR_CORRUPT, "gguf: tokenizer.ggml.merges holds type %u, not strings", elem);
+    GB_RETURN_IF(count > kMaxMerges, log_, GB_ERR_CORRUPT, "gguf: key '%s' has %llu entries (at most %llu)", k,
+                 (unsigned long long)count, (unsigned long long)kMaxMerges);
+    g_->has_merges = true;
+    for (uint64_t i = 0; i < count; i++) {
+      std::string s;
+      GB_TRY(string(&s, 2 * kMaxTokenBytes + 1, "a merge"));
+      g_->merges.push_back(std::move(s));
+    }
+    return GB_OK;
+  }
+  if (key == "tokenizer.chat_template") {
+    GB_RETURN_IF(type != kGgufString, log_, GB_ERR_CORRUPT, "gguf: key '%s' is not a string (type %u)", k, type);
+    uint64_t len;
+    GB_TRY(length(&len, "the chat template"));
+    if (len > kMaxChatTemplate) {  // kept out; the converter says so
+      c_.skip(len);
+      g_->chat_template_skipped = true;
+      return GB_OK;
+    }
+    GB_TRY(chars(&g_->chat_template, len, "the chat template"));
+    g_->has_chat_template = true;
+    return GB_OK;
+  }
   if (!kept_prefix(key) || type == kGgufArray) return skip_value(type, 0, k);
   GgufValue v;
   v.key = key;

@@ -51,11 +51,20 @@ struct GgufFile {
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> token_types;
+  bool has_merges = false;            // tokenizer.ggml.merges ("left right" strings, rank order)
+  std::vector<std::string> merges;
+  bool has_chat_template = false;     // tokenizer.chat_template (at most kMaxChatTemplate bytes;
+  std::string chat_template;          // a longer one is skipped and chat_template_skipped set)
+  bool chat_template_skipped = false;
   std::vector<GgufTensor> tensors;
 
   const GgufValue *find(const char *key) const;
   const GgufTensor *tensor(const std::string &name) const;
 };
+
+// Limits on the tokenizer arrays and strings kept (checked while parsing).
+constexpr uint64_t kMaxMerges = 1u << 23;
+constexpr uint64_t kMaxChatTemplate = 1u << 20;
 
 // Parse the header, metadata and tensor directory of an open file.
 gb_status gguf_parse(InputFile &f, const Logger &log, GgufFile *out);

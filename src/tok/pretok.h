@@ -1,0 +1,49 @@
+// pretok.h — byte-level BPE pre-tokenizers: hand-written matchers equivalent
+// to the regular expressions llama.cpp applies for each tokenizer.ggml.pre
+// name. A pre-tokenizer is a list of stages; each stage splits every piece
+// the previous one produced into its matches and the text between them
+// (as a regex iterator does), so a word never crosses a stage's boundary.
+// Matching is on code points decoded with utf8_decode (a bad byte is one
+// U+FFFD); positions are byte offsets into the caller's text. No allocation;
+// recursion depth is the number of stages (at most 6).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+namespace gb {
+
+enum PretokId : uint32_t {
+  kPreNone = 0,         // SentencePiece: no pre-tokenizer
+  kPreDefault = 1,      // "default" (llama.cpp's fallback regex list)
+  kPreGpt2 = 2,         // gpt-2 and its aliases
+  kPreLlama3 = 3,       // llama-bpe / llama3 (Llama 3)
+  kPreQwen2 = 4,        // qwen2
+  kPreStarcoder = 5,    // starcoder, smollm, refact, command-r, codeshell, exaone
+  kPreFalcon = 6,       // falcon
+  kPreDeepseekLlm = 7,  // deepseek-llm
+  kPreCount = 8,
+};
+
+struct PretokInfo {
+  int32_t id = -1;             // PretokId, or -1 for an unknown name
+  bool ignore_merges = false;  // a word that is itself a token is not merged
+  bool add_bos = false;        // llama.cpp's BOS default for the name
+};
+
+// The pre-tokenizer named by tokenizer.ggml.pre (exact spelling); id -1 when
+// the name is unknown (the converter refuses it, naming it).
+PretokInfo pretok_from_name(const char *name);
+const char *pretok_name(uint32_t id);
+
+// Called once per word, in text order, with byte offsets [begin, end).
+typedef gb_status (*PretokWordFn)(void *ctx, size_t begin, size_t end);
+
+// Split text[0..n) into words for pre-tokenizer `id` (kPreDefault..).
+// Returns the first non-OK status of fn, or GB_ERR_INVALID_ARGUMENT for an
+// id out of range.
+gb_status pretok_split(uint32_t id, const uint8_t *text, size_t n, PretokWordFn fn, void *ctx);
+
+}  // namespace gb
