@@ -13,14 +13,20 @@
 // (the piece for a space), which decodes as ' '.
 #include <gtest/gtest.h>
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bytes.h"
 #include "gguf_parse.h"
 #include "test_util.h"
 #include "tok/engine.h"
@@ -162,6 +168,109 @@ void check_vocab(const std::string &name) {
   printf("[ vocab    ] %s: %d/46 strings exact, %d/46 round trips\n", name.c_str(), pass, round);
 }
 
+// Pre-tokenizer splits, computed with Python's `regex` module applying
+// llama.cpp's regular expressions for each pre-tokenizer in turn (each to the
+// pieces the previous one left, keeping the text between matches), with
+// White_Space for \s and, in deepseek-llm's stages, non-ASCII white space
+// read as U+000B as llama.cpp's std::wregex fallback sees it.
+const char *const kSplitText[] = {
+    "ied 4 \xc2""\xbd"" months",
+    "Hello, y'all! How are you \xf0""\x9f""\x98""\x81"" ?\xe6""\x88""\x91""\xe6""\x83""\xb3""\xe5""\x9c""\xa8""apple\xe5""\xb7""\xa5""\xe4""\xbd""\x9c""1314151\xe5""\xa4""\xa9""\xef""\xbd""\x9e""",
+    "\x0a"" \x0a""\x0a"" \x0a""\x0a""\x0a"" \x09"" \x09""\x09"" \x09""\x0a""  \x0a""   \x0a""    \x0a""     \x0a""\xf0""\x9f""\x9a""\x80"" (normal) \xf0""\x9f""\x98""\xb6""\xe2""\x80""\x8d""\xf0""\x9f""\x8c""\xab""\xef""\xb8""\x8f"" (multiple emojis concatenated) \xe2""\x9c""\x85"" \xf0""\x9f""\xa6""\x99""\xf0""\x9f""\xa6""\x99"" 3 33 333 3333 33333 333333 3333333 33333333 3.3 3..3 3...3 \xe1""\x9e""\x80""\xe1""\x9e""\xb6""\xe1""\x9e""\x93""\xe1""\x9f""\x8b""\xe1""\x9e""\x8f""\xe1""\x9f""\x82""\xe1""\x9e""\x96""\xe1""\x9e""\xb7""\xe1""\x9e""\x9f""\xe1""\x9f""\x81""\xe1""\x9e""\x9f""\xe1""\x9e""\xa2""\xe1""\x9e""\xb6""\xe1""\x9e""\x85""\xf0""\x9f""\x98""\x81"" ?\xe6""\x88""\x91""\xe6""\x83""\xb3""\xe5""\x9c""\xa8""apple\xe5""\xb7""\xa5""\xe4""\xbd""\x9c""1314151\xe5""\xa4""\xa9""\xef""\xbd""\x9e"" ------======= \xd0""\xbd""\xd0""\xb5""\xd1""\x89""\xd0""\xbe"" \xd0""\xbd""\xd0""\xb0"" \xd0""\x91""\xd1""\x8a""\xd0""\xbb""\xd0""\xb3""\xd0""\xb0""\xd1""\x80""\xd1""\x81""\xd0""\xba""\xd0""\xb8"" ''''''```````\x22""\x22""\x22""\x22""......!!!!!!?????? I've been 'told he's there, 'RE you sure? 'M not sure I'll make it, 'D you like some tea? We'Ve a'lL",
+    "I'VE 12345 \x0d""\x0a""\x0a""  x's 'Ll",
+    "don't  \x09""\x0a"" !!\x0a""\x0a""\x0d""\x0a""  ",
+    "a\xc2""\xa0""b\xe3""\x80""\x80""c\xe2""\x80""\xa6"" \xc2""\x85""x1\xd9""\xa2""\xd9""\xa3""",
+    "$+<=>^~|` 1,234.5e6",
+    "\xce""\xa9""\xe2""\x84""\xa6"" K\xe2""\x84""\xaa"" \xe1""\xbf""\x90""\xe1""\xbf""\x93"" \xe4""\xb8""\xad""\xe6""\x96""\x87""\xed""\x95""\x9c""\xea""\xb5""\xad""\xec""\x96""\xb4"" \xef""\xbc""\x90""\xef""\xbc""\x91""\xef""\xbc""\x92""",
+};
+// kSplitLens[pre - 1][text]: byte lengths of the words, 0-terminated.
+const uint16_t kSplitLens[7][8][137] = {
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 1, 1, 20, 3, 3, 1, 3, 3, 0},
+        {33, 1, 4, 1, 1, 6, 1, 15, 1, 1, 8, 7, 13, 1, 4, 9, 1, 1, 1, 2, 1, 3, 1, 3, 1, 1, 3, 2, 1, 3, 3, 1, 3, 3, 1, 1, 3, 3, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 6, 3, 3, 4, 1, 1, 20, 3, 3, 1, 3, 3, 1, 13, 9, 5, 19, 1, 6, 7, 22, 2, 1, 2, 5, 1, 1, 4, 3, 1, 1, 6, 1, 1, 1, 2, 4, 5, 1, 1, 1, 1, 4, 5, 2, 1, 2, 5, 3, 1, 1, 1, 1, 4, 5, 5, 4, 1, 3, 1, 2, 2, 1, 2, 0},
+        {1, 1, 2, 1, 3, 2, 5, 2, 1, 1, 1, 1, 2, 0},
+        {3, 1, 1, 5, 2, 6, 0},
+        {1, 2, 1, 3, 1, 3, 1, 2, 1, 5, 0},
+        {8, 1, 1, 1, 1, 3, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 1, 9, 0},
+    },
+    {
+        {3, 2, 3, 7, 0},
+        {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 2, 20, 7, 3, 3, 0},
+        {33, 1, 4, 2, 6, 1, 15, 2, 8, 7, 13, 1, 4, 9, 2, 3, 4, 5, 6, 7, 8, 9, 2, 1, 1, 2, 2, 1, 2, 3, 1, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 6, 3, 3, 4, 2, 20, 7, 3, 3, 14, 9, 5, 19, 36, 2, 3, 5, 2, 4, 3, 2, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 3, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 1, 2, 2, 1, 2, 0},
+        {1, 1, 2, 6, 5, 2, 2, 2, 2, 0},
+        {3, 2, 4, 3, 6, 0},
+        {1, 2, 1, 3, 1, 3, 1, 2, 1, 5, 0},
+        {9, 2, 1, 3, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 10, 0},
+    },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 4, 1, 4, 4, 4, 5, 2, 20, 3, 3, 1, 3, 3, 0},
+        {34, 4, 2, 6, 1, 15, 2, 8, 7, 13, 1, 4, 9, 1, 1, 1, 2, 1, 3, 1, 3, 1, 1, 3, 2, 1, 3, 3, 1, 3, 3, 1, 1, 3, 3, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 4, 6, 6, 6, 6, 9, 6, 4, 2, 20, 3, 3, 1, 3, 3, 14, 9, 5, 19, 36, 2, 3, 5, 2, 4, 3, 2, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 3, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 3, 2, 3, 0},
+        {1, 3, 1, 3, 2, 4, 1, 2, 2, 2, 2, 0},
+        {3, 2, 4, 7, 2, 0},
+        {1, 3, 4, 3, 1, 3, 5, 0},
+        {9, 1, 1, 1, 3, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 1, 9, 0},
+    },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 4, 1, 4, 4, 4, 5, 2, 20, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0},
+        {34, 4, 2, 6, 1, 15, 2, 8, 7, 13, 1, 4, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 4, 6, 6, 6, 6, 9, 6, 4, 2, 20, 1, 1, 1, 1, 1, 1, 1, 3, 3, 14, 9, 5, 19, 36, 2, 3, 5, 2, 4, 3, 2, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 3, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 3, 2, 3, 0},
+        {1, 3, 1, 1, 1, 1, 1, 1, 4, 1, 2, 2, 2, 2, 0},
+        {3, 2, 4, 7, 2, 0},
+        {1, 3, 4, 3, 1, 3, 1, 2, 2, 0},
+        {9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 1, 3, 3, 3, 0},
+    },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 2, 20, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0},
+        {33, 1, 4, 2, 6, 1, 15, 2, 8, 7, 13, 1, 4, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 6, 3, 3, 4, 2, 20, 1, 1, 1, 1, 1, 1, 1, 3, 3, 14, 9, 5, 19, 36, 2, 3, 5, 2, 4, 3, 2, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 3, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 1, 2, 2, 1, 2, 0},
+        {1, 1, 2, 1, 1, 1, 1, 1, 1, 5, 2, 2, 2, 2, 0},
+        {3, 2, 4, 3, 6, 0},
+        {1, 2, 1, 3, 1, 3, 1, 2, 1, 1, 2, 2, 0},
+        {9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 1, 3, 3, 3, 0},
+    },
+    {
+        {3, 2, 3, 7, 0},
+        {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 1, 1, 20, 3, 3, 1, 3, 3, 0},
+        {33, 1, 4, 1, 1, 6, 1, 15, 1, 1, 8, 7, 13, 1, 4, 9, 2, 3, 1, 3, 1, 3, 1, 1, 3, 2, 1, 3, 3, 1, 3, 3, 1, 1, 3, 3, 2, 2, 1, 1, 2, 2, 1, 2, 3, 1, 4, 3, 3, 3, 3, 3, 3, 3, 3, 3, 6, 3, 3, 4, 1, 1, 20, 3, 3, 1, 3, 3, 1, 13, 9, 5, 19, 1, 35, 2, 1, 2, 5, 1, 1, 4, 3, 1, 1, 6, 1, 1, 1, 2, 4, 5, 1, 1, 1, 1, 4, 5, 2, 1, 2, 5, 3, 1, 1, 1, 1, 4, 5, 5, 4, 1, 3, 1, 2, 2, 1, 2, 0},
+        {1, 1, 2, 1, 3, 2, 5, 2, 1, 1, 1, 1, 2, 0},
+        {3, 1, 1, 5, 2, 6, 0},
+        {1, 2, 1, 3, 1, 3, 1, 2, 1, 5, 0},
+        {9, 2, 1, 3, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 10, 0},
+    },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 2, 9, 5, 6, 7, 3, 3, 0},
+        {1, 1, 1, 1, 1, 1, 1, 1, 7, 1, 2, 1, 3, 1, 4, 1, 5, 1, 4, 2, 6, 1, 5, 3, 7, 2, 8, 7, 13, 1, 1, 3, 10, 1, 1, 2, 1, 3, 1, 4, 1, 5, 1, 6, 1, 7, 1, 8, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 1, 42, 4, 2, 9, 5, 6, 7, 3, 3, 14, 9, 5, 19, 36, 2, 1, 2, 5, 2, 4, 3, 1, 1, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 1, 2, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 1, 2, 2, 1, 2, 0},
+        {1, 1, 2, 1, 5, 1, 1, 1, 1, 1, 2, 1, 1, 2, 2, 0},
+        {3, 1, 1, 3, 1, 3, 1, 1, 1, 1, 2, 0},
+        {1, 3, 4, 3, 1, 3, 5, 0},
+        {9, 1, 1, 1, 3, 1, 1, 1, 1, 0},
+        {2, 3, 2, 3, 1, 6, 1, 15, 1, 9, 0},
+    },
+};
+
+gb_status collect(void *ctx, size_t b, size_t e) {
+  static_cast<std::vector<uint16_t> *>(ctx)->push_back((uint16_t)(e - b));
+  return GB_OK;
+}
+
+// Bytes of TOKENIZER data for one fixture, made once.
+const std::vector<uint8_t> &image(const std::string &name) {
+  const Vocab *v = vocab(name);
+  static const std::vector<uint8_t> none;
+  return v ? v->img : none;
+}
+
+gb_status validate(const std::vector<uint8_t> &img) { return gb::tokdata_validate(img.data(), img.size(), quiet()); }
+
 }  // namespace
 
 TEST(TokVocab, LlamaSpm) { check_vocab("llama-spm"); }
@@ -170,3 +279,362 @@ TEST(TokVocab, Gpt2) { check_vocab("gpt-2"); }
 TEST(TokVocab, Falcon) { check_vocab("falcon"); }
 TEST(TokVocab, Starcoder) { check_vocab("starcoder"); }
 TEST(TokVocab, DeepseekLlm) { check_vocab("deepseek-llm"); }
+
+TEST(TokPretok, SplitsLikeTheRegexes) {
+  for (uint32_t pre = gb::kPreDefault; pre < gb::kPreCount; pre++)
+    for (size_t i = 0; i < sizeof kSplitText / sizeof kSplitText[0]; i++) {
+      std::vector<uint16_t> got, want;
+      for (const uint16_t *w = kSplitLens[pre - 1][i]; *w; w++) want.push_back(*w);
+      ASSERT_EQ(gb::pretok_split(pre, reinterpret_cast<const uint8_t *>(kSplitText[i]), strlen(kSplitText[i]), collect, &got), GB_OK);
+      EXPECT_EQ(got, want) << gb::pretok_name(pre) << " text #" << i;
+    }
+}
+
+TEST(TokPretok, Names) {
+  EXPECT_EQ(gb::pretok_from_name("llama-bpe").id, (int32_t)gb::kPreLlama3);
+  EXPECT_TRUE(gb::pretok_from_name("llama-bpe").ignore_merges);
+  EXPECT_EQ(gb::pretok_from_name("qwen2").id, (int32_t)gb::kPreQwen2);
+  EXPECT_EQ(gb::pretok_from_name("smollm").id, (int32_t)gb::kPreStarcoder);
+  EXPECT_EQ(gb::pretok_from_name("deepseek-llm").id, (int32_t)gb::kPreDeepseekLlm);
+  EXPECT_EQ(gb::pretok_from_name("gpt-2").id, (int32_t)gb::kPreGpt2);
+  EXPECT_EQ(gb::pretok_from_name("default").id, (int32_t)gb::kPreDefault);
+  EXPECT_EQ(gb::pretok_from_name("falcon").id, (int32_t)gb::kPreFalcon);
+  EXPECT_EQ(gb::pretok_from_name("no-such-pre").id, -1);
+  EXPECT_EQ(gb::pretok_from_name(nullptr).id, -1);
+  EXPECT_STREQ(gb::pretok_name(gb::kPreFalcon), "falcon");
+  EXPECT_STREQ(gb::pretok_name(999), "unknown");
+  std::vector<uint16_t> got;
+  EXPECT_EQ(gb::pretok_split(gb::kPreNone, reinterpret_cast<const uint8_t *>("a"), 1, collect, &got), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb::pretok_split(gb::kPreCount, reinterpret_cast<const uint8_t *>("a"), 1, collect, &got), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb::pretok_split(gb::kPreGpt2, reinterpret_cast<const uint8_t *>("a"), 1, nullptr, &got), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb::pretok_split(gb::kPreGpt2, nullptr, 1, collect, &got), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::pretok_split(gb::kPreGpt2, nullptr, 0, collect, &got), GB_OK);
+  EXPECT_TRUE(got.empty());
+}
+
+TEST(TokUnicode, Classes) {
+  EXPECT_TRUE(gb::ucp_is_letter('a'));
+  EXPECT_TRUE(gb::ucp_is_letter(0x4E2D));   // 中
+  EXPECT_TRUE(gb::ucp_is_number(0x0663));   // Arabic-Indic three
+  EXPECT_TRUE(gb::ucp_is_number(0x216B));   // Roman numeral twelve (Nl)
+  EXPECT_TRUE(gb::ucp_is_space(0x3000));
+  EXPECT_TRUE(gb::ucp_is_space(0x85));
+  EXPECT_FALSE(gb::ucp_is_space(0x1C));     // a separator control, not White_Space
+  EXPECT_FALSE(gb::ucp_is_space(0x200B));   // zero width space is Cf
+  EXPECT_EQ(gb::ucp_group(0x0301), gb::kUcMark);
+  EXPECT_EQ(gb::ucp_group('$'), gb::kUcSymbol);
+  EXPECT_EQ(gb::ucp_group(0x110000), gb::kUcUndefined);
+  size_t adv;
+  const uint8_t bad[] = {0x80, 0xC3, 0x28, 0xF8, 0xE2, 0x82, 0xF4, 0x90, 0x80, 0x80};
+  EXPECT_EQ(gb::utf8_decode(bad, 1, &adv), 0xFFFDu);
+  EXPECT_EQ(adv, 1u);
+  EXPECT_EQ(gb::utf8_decode(bad + 1, 2, &adv), 0xFFFDu);  // bad continuation
+  EXPECT_EQ(adv, 1u);
+  EXPECT_EQ(gb::utf8_decode(bad + 3, 1, &adv), 0xFFFDu);
+  EXPECT_EQ(gb::utf8_decode(bad + 4, 2, &adv), 0xFFFDu);  // cut short
+  EXPECT_EQ(adv, 1u);
+  EXPECT_EQ(gb::utf8_decode(bad + 6, 4, &adv), 0xFFFDu);  // above U+10FFFF
+  EXPECT_EQ(adv, 4u);
+  const uint8_t euro[] = {0xE2, 0x82, 0xAC};
+  EXPECT_EQ(gb::utf8_decode(euro, 3, &adv), 0x20ACu);
+  EXPECT_EQ(adv, 3u);
+  // streaming: a character cut at the end is held back
+  EXPECT_EQ(gb::utf8_complete_prefix(euro, 2), 0u);
+  EXPECT_EQ(gb::utf8_complete_prefix(euro, 3), 3u);
+  const uint8_t mixed[] = {'a', 0xF0, 0x9F, 0x98};
+  EXPECT_EQ(gb::utf8_complete_prefix(mixed, 4), 1u);
+  EXPECT_EQ(gb::utf8_complete_prefix(mixed, 1), 1u);
+  const uint8_t stray[] = {'a', 0x80, 0x80};
+  EXPECT_EQ(gb::utf8_complete_prefix(stray, 3), 3u);  // never completable: print it
+  for (int b = 0; b < 256; b++) EXPECT_EQ(gb::bytelevel_byte(gb::bytelevel_cp((uint8_t)b)), b);
+  EXPECT_EQ(gb::bytelevel_cp(' '), 0x120u);  // 'Ġ'
+  EXPECT_TRUE(gb::deepseek_letter(0x212A));  // KELVIN SIGN, in the regex's own ranges
+  EXPECT_FALSE(gb::deepseek_letter(0x4E2D));
+}
+
+TEST(TokEncode, SpecialTokensAndFlags) {
+  const Vocab *g = vocab("gpt-2");
+  ASSERT_NE(g, nullptr);
+  std::vector<int32_t> ids;
+  ASSERT_EQ(encode(g->tok, "a<|endoftext|>b", gb::kTokEncParseSpecial, &ids), GB_OK);
+  EXPECT_EQ(ids, (std::vector<int32_t>{64, 50256, 65}));
+  ASSERT_EQ(encode(g->tok, "a<|endoftext|>b", 0, &ids), GB_OK);  // control tokens stay text
+  EXPECT_GT(ids.size(), 3u);
+  for (int32_t id : ids) EXPECT_NE(id, 50256);
+  EXPECT_EQ(decode(g->tok, ids, 0), "a<|endoftext|>b");
+  ASSERT_EQ(encode(g->tok, "a", gb::kTokEncAddBos | gb::kTokEncAddEos, &ids), GB_OK);
+  EXPECT_EQ(ids, (std::vector<int32_t>{50256, 64, 50256}));
+  EXPECT_EQ(decode(g->tok, ids, 0), "a");
+  EXPECT_EQ(decode(g->tok, ids, gb::kTokDecSpecial), "<|endoftext|>a<|endoftext|>");
+
+  const Vocab *s = vocab("llama-spm");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(encode(s->tok, "Hello", gb::kTokEncAddBos, &ids), GB_OK);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 15043}));
+  ASSERT_EQ(encode(s->tok, "Hello", gb::kTokEncNoSpacePrefix, &ids), GB_OK);
+  EXPECT_EQ(ids, (std::vector<int32_t>{10994}));
+  ASSERT_EQ(encode(s->tok, "<s>Hello</s>", gb::kTokEncParseSpecial, &ids), GB_OK);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 15043, 2}));  // a space prefix again after a special token
+
+  // phi-3 marks </s> user-defined: split out even without parse_special
+  const Vocab *p = vocab("phi-3");
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(encode(p->tok, "a</s>b", 0, &ids), GB_OK);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 2), ids.end());
+  ASSERT_EQ(encode(p->tok, "<|end|>", 0, &ids), GB_OK);
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), 32007), ids.end());
+  ASSERT_EQ(encode(p->tok, "<|end|>", gb::kTokEncParseSpecial, &ids), GB_OK);
+  EXPECT_EQ(ids, (std::vector<int32_t>{32007}));
+}
+
+TEST(TokEncode, LossyCases) {
+  // byte-level BPE: an invalid byte becomes U+FFFD, as in llama.cpp
+  const Vocab *g = vocab("gpt-2");
+  ASSERT_NE(g, nullptr);
+  std::vector<int32_t> ids;
+  ASSERT_EQ(encode(g->tok, "a\xff" "b", 0, &ids), GB_OK);
+  EXPECT_EQ(decode(g->tok, ids, 0), "a\xEF\xBF\xBD" "b");
+  // SentencePiece: U+2581 in the text is the space piece
+  const Vocab *s = vocab("llama-spm");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(encode(s->tok, "a\xE2\x96\x81" "b", 0, &ids), GB_OK);
+  EXPECT_EQ(decode(s->tok, ids, gb::kTokDecStripSpace), "a b");
+  // ... while invalid UTF-8 survives through <0xHH> tokens
+  ASSERT_EQ(encode(s->tok, "\xff\xc3(\x80", 0, &ids), GB_OK);
+  EXPECT_EQ(decode(s->tok, ids, gb::kTokDecStripSpace), "\xff\xc3(\x80");
+}
+
+TEST(TokEncode, LongWordsStayFast) {
+  const char *names[] = {"llama-spm", "gpt-2", "deepseek-llm"};
+  for (const char *name : names) {
+    const Vocab *v = vocab(name);
+    ASSERT_NE(v, nullptr);
+    for (const std::string &text : {std::string(200000, 'a'), std::string(200000, ' '), std::string(100000, '7'),
+                                    std::string(60000, '\xff')}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<int32_t> ids;
+      ASSERT_EQ(encode(v->tok, text, 0, &ids), GB_OK);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_LT(s, 5.0) << name << ": " << text.size() << " bytes took " << s << " s";
+      EXPECT_FALSE(ids.empty());
+    }
+  }
+}
+
+TEST(TokEncode, NoAllocationAndThreadSafe) {
+  const Vocab *v = vocab("deepseek-llm");
+  const Vocab *s = vocab("phi-3");
+  ASSERT_TRUE(v && s);
+  const std::vector<std::string> in = inputs("deepseek-llm");
+  std::string all;
+  for (const std::string &x : in) all += x;
+  std::vector<int32_t> buf(gb::tok_encode_capacity(all.size()));
+  std::vector<char> text(8 * all.size() + 64);
+  size_t n = 0, m = 0;
+  gbt::alloc_count_start();
+  const gb_status a = gb::tok_encode(v->tok, all.data(), all.size(), gb::kTokEncAddBos, buf.data(), buf.size(), &n);
+  const gb_status b = gb::tok_decode(v->tok, buf.data(), n, 0, text.data(), text.size(), &m);
+  size_t n2 = 0;
+  const gb_status c = gb::tok_encode(s->tok, all.data(), all.size(), gb::kTokEncParseSpecial, buf.data(), buf.size(), &n2);
+  const uint64_t allocs = gbt::alloc_count_stop();
+  EXPECT_EQ(a, GB_OK);
+  EXPECT_EQ(b, GB_OK);
+  EXPECT_EQ(c, GB_OK);
+  EXPECT_EQ(allocs, 0u);
+  if (!gbt::threads_available()) return;
+  std::vector<int32_t> ref;
+  ASSERT_EQ(encode(v->tok, all, 0, &ref), GB_OK);
+  std::vector<std::thread> th;
+  std::vector<int> same(4, 0);
+  for (int k = 0; k < 4; k++)
+    th.emplace_back([&, k] {
+      for (int r = 0; r < 20; r++) {
+        std::vector<int32_t> b2(gb::tok_encode_capacity(all.size()));
+        size_t nn = 0;
+        if (gb::tok_encode(v->tok, all.data(), all.size(), 0, b2.data(), b2.size(), &nn) == GB_OK &&
+            std::vector<int32_t>(b2.begin(), b2.begin() + (long)nn) == ref)
+          same[k]++;
+      }
+    });
+  for (auto &t : th) t.join();
+  for (int k = 0; k < 4; k++) EXPECT_EQ(same[k], 20);
+}
+
+TEST(TokEncode, Misuse) {
+  const Vocab *v = vocab("gpt-2");
+  ASSERT_NE(v, nullptr);
+  const gb::Tok &t = v->tok;
+  int32_t out[256];
+  size_t n = 99;
+  EXPECT_EQ(gb::tok_encode(t, "ab", 2, 0, out, 256, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_encode(t, nullptr, 2, 0, out, 256, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_encode(t, "ab", 2, 0, nullptr, 256, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_encode(t, "ab", 2, 1u << 20, out, 256, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gb::tok_encode(t, nullptr, 0, 0, out, 256, &n), GB_OK);
+  EXPECT_EQ(n, 0u);
+  // too small: the needed capacity comes back
+  EXPECT_EQ(gb::tok_encode(t, "ab", 2, 0, out, 3, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, gb::tok_encode_capacity(2));
+  EXPECT_EQ(gb::tok_encode(t, "ab", 2, 0, nullptr, 0, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(gb::tok_encode_capacity(SIZE_MAX / 2), SIZE_MAX);
+  EXPECT_EQ(gb::tok_encode(t, "ab", SIZE_MAX / 2, 0, out, 256, &n), GB_ERR_BUFFER_TOO_SMALL);
+  ASSERT_LE(gb::tok_encode_capacity(2), 256u);
+  EXPECT_EQ(gb::tok_encode(t, "ab", 2, 0, out, 256, &n), GB_OK);
+  EXPECT_EQ(n, 1u);
+  // an uninitialised tokenizer
+  gb::Tok blank;
+  EXPECT_EQ(gb::tok_encode(blank, "ab", 2, 0, out, 256, &n), GB_ERR_BAD_STATE);
+  const char *p;
+  size_t len;
+  EXPECT_EQ(gb::tok_piece(blank, 0, 0, &p, &len), GB_ERR_BAD_STATE);
+  // pieces
+  EXPECT_EQ(gb::tok_piece(t, -1, 0, &p, &len), GB_ERR_TOKEN_OUT_OF_RANGE);
+  EXPECT_EQ(gb::tok_piece(t, (int32_t)v->v.n_tokens, 0, &p, &len), GB_ERR_TOKEN_OUT_OF_RANGE);
+  EXPECT_EQ(gb::tok_piece(t, 0, 0, nullptr, &len), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_piece(t, 0, 0, &p, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_piece(t, 0, 1u << 9, &p, &len), GB_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(gb::tok_piece(t, 220, 0, &p, &len), GB_OK);  // 'Ġ' is a space
+  EXPECT_EQ(std::string(p, len), " ");
+  ASSERT_EQ(gb::tok_piece(t, 50256, 0, &p, &len), GB_OK);  // control: nothing unless asked
+  EXPECT_EQ(len, 0u);
+  // decoding
+  const int32_t ids[] = {15496, 995};  // "Hello world"
+  char buf[32];
+  EXPECT_EQ(gb::tok_decode(t, ids, 2, 0, buf, 4, &n), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, 11u);
+  EXPECT_EQ(gb::tok_decode(t, ids, 2, 0, buf, sizeof buf, &n), GB_OK);
+  EXPECT_EQ(std::string(buf, n), "Hello world");
+  EXPECT_EQ(gb::tok_decode(t, ids, 2, 0, buf, sizeof buf, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_decode(t, nullptr, 2, 0, buf, sizeof buf, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_decode(t, ids, 2, 0, nullptr, 5, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_decode(t, ids, 2, 1u << 7, buf, sizeof buf, &n), GB_ERR_INVALID_ARGUMENT);
+  const int32_t bad[] = {15496, -5};
+  EXPECT_EQ(gb::tok_decode(t, bad, 2, 0, buf, sizeof buf, &n), GB_ERR_TOKEN_OUT_OF_RANGE);
+  EXPECT_EQ(gb::tok_find_piece(t, reinterpret_cast<const uint8_t *>("Hello"), 5), 15496);
+  EXPECT_EQ(gb::tok_find_piece(t, nullptr, 5), -1);
+  EXPECT_EQ(gb::tok_find_piece(blank, reinterpret_cast<const uint8_t *>("Hello"), 5), -1);
+  // init
+  const gb::Logger log = quiet();
+  gb::Tok t2;
+  std::vector<uint64_t> mem(gb::tok_mem_size(v->v) / 8 + 2);
+  EXPECT_EQ(gb::tok_init(nullptr, v->v, mem.data(), log), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_init(&t2, v->v, nullptr, log), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_init(&t2, v->v, reinterpret_cast<uint8_t *>(mem.data()) + 4, log), GB_ERR_ALIGNMENT);
+  EXPECT_EQ(gb::tok_init(&t2, gb::TokView(), mem.data(), log), GB_ERR_CORRUPT);
+  EXPECT_EQ(gb::tokdata_view(v->img.data(), v->img.size(), log, nullptr), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tokdata_validate(nullptr, 10, log), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tokdata_validate(nullptr, 0, log), GB_ERR_TRUNCATED);
+}
+
+TEST(TokData, Malformed) {
+  for (const char *name : {"gpt-2", "llama-spm"}) {
+    const std::vector<uint8_t> &good = image(name);
+    ASSERT_FALSE(good.empty());
+    ASSERT_EQ(validate(good), GB_OK);
+    // truncations anywhere
+    for (size_t cut : {(size_t)0, (size_t)3, (size_t)4, (size_t)100, (size_t)127, (size_t)128, (size_t)200, good.size() / 3,
+                       good.size() / 2, good.size() - 1})
+      EXPECT_NE(validate(std::vector<uint8_t>(good.begin(), good.begin() + (long)cut)), GB_OK) << name << " cut at " << cut;
+    struct Edit {
+      size_t at;
+      int bytes;
+      uint64_t value;
+      gb_status want;
+      const char *what;
+    };
+    const bool bpe = gb::ld_u32(good.data() + 8) == gb::kTokKindBpe;
+    const uint64_t off_pieces = gb::ld_u64(good.data() + 64), off_merges = gb::ld_u64(good.data() + 104);
+    std::vector<Edit> edits = {
+        {0, 4, 0x46554747, GB_ERR_BAD_MAGIC, "magic"},
+        {4, 4, 2, GB_ERR_UNSUPPORTED_VERSION, "version"},
+        {8, 4, 3, GB_ERR_CORRUPT, "kind"},
+        {12, 4, 99, GB_ERR_CORRUPT, "pre-tokenizer id"},
+        {16, 4, 0, GB_ERR_CORRUPT, "no tokens"},
+        {16, 4, 0xFFFFFFFFu, GB_ERR_CORRUPT, "n_tokens huge"},
+        {16, 4, 300000, GB_ERR_TRUNCATED, "n_tokens past the arrays"},
+        {20, 4, 0xFFFFFFFFu, GB_ERR_CORRUPT, "n_merges huge"},
+        {24, 4, 1u << 7, GB_ERR_CORRUPT, "unknown flag"},
+        {28, 4, 7, GB_ERR_CORRUPT, "max piece mismatch"},
+        {32, 4, 0x7FFFFFFF, GB_ERR_CORRUPT, "bos out of range"},
+        {36, 4, 0xFFFFFFFEu, GB_ERR_CORRUPT, "eos below -1"},
+        {64, 8, 1ull << 40, GB_ERR_TRUNCATED, "piece offsets past the end"},
+        {64, 8, 16, GB_ERR_CORRUPT, "piece offsets in the header"},
+        {80, 8, ~0ull, GB_ERR_TRUNCATED, "piece bytes length"},
+        {96, 8, good.size() - 2, GB_ERR_TRUNCATED, "types past the end"},
+        {120, 8, 1ull << 40, GB_ERR_CORRUPT, "template length"},
+        {off_pieces, 4, 1, GB_ERR_CORRUPT, "first piece offset"},
+        {off_pieces + 8, 4, 0, GB_ERR_CORRUPT, "piece offsets out of order"},
+    };
+    if (bpe) {
+      edits.push_back({12, 4, 0, GB_ERR_CORRUPT, "BPE without pre-tokenizer"});
+      edits.push_back({off_merges, 4, 0x7FFFFFF0, GB_ERR_CORRUPT, "merge left id"});
+      edits.push_back({off_merges + 8, 4, 0xFFFFFFF0u, GB_ERR_CORRUPT, "merge result id"});
+      edits.push_back({20, 4, 0x7FFFFF, GB_ERR_TRUNCATED, "n_merges past the end"});
+    } else {
+      edits.push_back({12, 4, gb::kPreGpt2, GB_ERR_CORRUPT, "SPM with a pre-tokenizer"});
+      edits.push_back({20, 4, 1, GB_ERR_CORRUPT, "SPM with merges"});
+    }
+    for (const Edit &e : edits) {
+      std::vector<uint8_t> b = good;
+      for (int k = 0; k < e.bytes; k++) b[e.at + (size_t)k] = (uint8_t)(e.value >> (8 * k));
+      EXPECT_EQ(validate(b), e.want) << name << ": " << e.what;
+    }
+    // a token type and a score out of range
+    std::vector<uint8_t> b = good;
+    b[gb::ld_u64(good.data() + 96) + 5] = 9;
+    EXPECT_EQ(validate(b), GB_ERR_CORRUPT) << name << ": token type";
+    b = good;
+    gb::st_f32(b.data() + gb::ld_u64(good.data() + 88) + 4 * 7, NAN);
+    EXPECT_EQ(validate(b), GB_ERR_CORRUPT) << name << ": NaN score";
+  }
+}
+
+TEST(TokData, ConverterRefusesWhatItCannotTokenize) {
+  gb::InputFile f;
+  const gb::Logger log = quiet();
+  ASSERT_EQ(f.open(vocab_path("gpt-2").c_str(), log, "vocabulary"), GB_OK);
+  gb::GgufFile g;
+  ASSERT_EQ(gb::gguf_parse(f, log, &g), GB_OK);
+  EXPECT_EQ(g.tensors.size(), 0u);
+  EXPECT_TRUE(g.has_merges);
+  std::vector<uint8_t> img;
+  ASSERT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_OK);
+  auto set = [&](const char *key, const char *value) {
+    for (gb::GgufValue &v : g.kv)
+      if (v.key == key) v.s = value;
+  };
+  set("tokenizer.ggml.pre", "no-such-pre");
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_ERR_UNSUPPORTED_TYPE);
+  set("tokenizer.ggml.pre", "llama-bpe");
+  ASSERT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_OK);
+  gb::TokView v;
+  ASSERT_EQ(gb::tokdata_view(img.data(), img.size(), log, &v), GB_OK);
+  EXPECT_EQ(v.pre, (uint32_t)gb::kPreLlama3);
+  EXPECT_TRUE(v.flags & gb::kTokFlagIgnoreMerges);
+  EXPECT_TRUE(v.flags & gb::kTokFlagAddBos);
+  set("tokenizer.ggml.model", "bert");
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_ERR_UNSUPPORTED_TYPE);
+  set("tokenizer.ggml.model", "gpt2");
+  g.has_merges = false;
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_ERR_CORRUPT);
+  g.has_merges = true;
+  g.scores.assign(3, 0.0f);
+  g.has_scores = true;
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_ERR_CORRUPT);
+  g.has_scores = false;
+  g.tokens.clear();
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_ERR_CORRUPT);
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, nullptr), GB_ERR_NULL_POINTER);
+
+  // phi-3's chat template travels with the data
+  const Vocab *p = vocab("phi-3");
+  ASSERT_NE(p, nullptr);
+  const std::string tmpl(reinterpret_cast<const char *>(p->v.chat_template), p->v.chat_template_len);
+  EXPECT_NE(tmpl.find("<|assistant|>"), std::string::npos);
+  EXPECT_EQ(p->v.special[gb::kTokBos], 1);
+  EXPECT_EQ(p->v.special[gb::kTokEos], 32000);
+  EXPECT_EQ(p->v.special[gb::kTokEot], 32007);  // <|end|>
+  EXPECT_EQ(p->v.special[gb::kTokNl], 13);      // <0x0A>
+  EXPECT_TRUE(p->v.flags & gb::kTokFlagAddSpacePrefix);
+}
