@@ -637,14 +637,17 @@ gb_status tok_decode(const Tok &t, const int32_t *ids, size_t n, uint32_t flags,
   if ((!ids && n) || (!out && cap)) return GB_ERR_NULL_POINTER;
   if (flags & ~kTokDecAll) return GB_ERR_INVALID_ARGUMENT;
   size_t need = 0;
+  bool strip = (flags & kTokDecStripSpace) && t.v.kind == kTokKindSpm && (t.v.flags & kTokFlagAddSpacePrefix);
   for (size_t i = 0; i < n; i++) {
     const char *p;
     size_t m;
     GB_TRY(tok_piece(t, ids[i], flags & kTokDecSpecial, &p, &m));
-    if (i == 0 && (flags & kTokDecStripSpace) && t.v.kind == kTokKindSpm && (t.v.flags & kTokFlagAddSpacePrefix) && m &&
-        p[0] == ' ') {
-      p++;
-      m--;
+    if (strip && m) {  // the first piece with text (after BOS, say)
+      strip = false;
+      if (p[0] == ' ') {
+        p++;
+        m--;
+      }
     }
     if (need + m <= cap && m) memcpy(out + need, p, m);
     need += m;

@@ -44,7 +44,7 @@ enum : uint32_t {
 // Decoding flags.
 enum : uint32_t {
   kTokDecSpecial = 1u << 0,      // control tokens give their text (else nothing)
-  kTokDecStripSpace = 1u << 1,   // SPM with a space prefix: drop one leading space of the first token
+  kTokDecStripSpace = 1u << 1,   // SPM with a space prefix: drop one leading space of the first piece with text
   kTokDecAll = (1u << 2) - 1,
 };
 
