@@ -19,32 +19,32 @@ constexpr size_t kRows = 16;
 
 // The row-major format of a 16-row id (q4kr16 -> q4k, q6kr16 -> q6k), or
 // the id itself.
-inline uint32_t base_format(uint32_t fmt) {
+static inline uint32_t base_format(uint32_t fmt) {
   return fmt == GB_FMT_Q4KR16 ? (uint32_t)GB_FMT_Q4K : fmt == GB_FMT_Q6KR16 ? (uint32_t)GB_FMT_Q6K : fmt;
 }
 
 // Row i's block (B bytes) out of group super-block g (16 * B bytes).
-inline void gather(uint8_t *blk, const uint8_t *g, size_t B, size_t i) {
+static inline void gather(uint8_t *blk, const uint8_t *g, size_t B, size_t i) {
   const size_t ns = B / 4, tail = B % 4;
   for (size_t k = 0; k < ns; k++) memcpy(blk + 4 * k, g + 64 * k + 4 * i, 4);
   if (tail) memcpy(blk + 4 * ns, g + 64 * ns + tail * i, tail);
 }
 
 // The inverse: row i's block into group super-block g.
-inline void scatter(uint8_t *g, const uint8_t *blk, size_t B, size_t i) {
+static inline void scatter(uint8_t *g, const uint8_t *blk, size_t B, size_t i) {
   const size_t ns = B / 4, tail = B % 4;
   for (size_t k = 0; k < ns; k++) memcpy(g + 64 * k + 4 * i, blk + 4 * k, 4);
   if (tail) memcpy(g + 64 * ns + tail * i, blk + 4 * ns, tail);
 }
 
 // Whole matrices (rows % 16 == 0, cols % 256 == 0): row-major <-> 16-row.
-inline void from_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols, size_t B) {
+static inline void from_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols, size_t B) {
   const size_t nsb = cols / GB_QK_K, rb = nsb * B;
   for (size_t g = 0; g < rows / kRows; g++)
     for (size_t s = 0; s < nsb; s++)
       for (size_t i = 0; i < kRows; i++) scatter(out + (g * nsb + s) * kRows * B, in + (g * kRows + i) * rb + s * B, B, i);
 }
-inline void to_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols, size_t B) {
+static inline void to_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols, size_t B) {
   const size_t nsb = cols / GB_QK_K, rb = nsb * B;
   for (size_t g = 0; g < rows / kRows; g++)
     for (size_t s = 0; s < nsb; s++)
@@ -60,13 +60,13 @@ inline void to_rows(uint8_t *out, const uint8_t *in, size_t rows, size_t cols, s
 constexpr size_t kChunk = 4;
 
 template <size_t B>
-inline void gather_chunk(uint8_t *scratch, const uint8_t *gsb, size_t n) {
+static inline void gather_chunk(uint8_t *scratch, const uint8_t *gsb, size_t n) {
   for (size_t s = 0; s < n; s++)
     for (size_t i = 0; i < kRows; i++) gather(scratch + i * n * B + s * B, gsb + s * kRows * B, B, i);
 }
 
 template <size_t B>
-inline void adapt_gemv(gb_gemv_fn rowmajor, float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin,
+static inline void adapt_gemv(gb_gemv_fn rowmajor, float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin,
                        size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K;
   alignas(64) uint8_t scratch[kRows * kChunk * B];
@@ -83,7 +83,7 @@ inline void adapt_gemv(gb_gemv_fn rowmajor, float *y, const uint8_t *W, const gb
 }
 
 template <size_t B>
-inline void adapt_gemvm(gb_gemvm_fn rowmajor, float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq,
+static inline void adapt_gemvm(gb_gemvm_fn rowmajor, float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq,
                         size_t m, size_t row_begin, size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K;
   alignas(64) uint8_t scratch[kRows * kChunk * B];
