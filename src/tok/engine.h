@@ -51,7 +51,8 @@ enum : uint32_t {
 // Bytes tok_init needs for this vocabulary (runs the same carving as tok_init).
 size_t tok_mem_size(const TokView &v);
 
-// Build the tables in mem (tok_mem_size(v) bytes, 8-aligned). Errors:
+// Build the tables in mem (tok_mem_size(v) bytes, 8-aligned). v must come
+// from tokdata_view (its counts and offsets are trusted here). Errors:
 // GB_ERR_NULL_POINTER, GB_ERR_ALIGNMENT, GB_ERR_CORRUPT (a vocabulary the
 // encoder cannot use, logged).
 gb_status tok_init(Tok *t, const TokView &v, void *mem, const Logger &log);
