@@ -27,11 +27,11 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "krows16_avx512.h"
 
 namespace {
 
 constexpr size_t kGsb = 16 * GB_Q4K_BLOCK_BYTES;  // bytes of one group super-block (2304)
-constexpr size_t kPrefetch = 4096;                // bytes ahead of the group stream
 
 inline int32_t ld32(const int8_t *p) {
   int32_t v;
@@ -108,50 +108,26 @@ __attribute__((always_inline)) inline __m512 sb_dot(const uint8_t *g, const gb_q
   return _mm512_fnmadd_ps(dmin, macc, acc);
 }
 
-__attribute__((always_inline)) inline __m512 group_dot(const uint8_t *g, const gb_q8x_block *xq, const XSb *xs, size_t nsb) {
-  __m512 acc = _mm512_setzero_ps();
-  for (size_t s = 0; s < nsb; s++, g += kGsb) {
-    for (size_t k = 0; k < kGsb; k += 256) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + k), _MM_HINT_T0);
-    acc = sb_dot(g, xq + 8 * s, xs[s], acc);
+// The format, for the shared 16-row driver (krows16_avx512.h).
+struct Q4KR16 {
+  static constexpr size_t kGsb = ::kGsb;
+  using XSb = ::XSb;
+  static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
+  __attribute__((always_inline)) static inline __m512 sb_dot(const uint8_t *g, const gb_q8x_block *x, const XSb &xs,
+                                                             __m512 acc) {
+    return ::sb_dot(g, x, xs, acc);
   }
-  return acc;
-}
-
-constexpr size_t kChunk = 16;  // super-blocks of arranged activations on the stack
+};
 
 }  // namespace
 
 extern "C" void gb_q4kr16_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                        size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K;
-  XSb xs[kChunk];
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
-    for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
-    for (size_t r = row_begin; r < row_end; r += 16) {
-      const __m512 v = group_dot(W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n);
-      _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
-    }
-  }
+  gb_avx512_krows16::gemv<Q4KR16>(y, W, xq, row_begin, row_end, cols);
 }
 
-// Per group and chunk, the positions one after another (the chunk's weights
-// come from L1/L2 for the positions after the first); each position's
-// result is computed exactly as the gemv computes it.
 extern "C" void gb_q4kr16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
                                         const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
                                         size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K;
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
-    for (size_t r = row_begin; r < row_end; r += 16)
-      for (size_t i = 0; i < m; i++) {
-        const gb_q8x_block *xq = XQ + i * ldxq;
-        XSb xs[kChunk];
-        for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
-        const __m512 v = group_dot(W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n);
-        float *y = Y + i * ldy;
-        _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
-      }
-  }
+  gb_avx512_krows16::gemvm<Q4KR16>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
 }
