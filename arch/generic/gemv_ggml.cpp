@@ -284,75 +284,47 @@ inline void expand(const Block256 &u, float *out) {
 }
 
 // ---- the drivers -------------------------------------------------------------------
+// Block b of row r: in place (row-major), or gathered out of its 16-row
+// group into `buf` (q4kr16 / q6kr16, arch/krows16.h). Everything after the
+// fetch is the same, in the same order, so the 16-row kernels are
+// bit-identical with the row-major ones on the de-interleaved matrix.
+template <class F, bool kR16>
+inline const uint8_t *block_at(const uint8_t *W, size_t r, size_t b, size_t nb, uint8_t *buf) {
+  if (!kR16) return W + (r * nb + b) * F::kBytes;
+  constexpr size_t R = gb_krows16::kRows;
+  gb_krows16::gather(buf, W + ((r / R) * nb + b) * R * F::kBytes, F::kBytes, r % R);
+  return buf;
+}
+
 // Rows [row_begin, row_end) times m positions; each block unpacked once.
-template <class F>
+template <class F, bool kR16>
 void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
            size_t row_end, size_t cols) {
   constexpr size_t kW = F::Block::kWeights, kAct = kW / GB_QBLOCK;
   const size_t nb = cols / kW;
   for (size_t r = row_begin; r < row_end; r++) {
-    const uint8_t *blk = W + r * nb * F::kBytes;
     float acc[GB_GEMVM_MAX_M];
     for (size_t i = 0; i < m; i++) acc[i] = 0.0f;
-    for (size_t b = 0; b < nb; b++, blk += F::kBytes) {
+    for (size_t b = 0; b < nb; b++) {
+      uint8_t buf[F::kBytes];
       typename F::Block u;
-      F::unpack(blk, &u);
+      F::unpack(block_at<F, kR16>(W, r, b, nb, buf), &u);
       for (size_t i = 0; i < m; i++) accumulate<F::kMin>(u, XQ + i * ldxq + b * kAct, &acc[i]);
     }
     for (size_t i = 0; i < m; i++) Y[i * ldy + r] = acc[i];
   }
 }
 
-template <class F>
+template <class F, bool kR16>
 void rows_to_f32(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
   constexpr size_t kW = F::Block::kWeights;
   const size_t nb = cols / kW;
   for (size_t r = row_begin; r < row_end; r++) {
-    const uint8_t *blk = W + r * nb * F::kBytes;
     float *o = out + (r - row_begin) * cols;
-    for (size_t b = 0; b < nb; b++, blk += F::kBytes, o += kW) {
+    for (size_t b = 0; b < nb; b++, o += kW) {
+      uint8_t buf[F::kBytes];
       typename F::Block u;
-      F::unpack(blk, &u);
-      expand<F::kMin>(u, o);
-    }
-  }
-}
-
-// q4kr16 / q6kr16 (arch/krows16.h): each row's block is gathered out of its
-// group and then treated exactly as above, in the same order, so these are
-// bit-identical with the row-major kernels on the de-interleaved matrix.
-template <class F>
-void gemvm_r16(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
-               size_t row_end, size_t cols) {
-  constexpr size_t kW = F::Block::kWeights, kAct = kW / GB_QBLOCK, R = gb_krows16::kRows;
-  const size_t nb = cols / kW;
-  for (size_t r = row_begin; r < row_end; r++) {
-    const uint8_t *g = W + (r / R) * nb * R * F::kBytes;
-    float acc[GB_GEMVM_MAX_M];
-    for (size_t i = 0; i < m; i++) acc[i] = 0.0f;
-    for (size_t b = 0; b < nb; b++, g += R * F::kBytes) {
-      uint8_t blk[F::kBytes];
-      gb_krows16::gather(blk, g, F::kBytes, r % R);
-      typename F::Block u;
-      F::unpack(blk, &u);
-      for (size_t i = 0; i < m; i++) accumulate<F::kMin>(u, XQ + i * ldxq + b * kAct, &acc[i]);
-    }
-    for (size_t i = 0; i < m; i++) Y[i * ldy + r] = acc[i];
-  }
-}
-
-template <class F>
-void rows_to_f32_r16(float *out, const uint8_t *W, size_t row_begin, size_t row_end, size_t cols) {
-  constexpr size_t kW = F::Block::kWeights, R = gb_krows16::kRows;
-  const size_t nb = cols / kW;
-  for (size_t r = row_begin; r < row_end; r++) {
-    const uint8_t *g = W + (r / R) * nb * R * F::kBytes;
-    float *o = out + (r - row_begin) * cols;
-    for (size_t b = 0; b < nb; b++, g += R * F::kBytes, o += kW) {
-      uint8_t blk[F::kBytes];
-      gb_krows16::gather(blk, g, F::kBytes, r % R);
-      typename F::Block u;
-      F::unpack(blk, &u);
+      F::unpack(block_at<F, kR16>(W, r, b, nb, buf), &u);
       expand<F::kMin>(u, o);
     }
   }
@@ -360,45 +332,29 @@ void rows_to_f32_r16(float *out, const uint8_t *W, size_t row_begin, size_t row_
 
 }  // namespace
 
-#define GB_GGML_GENERIC(fmt, F)                                                                                     \
+#define GB_GGML_GENERIC(fmt, F, R16)                                                                                \
   extern "C" void gb_##fmt##_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,      \
                                            size_t row_begin, size_t row_end, size_t cols) {                        \
-    gemvm<F>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                       \
+    gemvm<F, R16>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                  \
   }                                                                                                                 \
   extern "C" void gb_##fmt##_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,         \
                                             const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
                                             size_t row_end, size_t cols) {                                          \
-    gemvm<F>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                                  \
+    gemvm<F, R16>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                             \
   }                                                                                                                 \
   extern "C" void gb_##fmt##_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, \
                                                   size_t cols) {                                                    \
-    rows_to_f32<F>(out, W, row_begin, row_end, cols);                                                            \
+    rows_to_f32<F, R16>(out, W, row_begin, row_end, cols);                                                       \
   }
 
-GB_GGML_GENERIC(q4_1, Q4_1)
-GB_GGML_GENERIC(q5_0, Q5_0)
-GB_GGML_GENERIC(q5_1, Q5_1)
-GB_GGML_GENERIC(iq4nl, Iq4nl)
-GB_GGML_GENERIC(q2k, Q2K)
-GB_GGML_GENERIC(q3k, Q3K)
-GB_GGML_GENERIC(q4k, Q4K)
-GB_GGML_GENERIC(q5k, Q5K)
-GB_GGML_GENERIC(q6k, Q6K)
-
-#define GB_GGML_GENERIC_R16(fmt, F)                                                                                 \
-  extern "C" void gb_##fmt##_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,      \
-                                           size_t row_begin, size_t row_end, size_t cols) {                        \
-    gemvm_r16<F>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                   \
-  }                                                                                                                 \
-  extern "C" void gb_##fmt##_gemvm__generic(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,         \
-                                            const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
-                                            size_t row_end, size_t cols) {                                          \
-    gemvm_r16<F>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                              \
-  }                                                                                                                 \
-  extern "C" void gb_##fmt##_rows_to_f32__generic(float *out, const uint8_t *W, size_t row_begin, size_t row_end, \
-                                                  size_t cols) {                                                    \
-    rows_to_f32_r16<F>(out, W, row_begin, row_end, cols);                                                        \
-  }
-
-GB_GGML_GENERIC_R16(q4kr16, Q4K)
-GB_GGML_GENERIC_R16(q6kr16, Q6K)
+GB_GGML_GENERIC(q4_1, Q4_1, false)
+GB_GGML_GENERIC(q5_0, Q5_0, false)
+GB_GGML_GENERIC(q5_1, Q5_1, false)
+GB_GGML_GENERIC(iq4nl, Iq4nl, false)
+GB_GGML_GENERIC(q2k, Q2K, false)
+GB_GGML_GENERIC(q3k, Q3K, false)
+GB_GGML_GENERIC(q4k, Q4K, false)
+GB_GGML_GENERIC(q5k, Q5K, false)
+GB_GGML_GENERIC(q6k, Q6K, false)
+GB_GGML_GENERIC(q4kr16, Q4K, true)
+GB_GGML_GENERIC(q6kr16, Q6K, true)
