@@ -264,29 +264,120 @@ void gb_model_close(gb_model *model);
 /* Tokenizer                                                                 */
 /* ------------------------------------------------------------------------ */
 
-#define GB_TOKENIZE_ADD_BOS 1u         /* put the BOS id first              */
+/* A model's tokenizer is one of three kinds: the llama2.c scheme of the
+ * shared stories models (a .gbx VOCAB section), or one carried over from a
+ * GGUF file (a TOKENIZER section, version 4 files): SentencePiece
+ * (tokenizer.ggml.model "llama": Llama 2, TinyLlama, Mistral, Phi-3) or
+ * byte-level BPE ("gpt2": Llama 3, Qwen2, SmolLM, DeepSeek, Falcon,
+ * StarCoder), which tokenize exactly as llama.cpp does. A file with both
+ * sections uses the TOKENIZER one. */
+typedef enum gb_tokenizer_kind {
+  GB_TOKENIZER_LLAMA2C = 1, /* byte-fallback BPE over scores (llama2.c)     */
+  GB_TOKENIZER_SPM = 2,     /* SentencePiece from a GGUF                    */
+  GB_TOKENIZER_BPE = 3,     /* byte-level BPE from a GGUF                   */
+  GB_TOKENIZER_MAX_ENUM = 0x7fffffff
+} gb_tokenizer_kind;
+
+#define GB_TOKENIZE_ADD_BOS 1u         /* put the BOS id first (when there is one) */
 #define GB_TOKENIZE_NO_DUMMY_PREFIX 2u /* do not prepend the SentencePiece
                                           space to non-empty text          */
+#define GB_TOKENIZE_PARSE_SPECIAL 4u   /* control tokens written in the text
+                                          (<|eot_id|>, </s>) become their ids;
+                                          GGUF tokenizers only              */
+#define GB_TOKENIZE_ADD_EOS 8u         /* put the EOS id last (when there is one) */
 
-/* The capacity gb_tokenize() needs for `len` bytes of text (it works in the
- * output buffer). */
-#define GB_TOKENIZE_CAPACITY(len) ((size_t)(len) + 3u)
+/* The capacity gb_tokenize() needs for `len` bytes of text, for every kind
+ * of tokenizer (the GGUF tokenizers work in the output buffer: an invalid
+ * byte can become up to six ids, and the merge state of the text needs room
+ * too). `len` must be below SIZE_MAX / 32. */
+#define GB_TOKENIZE_CAPACITY(len) ((size_t)(len) * 28u + 64u)
 
-/* Split UTF-8 text into token ids (byte-fallback BPE, SentencePiece style).
- * text may contain any bytes (invalid UTF-8 falls back to byte tokens).
- * tokens: capacity `cap` ids, at least GB_TOKENIZE_CAPACITY(len); otherwise
- * GB_ERR_BUFFER_TOO_SMALL is returned, *n_tokens receives the capacity
- * needed and nothing is written. On success *n_tokens is the count.
+/* Decoding flags. */
+#define GB_DETOKENIZE_SPECIAL 1u     /* control tokens give their text (else nothing) */
+#define GB_DETOKENIZE_STRIP_SPACE 2u /* SentencePiece: drop the leading space of the
+                                        first piece with text (the space prefix) */
+
+typedef struct gb_tokenizer gb_tokenizer;
+
+typedef struct gb_tokenizer_info {
+  uint32_t struct_size; /* set by the caller to sizeof(gb_tokenizer_info)   */
+  gb_tokenizer_kind kind;
+  uint32_t n_tokens;
+  int32_t bos_id, eos_id, eot_id, eom_id, unk_id, pad_id; /* -1 when absent */
+  uint32_t add_bos;     /* 1 when the model wants BOS first (GB_TOKENIZE_ADD_BOS) */
+  uint32_t add_eos;     /* 1 when it wants EOS last                         */
+  char pre[32];         /* BPE pre-tokenizer ("llama-bpe", "qwen2", ...); "" otherwise */
+  uint64_t chat_template_bytes; /* length of the model's chat template text (0: none) */
+} gb_tokenizer_info;
+
+/* The model's tokenizer (owned by the model: valid until gb_model_close, never
+ * passed to gb_tokenizer_close). Errors: GB_ERR_NULL_POINTER. */
+gb_status gb_model_tokenizer(const gb_model *model, const gb_tokenizer **out);
+
+/* Bytes of memory gb_tokenizer_open_memory needs for this TOKENIZER image
+ * (what gb_convert_gguf_tokenizer produces, or a .gbx TOKENIZER section's
+ * bytes). Validates the image. Errors: GB_ERR_NULL_POINTER, GB_ERR_BAD_MAGIC,
+ * GB_ERR_UNSUPPORTED_VERSION, GB_ERR_TRUNCATED, GB_ERR_CORRUPT. */
+gb_status gb_tokenizer_mem_size(const void *image, size_t size, size_t *out_bytes);
+
+/* A tokenizer without a model, over a TOKENIZER image that stays valid and
+ * unchanged until gb_tokenizer_close (any alignment). opts: NULL for
+ * defaults; its log fields are used, and mem / mem_bytes (8-byte aligned,
+ * gb_tokenizer_mem_size bytes) replace the one allocation when set. Errors
+ * as gb_tokenizer_mem_size, plus GB_ERR_ALIGNMENT, GB_ERR_ARENA_TOO_SMALL,
+ * GB_ERR_OUT_OF_MEMORY, GB_ERR_STRUCT_SIZE. *out is written only on success. */
+gb_status gb_tokenizer_open_memory(const void *image, size_t size, const gb_model_options *opts,
+                                   gb_tokenizer **out);
+
+/* Release a tokenizer from gb_tokenizer_open_memory. NULL, and a model's own
+ * tokenizer, are no-ops. */
+void gb_tokenizer_close(gb_tokenizer *tok);
+
+/* Fill *info (info->struct_size must be set; fields past it are untouched). */
+gb_status gb_tokenizer_get_info(const gb_tokenizer *tok, gb_tokenizer_info *info);
+
+/* Split text[0..len) (any bytes; invalid UTF-8 falls back to byte tokens)
+ * into ids. tokens: capacity `cap` ids, at least GB_TOKENIZE_CAPACITY(len)
+ * (the GGUF tokenizers use the buffer as work space); otherwise
+ * GB_ERR_BUFFER_TOO_SMALL, *n_tokens receives the capacity needed and the
+ * buffer's contents are unspecified. On success tokens[0..*n_tokens) are the
+ * ids. Errors: GB_ERR_NULL_POINTER, GB_ERR_INVALID_ARGUMENT (unknown flags),
+ * GB_ERR_UNAVAILABLE (GB_TOKENIZE_PARSE_SPECIAL on a llama2.c vocabulary).
  * Thread-safe; does not allocate. */
-gb_status gb_tokenize(const gb_model *model, const char *text, size_t len, uint32_t flags,
-                      int32_t *tokens, size_t cap, size_t *n_tokens);
+gb_status gb_tokenizer_encode(const gb_tokenizer *tok, const char *text, size_t len, uint32_t flags, int32_t *tokens,
+                              size_t cap, size_t *n_tokens);
 
-/* The bytes of one token as text. prev_token is the token before it (-1 for
- * none): after BOS a leading space is dropped, as SentencePiece does. Byte
- * tokens (<0x0A> ...) give their byte. *out points into the model (valid
- * until close); *len is its length. Control tokens give an empty string. */
-gb_status gb_token_to_text(const gb_model *model, int32_t prev_token, int32_t token,
-                           const char **out, size_t *len);
+/* The text of one token. prev_token is the token before it (-1 for none):
+ * right after BOS a SentencePiece space prefix is dropped. Byte tokens give
+ * their byte (which may be part of a multi-byte character: see
+ * gb_utf8_stream), byte-level BPE tokens their bytes, control tokens an
+ * empty string. *out points into the tokenizer (valid until it is closed),
+ * not NUL-terminated; *len is its length. Errors: GB_ERR_NULL_POINTER,
+ * GB_ERR_TOKEN_OUT_OF_RANGE. */
+gb_status gb_tokenizer_token_text(const gb_tokenizer *tok, int32_t prev_token, int32_t token, const char **out,
+                                  size_t *len);
+
+/* The text of ids[0..n) into buf[0..cap), not NUL-terminated; flags
+ * GB_DETOKENIZE_*. *n_out is its length; when it does not fit,
+ * GB_ERR_BUFFER_TOO_SMALL with *n_out = the bytes needed, and buf is not
+ * written. Errors: GB_ERR_NULL_POINTER, GB_ERR_TOKEN_OUT_OF_RANGE,
+ * GB_ERR_INVALID_ARGUMENT (unknown flags). Thread-safe; does not allocate. */
+gb_status gb_tokenizer_decode(const gb_tokenizer *tok, const int32_t *ids, size_t n, uint32_t flags, char *buf,
+                              size_t cap, size_t *n_out);
+
+/* *out = 1 when token ends generation (EOS, end of turn, end of message),
+ * else 0. Errors: GB_ERR_NULL_POINTER, GB_ERR_TOKEN_OUT_OF_RANGE. */
+gb_status gb_tokenizer_is_eog(const gb_tokenizer *tok, int32_t token, int *out);
+
+/* The model's chat template text (GGUF tokenizer.chat_template; Jinja, for
+ * gb_chat_template_detect), not NUL-terminated, valid while the tokenizer
+ * is. Errors: GB_ERR_NULL_POINTER, GB_ERR_UNAVAILABLE (the file has none). */
+gb_status gb_tokenizer_chat_template(const gb_tokenizer *tok, const char **text, size_t *len);
+
+/* gb_tokenizer_encode / gb_tokenizer_token_text with the model's tokenizer. */
+gb_status gb_tokenize(const gb_model *model, const char *text, size_t len, uint32_t flags, int32_t *tokens, size_t cap,
+                      size_t *n_tokens);
+gb_status gb_token_to_text(const gb_model *model, int32_t prev_token, int32_t token, const char **out, size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Session                                                                   */

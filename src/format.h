@@ -28,8 +28,9 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // Version 2 added the optional tensor kinds 13..16 (Q/K/V biases, RoPE
 // frequency factors) and the qwen2 architecture id; version 3 the GGUF block
 // formats 5..13 (tiers may mix formats, the embedding may use any) and the
-// META fields at +144. Readers accept 1..3.
-constexpr uint32_t kGbxVersion = 3;
+// META fields at +144; version 4 the TOKENIZER section (kind 4), with
+// which the VOCAB section becomes optional. Readers accept 1..4.
+constexpr uint32_t kGbxVersion = 4;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -45,6 +46,7 @@ enum SectionKind : uint32_t {
   kSecMeta = 1,
   kSecVocab = 2,
   kSecTensors = 3,
+  kSecTokenizer = 4,   // version 4: a GGUF tokenizer (src/tok/tokdata.h image)
   kSecCommon = 16,     // tensors every gear uses: embedding, norms
   kSecGearBase = 32,   // kSecGearBase + gb_gear: one section per tier present
 };
@@ -78,6 +80,13 @@ enum SourceKind : uint32_t { kSourceLlama2c = 1, kSourceGguf = 2, kSourceSynthet
 //     u8  types[n_tokens]         (TokenType), then zero padding to 4 bytes
 //     u8  blob[blob_bytes]        piece bytes; spaces are ' ' (not U+2581)
 constexpr uint32_t kMaxPieceBytes = 256;
+
+// ---- TOKENIZER section (kind 4, version 4) ---------------------------------
+// The tokenizer image of src/tok/tokdata.h ('GBTK', its own version), byte for
+// byte: vocabulary, scores or merges, token types, special ids, add-BOS/EOS
+// and space-prefix flags, pre-tokenizer id, chat template text. n_tokens ==
+// meta.vocab_size. A file has VOCAB, TOKENIZER or both (then TOKENIZER is
+// the one used; VOCAB keeps the file readable by version-3 readers' code).
 enum TokenType : uint8_t {
   kTokNormal = 1,
   kTokUnknown = 2,

@@ -20,6 +20,7 @@ const char *section_name(uint32_t kind) {
   switch (kind) {
     case kSecMeta: return "META";
     case kSecVocab: return "VOCAB";
+    case kSecTokenizer: return "TOKENIZER";
     case kSecTensors: return "TENSORS";
     case kSecCommon: return "COMMON";
     case kSecGearBase + GB_GEAR_LOW: return "GEAR_LOW";
@@ -313,11 +314,12 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
 }
 
 // Lay out the model struct and its arrays (counting or placing).
-gb_model *carve(Arena &a, const Meta &meta, void **tok_mem) {
+// tok_bytes: the tokenizer's tables (tokenizer_mem_size or tok_mem_size).
+gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
   TensorRef *norms = a.array<TensorRef>(5ull * meta.n_layers);  // attn, ffn norms; q, k, v biases
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
-  *tok_mem = a.alloc(tokenizer_mem_size(meta.vocab_size), 8);
+  *tok_mem = a.alloc(tok_bytes, 8);
   if (!m) return nullptr;
   m = new (m) gb_model();
   for (size_t i = 0; i < 5ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
@@ -350,9 +352,12 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   GB_TRY(parse_header(p, size, log, &n_sections, secs, &page_align, &version));
   const SectionRef *smeta = find_section(secs, n_sections, kSecMeta);
   const SectionRef *svocab = find_section(secs, n_sections, kSecVocab);
+  const SectionRef *stok = find_section(secs, n_sections, kSecTokenizer);
   const SectionRef *stensors = find_section(secs, n_sections, kSecTensors);
   const SectionRef *scommon = find_section(secs, n_sections, kSecCommon);
-  GB_RETURN_IF(!smeta || !svocab || !stensors || !scommon, log, GB_ERR_CORRUPT, "gbx: a required section (META, VOCAB, TENSORS, COMMON) is missing");
+  GB_RETURN_IF(!smeta || !stensors || !scommon, log, GB_ERR_CORRUPT, "gbx: a required section (META, TENSORS, COMMON) is missing");
+  GB_RETURN_IF(!svocab && !stok, log, GB_ERR_CORRUPT, "gbx: the file has neither a VOCAB nor a TOKENIZER section");
+  GB_RETURN_IF(stok && version < 4, log, GB_ERR_CORRUPT, "gbx: a version %u file with a TOKENIZER section (version 4 added it)", version);
 
   // Metadata sections are always verified: they are small and steer every access.
   const bool verify_data = !mem_bytes_out && (opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit));
@@ -367,9 +372,18 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   meta.version = version;
   GB_TRY(parse_meta(p + smeta->offset, smeta->size, log, &meta));
 
+  // The tokenizer: TOKENIZER when present (validated here, its tables sized
+  // from it), else the llama2.c VOCAB.
+  TokView tv;
+  if (stok) {
+    GB_TRY(tokdata_view(p + stok->offset, stok->size, log, &tv));
+    GB_RETURN_IF(tv.n_tokens != meta.vocab_size, log, GB_ERR_CORRUPT, "gbx: the TOKENIZER has %u tokens, the model %u", tv.n_tokens,
+                 meta.vocab_size);
+  }
+  const size_t tok_bytes = stok ? tok_mem_size(tv) : tokenizer_mem_size(meta.vocab_size);
   Arena counter;
   void *tok_mem = nullptr;
-  carve(counter, meta, &tok_mem);
+  carve(counter, meta, tok_bytes, &tok_mem);
   if (mem_bytes_out) {  // gb_model_mem_size(): count only
     *mem_bytes_out = counter.used();
     return GB_OK;
@@ -385,7 +399,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
     GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gbx: cannot obtain %zu bytes for model metadata", counter.used());
   }
   Arena arena(mem, counter.used());
-  gb_model *m = carve(arena, meta, &tok_mem);
+  gb_model *m = carve(arena, meta, tok_bytes, &tok_mem);
   m->mem = opt.mem ? nullptr : mem;
   m->log = log;
   m->base = p;
@@ -402,9 +416,10 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
     }
   }
   gb_status st = m->gears ? GB_OK : fail(log, GB_ERR_MISSING_TENSOR, "gbx: the file has no gear tier");
-  if (st == GB_OK) st = parse_vocab(p + svocab->offset, svocab->size, meta, log, &m->vocab);
+  if (st == GB_OK && svocab) st = parse_vocab(p + svocab->offset, svocab->size, meta, log, &m->vocab);
   if (st == GB_OK) st = parse_tensors(p + stensors->offset, stensors->size, m, log);
-  if (st == GB_OK) st = tokenizer_init(&m->tok, m->vocab, tok_mem, log);
+  if (st == GB_OK)
+    st = stok ? tokenizer_obj_init_gguf(&m->tokenizer, tv, tok_mem, log) : tokenizer_obj_init_llama2c(&m->tokenizer, m->vocab, tok_mem, log);
   if (st != GB_OK) {
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;
@@ -433,7 +448,7 @@ extern "C" void gb_model_options_init(gb_model_options *o) {
   o->log_level = GB_LOG_WARN;
 }
 
-namespace {
+namespace gb {
 gb_status read_model_options(const gb_model_options *in, gb_model_options *o) {
   gb_model_options_init(o);
   if (!in) return GB_OK;
@@ -446,11 +461,11 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o) {
   if ((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA) return GB_ERR_INVALID_ARGUMENT;
   return GB_OK;
 }
-}  // namespace
+}  // namespace gb
 
 extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out) {
   gb_model_options o;
-  const gb_status os = read_model_options(opts, &o);
+  const gb_status os = gb::read_model_options(opts, &o);
   gb::Logger log{o.log, o.log_user, o.log_level};
   if (os != GB_OK) return gb::fail(log, os, "gb_model_open_file: bad options");
   GB_RETURN_IF(!path || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_file: path and out are required");
@@ -472,7 +487,7 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
 
 extern "C" gb_status gb_model_open_memory(const void *data, size_t size, const gb_model_options *opts, gb_model **out) {
   gb_model_options o;
-  const gb_status os = read_model_options(opts, &o);
+  const gb_status os = gb::read_model_options(opts, &o);
   gb::Logger log{o.log, o.log_user, o.log_level};
   if (os != GB_OK) return gb::fail(log, os, "gb_model_open_memory: bad options");
   GB_RETURN_IF(!data || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_memory: data and out are required");
@@ -482,7 +497,7 @@ extern "C" gb_status gb_model_open_memory(const void *data, size_t size, const g
 
 extern "C" gb_status gb_model_mem_size(const void *data, size_t size, const gb_model_options *opts, size_t *out_bytes) {
   gb_model_options o;
-  const gb_status os = read_model_options(opts, &o);
+  const gb_status os = gb::read_model_options(opts, &o);
   gb::Logger log{o.log, o.log_user, o.log_level};
   if (os != GB_OK) return gb::fail(log, os, "gb_model_mem_size: bad options");
   GB_RETURN_IF(!data || !out_bytes, log, GB_ERR_NULL_POINTER, "gb_model_mem_size: data and out_bytes are required");
@@ -565,15 +580,4 @@ extern "C" void gb_model_close(gb_model *m) {
   void *mem = m->mem;
   if (map.handle) gb_port_unmap_file(&map);
   gb_port_aligned_free(mem);
-}
-
-extern "C" gb_status gb_tokenize(const gb_model *m, const char *text, size_t len, uint32_t flags, int32_t *tokens, size_t cap,
-                                 size_t *n_tokens) {
-  if (!m) return GB_ERR_NULL_POINTER;
-  return gb::tokenize(m->tok, text, len, flags, tokens, cap, n_tokens);
-}
-
-extern "C" gb_status gb_token_to_text(const gb_model *m, int32_t prev, int32_t token, const char **out, size_t *len) {
-  if (!m) return GB_ERR_NULL_POINTER;
-  return gb::token_to_text(m->tok, prev, token, out, len);
 }

@@ -8,7 +8,7 @@
 #include "common.h"
 #include "format.h"
 #include "gearbx_port.h"
-#include "tokenizer.h"
+#include "tok/tokenizer_obj.h"
 #include "vocab.h"
 
 namespace gb {
@@ -57,8 +57,8 @@ struct gb_model {
   gb::SectionRef sections[gb::kMaxSections];
   uint32_t gears;  // bit per tier present
   gb::SectionRef gear_section[GB_GEAR_COUNT];
-  gb::VocabView vocab;
-  gb::Tokenizer tok;
+  gb::VocabView vocab;       // n == 0 when the file has no VOCAB section
+  gb_tokenizer tokenizer;    // over TOKENIZER when present, else VOCAB
   // Common tensors.
   gb::TensorRef embd;
   gb::TensorRef *attn_norm;  // (n_layers)
@@ -79,6 +79,8 @@ namespace gb {
 // and metadata checked, nothing placed, *out untouched).
 gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options &opt,
                      const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out = nullptr);
+// Options with defaults filled in; GB_ERR_STRUCT_SIZE / GB_ERR_INVALID_ARGUMENT.
+gb_status read_model_options(const gb_model_options *in, gb_model_options *o);
 // Check the CRC of one section; logs the section on mismatch.
 gb_status verify_section(const gb_model &m, const SectionRef &s);
 }  // namespace gb

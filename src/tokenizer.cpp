@@ -366,8 +366,8 @@ gb_status tokenize(const Tokenizer &t, const char *text, size_t len, uint32_t fl
   // Block offsets are 32-bit: a segment of n bytes has blocks of about
   // n / kMaxBlocks, so texts stop at 2^39 bytes.
   if ((uint64_t)len >= (uint64_t)1 << 39) return GB_ERR_INVALID_ARGUMENT;
-  if (cap < GB_TOKENIZE_CAPACITY(len)) {
-    *n_out = GB_TOKENIZE_CAPACITY(len);
+  if (cap < tokenize_capacity(len)) {
+    *n_out = tokenize_capacity(len);
     return GB_ERR_BUFFER_TOO_SMALL;
   }
   if (!t.sorted) return GB_ERR_BAD_STATE;

@@ -27,11 +27,16 @@ size_t tokenizer_mem_size(uint32_t n);
 // the encoder cannot use (logged).
 gb_status tokenizer_init(Tokenizer *t, const VocabView &v, void *mem, const Logger &log);
 
-// Encode per gb_tokenize() in gearbx.h (same contract, same flags).
+// Capacity tokenize() needs for len bytes (it works in the output buffer):
+// at most one id per byte, BOS, and the dummy prefix's slot.
+inline size_t tokenize_capacity(size_t len) { return len + 3; }
+
+// Encode per gb_tokenizer_encode() in gearbx.h (flags GB_TOKENIZE_ADD_BOS and
+// GB_TOKENIZE_NO_DUMMY_PREFIX; capacity tokenize_capacity(len)).
 gb_status tokenize(const Tokenizer &t, const char *text, size_t len, uint32_t flags, int32_t *out,
                    size_t cap, size_t *n_out);
 
-// Decode per gb_token_to_text() in gearbx.h.
+// Decode per gb_tokenizer_token_text() in gearbx.h.
 gb_status token_to_text(const Tokenizer &t, int32_t prev, int32_t token, const char **out,
                         size_t *len);
 

@@ -154,11 +154,23 @@ TEST(Convert, Llama2cAndGgufGiveIdenticalTensorSections) {
   ASSERT_NO_FATAL_FAILURE(load(l2c_out(), &a));
   ASSERT_NO_FATAL_FAILURE(load(gguf_out(), &b));
   ASSERT_EQ(a.secs.size(), 8u);
-  ASSERT_EQ(b.secs.size(), 8u);
-  const uint32_t kinds[] = {kSecTensors, kSecCommon, kSecGearBase + 0, kSecGearBase + 1, kSecGearBase + 2, kSecGearBase + 3};
+  ASSERT_EQ(b.secs.size(), 9u);  // and the GGUF's TOKENIZER
+  EXPECT_EQ(a.sec(kSecTokenizer), nullptr);
+  ASSERT_NE(b.sec(kSecTokenizer), nullptr);
+  const uint32_t kinds[] = {kSecCommon, kSecGearBase + 0, kSecGearBase + 1, kSecGearBase + 2, kSecGearBase + 3};
   for (uint32_t k : kinds) {
     ASSERT_NE(a.sec(k), nullptr) << k;
     EXPECT_TRUE(a.section_bytes(k) == b.section_bytes(k)) << "section kind " << k << " differs";
+  }
+  // The tensor tables agree entry by entry; each names its section by index,
+  // which the TOKENIZER shifts by one: compare the kinds they point at.
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); i++) {
+    const Entry &x = a.tensors[i], &y = b.tensors[i];
+    EXPECT_TRUE(x.kind == y.kind && x.layer == y.layer && x.tier == y.tier && x.fmt == y.fmt && x.layout == y.layout &&
+                x.rows == y.rows && x.cols == y.cols && x.offset == y.offset && x.nbytes == y.nbytes)
+        << "tensor " << i;
+    EXPECT_EQ(a.secs[x.section].kind, b.secs[y.section].kind) << "tensor " << i;
   }
   // Hyper-parameters agree; only the name, the source, the classifier flag
   // (GGUF stores output.weight) and the context length differ.
@@ -597,7 +609,7 @@ TEST(Convert, GgufQuantizedTensorsPassThrough) {
       EXPECT_STREQ((const char *)g.meta() + 80, "sample");
       if (tiers == 0) {
         // By default: the source's own tier only, and nothing to warn about.
-        EXPECT_EQ(g.secs.size(), 5u);
+        EXPECT_EQ(g.secs.size(), 6u);  // META, VOCAB, TOKENIZER, TENSORS, COMMON, the tier
         EXPECT_TRUE(logs.empty()) << logs[0];
         continue;
       }

@@ -327,8 +327,13 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
       if (gb::ld_u32(e) == gb::kSecTensors) tens = (size_t)gb::ld_u64(e + 8);
     }
     ASSERT_TRUE(meta && tens);
+    // A version-1 file: no TOKENIZER section (version 4 added it; the kind
+    // is re-tagged 99, a section readers skip, leaving the VOCAB in use).
     std::vector<uint8_t> v1 = img;
     gb::st_u32(&v1[8], 1);
+    EXPECT_EQ(open(v1), GB_ERR_CORRUPT) << name;  // a TOKENIZER in a version-1 file
+    for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++)
+      if (gb::ld_u32(&v1[64 + 32 * i]) == gb::kSecTokenizer) gb::st_u32(&v1[64 + 32 * i], 99);
     // qwen2 in a version-1 file: the architecture; llama3: the rope_freqs kind.
     EXPECT_EQ(open(v1), strstr(name, "qwen2") ? GB_ERR_UNSUPPORTED_TYPE : GB_ERR_CORRUPT) << name;
     // Every optional tensor gets a bad value or goes missing.

@@ -582,7 +582,7 @@ TEST_F(MalformedGguf, Vocabulary) {
   EXPECT_EQ(with(t), GB_ERR_CORRUPT);
   t = s;
   t.set("tokenizer.ggml.tokens", 9, tokens(d.vocab - 1));
-  EXPECT_EQ(with(t), GB_ERR_SHAPE_MISMATCH);
+  EXPECT_EQ(with(t), GB_ERR_CORRUPT);  // fewer tokens than scores
   t = s;
   t.set("tokenizer.ggml.tokens", 9, tokens(d.vocab));
   EXPECT_EQ(with(t), GB_OK);
@@ -636,6 +636,8 @@ TEST_F(MalformedGguf, Vocabulary) {
   }
   t = s;
   t.set_str("tokenizer.ggml.model", "gpt2");
+  EXPECT_EQ(with(t), GB_ERR_CORRUPT);  // byte-level BPE without merges
+  t.set_str("tokenizer.ggml.model", "rwkv");
   EXPECT_EQ(with(t), GB_ERR_UNSUPPORTED_TYPE);
   for (const char *k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"}) {
     t = s;

@@ -649,7 +649,8 @@ TEST(TokenizerApi, BufferTooSmallWritesNothing) {
   size_t n = 12345;
   EXPECT_EQ(gb::tokenize(T, s.data(), s.size(), GB_TOKENIZE_ADD_BOS, buf.data(), s.size() + 2, &n),
             GB_ERR_BUFFER_TOO_SMALL);
-  EXPECT_EQ(n, GB_TOKENIZE_CAPACITY(s.size()));
+  EXPECT_EQ(n, gb::tokenize_capacity(s.size()));
+  EXPECT_LE(n, GB_TOKENIZE_CAPACITY(s.size()));
   for (int32_t x : buf) EXPECT_EQ(x, 0x7EADBEEF);
   EXPECT_EQ(gb::tokenize(T, s.data(), s.size(), 0, buf.data(), 0, &n), GB_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(n, s.size() + 3);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <vector>
+
 #include "common.h"
 
 namespace gb {
@@ -37,6 +39,9 @@ gb_status convert_llama2c(const char *checkpoint_path, const char *tokenizer_pat
 // GGUF v3 (v2 accepted) with architecture "llama": F32, F16, Q8_0 and Q4_0
 // tensors; tokenizer from tokenizer.ggml.* (model "llama").
 gb_status convert_gguf(const char *gguf_path, const char *out_path, const ConvertOptions &opt);
+// The TOKENIZER image of a GGUF file (tensors are not read), as convert_gguf
+// stores it (gb_convert_gguf_tokenizer).
+gb_status gguf_tokenizer(const char *gguf_path, const Logger &log, std::vector<uint8_t> *image);
 
 // Random weights from a spec: a preset ("tinyllama-1.1b") or
 // "dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]".

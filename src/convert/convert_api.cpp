@@ -1,7 +1,10 @@
 // convert_api.cpp — gearbx_convert.h over the converter's C++ entry points.
 #include "gearbx_convert.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include <vector>
 
 #include "convert.h"
 #include "format.h"
@@ -77,3 +80,19 @@ extern "C" gb_status gb_convert_synthetic(const char *spec, const char *out_path
   if (st != GB_OK) return st;
   return gb::convert_synthetic(spec, out_path, o);
 }
+
+extern "C" gb_status gb_convert_gguf_tokenizer(const char *gguf_path, const gb_convert_options *opt, void **image, size_t *size) {
+  if (!image || !size) return GB_ERR_NULL_POINTER;
+  gb::ConvertOptions o;
+  GB_TRY(to_internal(opt, &o));
+  std::vector<uint8_t> img;
+  GB_TRY(gb::gguf_tokenizer(gguf_path, o.log, &img));
+  void *p = malloc(img.size());
+  GB_RETURN_IF(!p, o.log, GB_ERR_OUT_OF_MEMORY, "gguf: cannot allocate %zu bytes for the tokenizer", img.size());
+  memcpy(p, img.data(), img.size());
+  *image = p;
+  *size = img.size();
+  return GB_OK;
+}
+
+extern "C" void gb_convert_free(void *p) { free(p); }

@@ -156,6 +156,7 @@ class Writer {
   std::vector<Sec> secs_;
   std::vector<Planned> tensors_;
   size_t n_common_ = 0;
+  size_t sec_tensors_ = 0, sec_common_ = 0, sec_gear0_ = 0;  // indexes in secs_
   uint32_t gears_[GB_GEAR_COUNT] = {0};  // present gears, in order
   uint32_t n_gears_ = 0;
   size_t gear_first_[GB_GEAR_COUNT] = {0};  // index in tensors_ of each present gear's first tensor
@@ -233,8 +234,16 @@ void Writer::plan() {
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
     if (tiers_ & (1u << g)) gears_[n_gears_++] = g;
   secs_.clear();
-  const uint32_t kinds[4] = {kSecMeta, kSecVocab, kSecTensors, kSecCommon};
-  for (uint32_t k : kinds) secs_.push_back(Sec{k, 0, 0, 0});
+  // META, VOCAB (when the source has a llama2.c-style vocabulary), TOKENIZER
+  // (when it has a GGUF tokenizer), TENSORS, COMMON, then the gears.
+  secs_.push_back(Sec{kSecMeta, 0, 0, 0});
+  if (!v_.pieces.empty()) secs_.push_back(Sec{kSecVocab, 0, 0, 0});
+  if (!v_.tokenizer.empty()) secs_.push_back(Sec{kSecTokenizer, 0, 0, 0});
+  sec_tensors_ = secs_.size();
+  secs_.push_back(Sec{kSecTensors, 0, 0, 0});
+  sec_common_ = secs_.size();
+  secs_.push_back(Sec{kSecCommon, 0, 0, 0});
+  sec_gear0_ = secs_.size();
   for (uint32_t i = 0; i < n_gears_; i++) secs_.push_back(Sec{kSecGearBase + gears_[i], 0, 0, 0});
 
   // Tensors, in file order; offsets are relative to their section.
@@ -257,26 +266,26 @@ void Writer::plan() {
     cursor = t.offset + t.nbytes;
     tensors_.push_back(t);
   };
-  add(kTokEmbd, 0, kTierCommon, embd_fmt_, 3);
+  add(kTokEmbd, 0, kTierCommon, embd_fmt_, (uint32_t)sec_common_);
   for (uint32_t l = 0; l < d_.n_layers; l++) {
-    add(kAttnNorm, l, kTierCommon, kFmtF32, 3);
-    add(kFfnNorm, l, kTierCommon, kFmtF32, 3);
+    add(kAttnNorm, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+    add(kFfnNorm, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   }
-  add(kOutNorm, 0, kTierCommon, kFmtF32, 3);
+  add(kOutNorm, 0, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   if (d_.qkv_bias)
     for (uint32_t l = 0; l < d_.n_layers; l++)
-      for (uint32_t k : {kBiasQ, kBiasK, kBiasV}) add(k, l, kTierCommon, kFmtF32, 3);
-  if (d_.rope_freqs) add(kRopeFreqs, 0, kTierCommon, kFmtF32, 3);
+      for (uint32_t k : {kBiasQ, kBiasK, kBiasV}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+  if (d_.rope_freqs) add(kRopeFreqs, 0, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   n_common_ = tensors_.size();
-  secs_[3].size = cursor;
+  secs_[sec_common_].size = cursor;
   for (uint32_t i = 0; i < n_gears_; i++) {
     const uint32_t g = gears_[i];
     cursor = 0;
     gear_first_[i] = tensors_.size();
     for (uint32_t l = 0; l < d_.n_layers; l++)
-      for (uint32_t k : kLayerMatrices) add(k, l, g, tier_fmt(g, k, l), 4 + i);
-    add(kClassifier, 0, g, tier_fmt(g, kClassifier, 0), 4 + i);
-    secs_[4 + i].size = cursor;
+      for (uint32_t k : kLayerMatrices) add(k, l, g, tier_fmt(g, k, l), (uint32_t)(sec_gear0_ + i));
+    add(kClassifier, 0, g, tier_fmt(g, kClassifier, 0), (uint32_t)(sec_gear0_ + i));
+    secs_[sec_gear0_ + i].size = cursor;
   }
 
   // Section sizes of the metadata, then offsets.
@@ -284,8 +293,11 @@ void Writer::plan() {
   for (const std::string &p : v_.pieces) blob += p.size();
   const uint64_t n = d_.vocab_size;
   secs_[0].size = kMetaBytes;
-  secs_[1].size = 16 + 4 * n + 4 * (n + 1) + align_up(n, 4) + blob;
-  secs_[2].size = 16 + (uint64_t)tensors_.size() * kTensorEntryBytes;
+  for (Sec &sec : secs_) {
+    if (sec.kind == kSecVocab) sec.size = 16 + 4 * n + 4 * (n + 1) + align_up(n, 4) + blob;
+    if (sec.kind == kSecTokenizer) sec.size = v_.tokenizer.size();
+  }
+  secs_[sec_tensors_].size = 16 + (uint64_t)tensors_.size() * kTensorEntryBytes;
   uint64_t end = kHeaderFixedBytes + (uint64_t)secs_.size() * kSectionEntryBytes;
   for (Sec &s : secs_) {
     const bool data = s.kind == kSecCommon || s.kind >= kSecGearBase;
@@ -320,7 +332,7 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
 
 void Writer::build_vocab(std::vector<uint8_t> *b) const {
   const uint32_t n = d_.vocab_size;
-  b->assign(secs_[1].size, 0);
+  b->assign(secs_[1].size, 0);  // VOCAB is section 1 when present
   uint8_t *p = b->data();
   uint32_t blob = 0, max_piece = 0;
   for (const std::string &s : v_.pieces) {
@@ -344,7 +356,7 @@ void Writer::build_vocab(std::vector<uint8_t> *b) const {
 }
 
 void Writer::build_tensors(std::vector<uint8_t> *b) const {
-  b->assign(secs_[2].size, 0);
+  b->assign(secs_[sec_tensors_].size, 0);
   uint8_t *p = b->data();
   st_u32(p, (uint32_t)tensors_.size());
   st_u32(p + 4, kTensorEntryBytes);
@@ -387,7 +399,7 @@ gb_status Writer::fetch_f32(const Planned &t, uint32_t row0, uint32_t n) {
 }
 
 gb_status Writer::write_common() {
-  Sec &s = secs_[3];
+  Sec &s = secs_[sec_common_];
   uint32_t crc = 0;
   uint64_t pos = 0;
   for (size_t i = 0; i < n_common_; i++) {
@@ -444,7 +456,7 @@ gb_status Writer::write_gears() {
       }
       const uint64_t pad = t.offset - pos[i];
       if (pad) {
-        if (!out_.zeros_at(secs_[4 + i].offset + pos[i], pad)) return io_error();
+        if (!out_.zeros_at(secs_[sec_gear0_ + i].offset + pos[i], pad)) return io_error();
         crc[i] = crc32_update(crc[i], z, (size_t)pad);
       }
     }
@@ -482,7 +494,7 @@ gb_status Writer::write_gears() {
             gb_krows16::from_rows(ilv_.data(), buf_.data(), n, t.cols, format_block_bytes(t.fmt));
           bytes = ilv_.data();
         }
-        if (!out_.write_at(secs_[4 + i].offset + t.offset + r * rb, bytes, n * rb)) return io_error();
+        if (!out_.write_at(secs_[sec_gear0_ + i].offset + t.offset + r * rb, bytes, n * rb)) return io_error();
         crc[i] = crc32_update(crc[i], bytes, n * rb);
         progress(n * rb);
       }
@@ -493,7 +505,7 @@ gb_status Writer::write_gears() {
       tensors_done_++;
     }
   }
-  for (uint32_t i = 0; i < n_gears_; i++) secs_[4 + i].crc = crc[i];
+  for (uint32_t i = 0; i < n_gears_; i++) secs_[sec_gear0_ + i].crc = crc[i];
   report_requant();
   return GB_OK;
 }
@@ -535,10 +547,14 @@ gb_status Writer::run(const char *tmp_path) {
   std::vector<uint8_t> b;
   build_meta(&b);
   GB_TRY(write_meta_section(0, b));
-  build_vocab(&b);
-  GB_TRY(write_meta_section(1, b));
+  size_t si = 1;
+  if (!v_.pieces.empty()) {
+    build_vocab(&b);
+    GB_TRY(write_meta_section(si++, b));
+  }
+  if (!v_.tokenizer.empty()) GB_TRY(write_meta_section(si++, v_.tokenizer));
   build_tensors(&b);
-  GB_TRY(write_meta_section(2, b));
+  GB_TRY(write_meta_section(sec_tensors_, b));
   std::vector<uint8_t>().swap(b);
   GB_TRY(write_common());
   GB_TRY(write_gears());
@@ -582,8 +598,9 @@ gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVoc
                GB_ERR_INVALID_ARGUMENT, "convert: page_align %u must be a power of two in [64, 16 MiB]", opt.page_align);
   GB_RETURN_IF(opt.q4_layout >= kLayoutCount, log, GB_ERR_INVALID_ARGUMENT, "convert: q4 layout %u invalid (0 row-major, 1 rows16)",
                opt.q4_layout);
-  GB_RETURN_IF(vocab.pieces.size() != desc.vocab_size || vocab.scores.size() != desc.vocab_size ||
-                   vocab.types.size() != desc.vocab_size,
+  GB_RETURN_IF(vocab.pieces.size() != vocab.scores.size() || vocab.pieces.size() != vocab.types.size() ||
+                   (!vocab.pieces.empty() && vocab.pieces.size() != desc.vocab_size) ||
+                   (vocab.pieces.empty() && vocab.tokenizer.empty()),
                log, GB_ERR_INTERNAL, "convert: vocabulary arrays do not match vocab_size %u", desc.vocab_size);
   std::string tmp = std::string(out_path) + ".tmp";
   gb_status st;

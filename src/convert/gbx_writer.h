@@ -34,10 +34,13 @@ struct GbxModelDesc {
 };
 
 // The VOCAB section content; pieces hold plain spaces (never U+2581).
+// Empty pieces: no VOCAB section (then tokenizer must be set). tokenizer:
+// the TOKENIZER section's image (src/tok/tokdata.h), empty for none.
 struct GbxVocab {
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<uint8_t> types;  // TokenType
+  std::vector<uint8_t> tokenizer;
 };
 
 // Where the weights come from. Shapes are those of format.h (rows, cols) for

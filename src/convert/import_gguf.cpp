@@ -15,6 +15,8 @@
 #include "gbx_writer.h"
 #include "gguf_parse.h"
 #include "quant.h"
+#include "tok/tokdata.h"
+#include "tokdata_gguf.h"
 
 namespace gb {
 namespace {
@@ -301,9 +303,23 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
                (unsigned long long)embd->ne[1]);
   d.vocab_size = (uint32_t)embd->ne[1];
   GB_TRY(check_model_desc(d, log, GB_ERR_CORRUPT, "gguf"));
+  // The tokenizer travels as a TOKENIZER section (what gb_tokenize uses);
+  // a SentencePiece vocabulary is also written as VOCAB, as before.
   GbxVocab v;
-  GB_TRY(read_vocab(g, &d, log, &v));
-  GB_TRY(check_vocab(v, d, log, "gguf"));
+  GB_TRY(tokdata_from_gguf(g, log, &v.tokenizer));
+  TokView tv;
+  GB_TRY(tokdata_view(v.tokenizer.data(), v.tokenizer.size(), log, &tv));
+  GB_RETURN_IF(tv.n_tokens != d.vocab_size, log, GB_ERR_SHAPE_MISMATCH, "gguf: %u tokens, but token_embd has %u rows", tv.n_tokens,
+               d.vocab_size);
+  if (tv.kind == kTokKindSpm) {
+    GB_TRY(read_vocab(g, &d, log, &v));
+    GB_TRY(check_vocab(v, d, log, "gguf"));
+  } else {
+    d.bos_id = tv.special[kTokBos];
+    d.eos_id = tv.special[kTokEos];
+    d.unk_id = tv.special[kTokUnk];
+    d.pad_id = tv.special[kTokPad];
+  }
 
   GgufSource src(f, log);
   src.resize(d.n_layers);
@@ -372,6 +388,15 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   // (the writer's default), anything else becomes f16.
   if (o.embd_format < 0 && all_f32) o.embd_format = kFmtF32;
   return write_gbx(out_path, d, v, src, o);
+}
+
+gb_status gguf_tokenizer(const char *gguf_path, const Logger &log, std::vector<uint8_t> *image) {
+  GB_RETURN_IF(!gguf_path, log, GB_ERR_NULL_POINTER, "gguf: no input path");
+  InputFile f;
+  GB_TRY(f.open(gguf_path, log, "GGUF file"));
+  GgufFile g;
+  GB_TRY(gguf_parse(f, log, &g));
+  return tokdata_from_gguf(g, log, image);
 }
 
 }  // namespace gb

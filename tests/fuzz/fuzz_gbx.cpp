@@ -57,15 +57,33 @@ void exercise(gb_model *m) {
   memset(&mi, 0, sizeof mi);
   mi.struct_size = sizeof mi;
   if (gb_model_get_info(m, &mi) != GB_OK) fuzz_fail("get_info failed on an open model");
-  int32_t ids[64];
-  size_t n = 0;
   const char *text = "Once upon a time";
-  if (gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, ids, 64, &n) != GB_OK || n == 0) return;
+  int32_t ids[GB_TOKENIZE_CAPACITY(16)];
+  size_t n = 0;
+  if (gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, ids, sizeof ids / sizeof ids[0], &n) != GB_OK || n == 0)
+    fuzz_fail("a model that opened cannot tokenize");
   for (size_t i = 0; i < n; i++) {
     const char *p;
     size_t len;
     if (gb_token_to_text(m, i ? ids[i - 1] : -1, ids[i], &p, &len) != GB_OK) fuzz_fail("token_to_text failed");
   }
+  // The tokenizer handle: info, decoding, end-of-generation, template.
+  const gb_tokenizer *tk = nullptr;
+  if (gb_model_tokenizer(m, &tk) != GB_OK) fuzz_fail("no tokenizer");
+  gb_tokenizer_info ti;
+  ti.struct_size = sizeof ti;
+  if (gb_tokenizer_get_info(tk, &ti) != GB_OK || ti.n_tokens != mi.vocab_size) fuzz_fail("tokenizer info");
+  char dec[256];
+  size_t dn = 0;
+  const gb_status ds = gb_tokenizer_decode(tk, ids, n, GB_DETOKENIZE_SPECIAL, dec, sizeof dec, &dn);
+  if (ds != GB_OK && ds != GB_ERR_BUFFER_TOO_SMALL) fuzz_fail("decode failed");
+  int eog = 0;
+  for (size_t i = 0; i < n; i++)
+    if (gb_tokenizer_is_eog(tk, ids[i], &eog) != GB_OK) fuzz_fail("is_eog failed");
+  const char *tpl;
+  size_t tl;
+  const gb_status ts = gb_tokenizer_chat_template(tk, &tpl, &tl);
+  if (ts != GB_OK && ts != GB_ERR_UNAVAILABLE) fuzz_fail("chat_template failed");
   for (int g = GB_GEAR_LOW; g <= GB_GEAR_F32; g++) {
     if (!(mi.gears & (1u << g))) continue;
     gb_session_options so;
@@ -126,19 +144,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 // Seeds: small synthetic models (one with all four tiers, one with low+high
 // only and an untied classifier is not expressible in synthetic specs, so a
-// second seed differs in shapes and GQA), mutations focused on the header,
-// section table, META, VOCAB and TENSORS sections.
+// second seed differs in shapes and GQA), and stories260K converted from its
+// GGUF (VOCAB and TOKENIZER sections); mutations focused on the header,
+// section table, META, VOCAB, TOKENIZER and TENSORS sections.
 void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const char *t = getenv("TMPDIR");
   std::string path = std::string(t && *t ? t : "/tmp") + "/gb-fuzz-gbx-" + std::to_string((long)getpid()) + ".gbx";
   const char *specs[] = {"dim=32,layers=1,hidden=64,heads=2,kv_heads=1,vocab=300,seq_len=16,seed=1",
                          "dim=48,layers=2,hidden=40,heads=4,kv_heads=2,vocab=270,seq_len=8,seed=2"};
-  for (int i = 0; i < 2; i++) {
+  // The third: a GGUF's model (stories260K) with its TOKENIZER section.
+  const std::string gguf = std::string(GB_SHARED_DIR) + "/models/stories260K.gguf";
+  for (int i = 0; i < 3; i++) {
     gb::ConvertOptions o;
     o.page_align = 64;
-    o.tiers = i == 0 ? 0xFu : 0x5u;
+    o.tiers = i == 0 ? 0xFu : i == 1 ? 0x5u : 0x1u;
     o.log = gb::Logger{quiet, nullptr, GB_LOG_ERROR};
-    if (gb::convert_synthetic(specs[i], path.c_str(), o) != GB_OK) fuzz_fail("could not build a seed");
+    if (i == 2) {
+      FILE *probe = fopen(gguf.c_str(), "rb");
+      if (!probe) break;  // without the shared models: the synthetic seeds only
+      fclose(probe);
+    }
+    if ((i < 2 ? gb::convert_synthetic(specs[i], path.c_str(), o) : gb::convert_gguf(gguf.c_str(), path.c_str(), o)) != GB_OK)
+      fuzz_fail("could not build a seed");
     FILE *f = fopen(path.c_str(), "rb");
     if (!f) fuzz_fail("could not read a seed");
     std::vector<uint8_t> b(1, 0);

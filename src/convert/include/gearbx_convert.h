@@ -57,6 +57,17 @@ gb_status gb_convert_llama2c(const char *checkpoint_path, const char *tokenizer_
                              const gb_convert_options *opt);
 /* GGUF v3 (v2 accepted), architecture "llama". */
 gb_status gb_convert_gguf(const char *gguf_path, const char *out_path, const gb_convert_options *opt);
+/* The tokenizer of a GGUF file (a vocabulary-only one with no tensors is
+ * fine) as a TOKENIZER image, the bytes gb_convert_gguf stores in the .gbx,
+ * for gb_tokenizer_open_memory. *image is allocated here; release it with
+ * gb_convert_free. opt: NULL for defaults (its log fields are used).
+ * Errors: GB_ERR_NULL_POINTER, GB_ERR_FILE_NOT_FOUND, GB_ERR_IO, the GGUF
+ * parser's 3xx statuses, GB_ERR_UNSUPPORTED_TYPE (a tokenizer model or
+ * pre-tokenizer this build does not know; the log names it),
+ * GB_ERR_OUT_OF_MEMORY. Nothing is written to *image / *size on error. */
+gb_status gb_convert_gguf_tokenizer(const char *gguf_path, const gb_convert_options *opt, void **image, size_t *size);
+/* Release memory the converter returned. NULL is a no-op. */
+void gb_convert_free(void *p);
 /* Random weights from a spec: a preset ("tinyllama-1.1b") or
  * "dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]". */
 gb_status gb_convert_synthetic(const char *spec, const char *out_path, const gb_convert_options *opt);
