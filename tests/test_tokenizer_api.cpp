@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -15,6 +16,9 @@
 #include <vector>
 
 #include "bytes.h"
+#include "convert_util.h"
+#include "gguf_parse.h"
+#include "sample_files.h"
 #include "format.h"
 #include "gearbx.h"
 #include "gearbx_convert.h"
@@ -435,4 +439,138 @@ TEST(TokenizerApi, Misuse) {
   EXPECT_EQ(gb_convert_gguf_tokenizer(gbt::stories260k_gbx().c_str(), &co, &im, &isz), GB_ERR_BAD_MAGIC);
   EXPECT_EQ(im, nullptr);
   gb_convert_free(nullptr);
+}
+
+// A model whose GGUF carries a byte-level BPE vocabulary (GPT-2's, from the
+// fixtures, with its 50257 tokens and merges) converts, keeps only the
+// TOKENIZER (no VOCAB section), tokenizes as the vocabulary does on its own,
+// generates, and its tokens decode.
+TEST(TokenizerApi, BpeModelConvertsAndRuns) {
+  gb::InputFile f;
+  gb::Logger log;
+  log.fn = gbt::quiet_log;
+  ASSERT_EQ(f.open(vocab_path("gpt-2").c_str(), log, "vocabulary"), GB_OK);
+  gb::GgufFile g;
+  ASSERT_EQ(gb::gguf_parse(f, log, &g), GB_OK);
+  ASSERT_TRUE(g.has_tokens && g.has_merges);
+  const uint32_t n = (uint32_t)g.tokens.size();
+  ASSERT_EQ(n, 50257u);
+
+  gb::SampleDims d;
+  d.dim = 32;
+  d.hidden = 64;
+  d.layers = 1;
+  d.heads = 2;
+  d.kv_heads = 1;
+  d.vocab = n;
+  d.seq_len = 32;
+  gb::GgufSpec s = gb::sample_gguf_spec(d, 0);
+  auto u32 = [](std::vector<uint8_t> &b, uint32_t v) { for (int i = 0; i < 4; i++) b.push_back((uint8_t)(v >> (8 * i))); };
+  auto u64 = [](std::vector<uint8_t> &b, uint64_t v) { for (int i = 0; i < 8; i++) b.push_back((uint8_t)(v >> (8 * i))); };
+  auto str_array = [&](const std::vector<std::string> &v) {
+    std::vector<uint8_t> b;
+    u32(b, 8);
+    u64(b, v.size());
+    for (const std::string &x : v) {
+      u64(b, x.size());
+      b.insert(b.end(), x.begin(), x.end());
+    }
+    return b;
+  };
+  std::vector<uint8_t> types;
+  u32(types, 5);
+  u64(types, n);
+  for (uint32_t i = 0; i < n; i++) u32(types, g.has_types ? (uint32_t)g.token_types[i] : 1u);
+  s.set_str("tokenizer.ggml.model", "gpt2");
+  s.set_str("tokenizer.ggml.pre", "gpt-2");
+  s.set("tokenizer.ggml.tokens", 9, str_array(g.tokens));
+  s.set("tokenizer.ggml.merges", 9, str_array(g.merges));
+  s.set("tokenizer.ggml.token_type", 9, types);
+  s.remove("tokenizer.ggml.scores");
+  s.remove("tokenizer.ggml.unknown_token_id");
+  s.set_u32("tokenizer.ggml.bos_token_id", 50256);
+  s.set_u32("tokenizer.ggml.eos_token_id", 50256);
+  const std::string tpl =
+      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+      "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  s.set_str("tokenizer.chat_template", tpl);
+  const std::string in = gbt::temp_dir() + "/bpe-model.gguf", out = gbt::temp_dir() + "/bpe-model.gbx";
+  const std::vector<uint8_t> bytes = gb::gguf_serialize(s);
+  ASSERT_TRUE(gbt::write_file(in, bytes));
+  gb_convert_options co = quiet_convert();
+  co.tiers = (1u << GB_GEAR_MID) | (1u << GB_GEAR_F32);
+  ASSERT_EQ(gb_convert_gguf(in.c_str(), out.c_str(), &co), GB_OK);
+
+  // Sections: TOKENIZER, no VOCAB.
+  const std::vector<uint8_t> img = gbt::read_file(out);
+  bool vocab = false, tokenizer = false;
+  for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
+    vocab |= gb::ld_u32(&img[64 + 32 * i]) == gb::kSecVocab;
+    tokenizer |= gb::ld_u32(&img[64 + 32 * i]) == gb::kSecTokenizer;
+  }
+  EXPECT_FALSE(vocab);
+  EXPECT_TRUE(tokenizer);
+
+  gb_model_options mo = gbt::quiet_model_options();
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_file(out.c_str(), &mo, &m), GB_OK);
+  gb_model_info mi;
+  mi.struct_size = sizeof mi;
+  ASSERT_EQ(gb_model_get_info(m, &mi), GB_OK);
+  EXPECT_EQ(mi.vocab_size, n);
+  EXPECT_EQ(mi.bos_id, 50256);
+  EXPECT_EQ(mi.eos_id, 50256);
+  const gb_tokenizer *t = nullptr;
+  ASSERT_EQ(gb_model_tokenizer(m, &t), GB_OK);
+  gb_tokenizer_info ti;
+  ti.struct_size = sizeof ti;
+  ASSERT_EQ(gb_tokenizer_get_info(t, &ti), GB_OK);
+  EXPECT_EQ(ti.kind, GB_TOKENIZER_BPE);
+  EXPECT_STREQ(ti.pre, "gpt-2");
+  const char *tp = nullptr;
+  size_t tl = 0;
+  ASSERT_EQ(gb_tokenizer_chat_template(t, &tp, &tl), GB_OK);
+  EXPECT_EQ(std::string(tp, tl), tpl);
+  gb_chat_template ct;
+  EXPECT_EQ(gb_chat_template_detect(tp, tl, &ct), GB_OK);
+  EXPECT_EQ(ct, GB_CHAT_TEMPLATE_CHATML);
+
+  Standalone alone;
+  ASSERT_EQ(alone.open(vocab_path("gpt-2")), GB_OK);
+  for (const char *text : kTexts) {
+    const std::string x = text;
+    EXPECT_EQ(encode(t, x, 0), encode(alone.tok, x, 0)) << x;
+  }
+  // "Hello world" is two GPT-2 tokens.
+  const std::vector<int32_t> hello = encode(t, "Hello world", 0);
+  ASSERT_EQ(hello.size(), 2u);
+  EXPECT_EQ(decode(t, hello, 0), "Hello world");
+
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.n_ctx = 16;
+  so.gear = GB_GEAR_MID;
+  so.log = gbt::quiet_log;
+  gb_session *sess = nullptr;
+  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &sess), GB_OK);
+  ASSERT_EQ(gb_prefill(sess, hello.data(), hello.size()), GB_OK);
+  std::string text;
+  int32_t prev = hello.back();
+  for (int k = 0; k < 6; k++) {
+    int32_t tok = -1;
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(gb_decode_step(sess, &tok, &info), GB_OK);
+    ASSERT_GE(tok, 0);
+    ASSERT_LT((uint32_t)tok, n);
+    const char *p;
+    size_t len;
+    ASSERT_EQ(gb_token_to_text(m, prev, tok, &p, &len), GB_OK);
+    text.append(p, len);
+    prev = tok;
+  }
+  gb_session_destroy(sess);
+  gb_model_close(m);
+  unlink(in.c_str());
+  unlink(out.c_str());
 }

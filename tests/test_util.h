@@ -16,6 +16,10 @@
 extern "C" const char *gbt_c_status_str(int value);
 extern "C" const char *gbt_c_gear_name(int value);
 extern "C" const char *gbt_c_kv_policy_name(int value);
+extern "C" const char *gbt_c_chat_template_name(int value);
+extern "C" gb_status gbt_c_chat_apply(int t, const gb_chat_message *msgs, size_t n, int gen, char *buf, size_t cap,
+                                      size_t *n_out);
+extern "C" gb_status gbt_c_chat_eot_strings(int t, const char *const **strings, size_t *count);
 
 namespace gbt {
 
