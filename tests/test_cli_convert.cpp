@@ -117,3 +117,34 @@ TEST(CliConvert, HelpGoesToStdout) {
 }
 
 }  // namespace
+
+TEST(CliConvert, ToGgufWritesATierAndRefusesMisuse) {
+  const std::string gbx = gbt::stories260k_gbx(), dir = gbt::temp_dir();
+  const std::string out = dir + "/cli-export.gguf";
+  CliOut r = convert_cli(gbx + " --to-gguf " + out + " --tier f32 --quiet");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::vector<uint8_t> b = gbt::read_file(out);
+  ASSERT_GE(b.size(), 24u);
+  EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "GGUF");
+  // It converts back.
+  r = convert_cli(out + " -o " + dir + "/cli-export-back.gbx --quiet");
+  EXPECT_EQ(r.status, 0) << r.err;
+  unlink((dir + "/cli-export-back.gbx").c_str());
+  unlink(out.c_str());
+  // Misuse: one error line each, nothing written.
+  const std::string bad[] = {
+      gbx + " --to-gguf " + out + " --tier auto",                      // not a tier
+      gbx + " --to-gguf " + out + " -o " + dir + "/x.gbx",             // two outputs
+      gbt::shared_path("models/stories260K.gguf") + " --to-gguf " + out,  // already GGUF
+      gbx + " --to-gguf " + out + " --tier low",                       // 172 columns: no Q4_0 blocks
+      gbx + " --to-gguf",                                              // no path
+  };
+  for (const std::string &a : bad) {
+    r = convert_cli(a);
+    EXPECT_NE(r.status, 0) << a;
+    EXPECT_EQ(lines(r.err), 1u) << a << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("gearbx convert: error: ", 0), 0u) << r.err;
+    EXPECT_NE(access(out.c_str(), F_OK), 0) << a;
+  }
+}

@@ -15,12 +15,16 @@ const char kUsage[] =
     "usage: gearbx convert IN.bin --tokenizer TOK.bin -o OUT.gbx | IN.gguf -o OUT.gbx | --synthetic SPEC -o OUT.gbx\n"
     "       [--tiers low,mid,high,f32] [--embd f32|f16] [--page-align N]\n"
     "       [--q4-layout rows16|row] [--quiet]\n"
+    "       gearbx convert MODEL.gbx --to-gguf OUT.gguf [--tier low|mid|high|f32|default]\n"
     "  --tiers: default low,mid,high,f32 from float weights; from an already quantized GGUF\n"
     "           only its own formats (copied as they are), as the tier nearest their bits per\n"
     "           weight; naming other tiers rounds its weights again (a warning gives the error)\n"
     "  --q4-layout: rows16 (default) interleaves the blocks of 16 rows of q4 matrices (and of a\n"
     "               GGUF's own q4k / q6k ones), the layout the fastest kernels stream; row keeps\n"
-    "               plain row-major rows\n";
+    "               plain row-major rows\n"
+    "  --to-gguf: write one tier of a .gbx (default: the file's default tier) as a GGUF with its\n"
+    "             tokenizer: f32 as F32, f16 as F16, q8 as Q8_0, q4 as Q4_0, a GGUF's own formats as\n"
+    "             themselves, byte for byte\n";
 
 int err(const char *fmt, const char *arg) {
   char msg[512];
@@ -87,7 +91,8 @@ double now_s() {
 }  // namespace
 
 int gb_cli_convert(int argc, char **argv) {
-  const char *in = nullptr, *tok = nullptr, *out = nullptr, *synth = nullptr;
+  const char *in = nullptr, *tok = nullptr, *out = nullptr, *synth = nullptr, *to_gguf = nullptr;
+  gb_gear tier = GB_GEAR_DEFAULT;
   bool quiet = false, tiers_given = false;
   gb_convert_options opt;
   gb_convert_default_options(&opt);
@@ -110,6 +115,15 @@ int gb_cli_convert(int argc, char **argv) {
     } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
       if (!has_val) return err("%s needs a path", a);
       out = argv[++i];
+    } else if (!strcmp(a, "--to-gguf")) {
+      if (!has_val) return err("%s needs a path", a);
+      to_gguf = argv[++i];
+    } else if (!strcmp(a, "--tier")) {
+      if (!has_val) return err("%s needs a tier (low, mid, high, f32, default)", a);
+      const char *v = argv[++i];
+      if (strcmp(v, "default") != 0 && (gb_gear_from_name(v, &tier) != GB_OK || tier >= GB_GEAR_COUNT))
+        return err("--tier: '%s' is not low, mid, high, f32 or default", v);
+      if (!strcmp(v, "default")) tier = GB_GEAR_DEFAULT;
     } else if (!strcmp(a, "--synthetic")) {
       if (!has_val) return err("%s needs a spec (e.g. tinyllama-1.1b)", a);
       synth = argv[++i];
@@ -142,6 +156,19 @@ int gb_cli_convert(int argc, char **argv) {
     } else {
       return err("unexpected argument '%s' (one input file)", a);
     }
+  }
+  if (to_gguf) {
+    if (!in || synth || tok || out) return cli_error("convert", "--to-gguf takes one MODEL.gbx and no -o, --tokenizer or --synthetic");
+    if (is_gguf(in)) return err("'%s' is already a GGUF; --to-gguf reads a .gbx", in);
+    const gb_status st = gb_convert_to_gguf(in, to_gguf, tier, &opt);
+    if (st != GB_OK) {
+      char msg[1100];
+      snprintf(msg, sizeof msg, "export of '%s' failed: %s%s%s", in, gb_status_str(st), cap.first_error[0] ? ": " : "",
+               cap.first_error);
+      return cli_error("convert", "%s", msg);
+    }
+    if (!quiet) fprintf(stderr, "gearbx convert: wrote %s (%llu bytes)\n", to_gguf, (unsigned long long)file_size(to_gguf));
+    return 0;
   }
   if (!out) return cli_error("convert", "no output: give -o OUT.gbx (see gearbx convert --help)");
   if (synth && in) return err("give either an input file or --synthetic, not both ('%s')", in);

@@ -39,6 +39,11 @@ gb_status convert_llama2c(const char *checkpoint_path, const char *tokenizer_pat
 // GGUF v3 (v2 accepted) with architecture "llama": F32, F16, Q8_0 and Q4_0
 // tensors; tokenizer from tokenizer.ggml.* (model "llama").
 gb_status convert_gguf(const char *gguf_path, const char *out_path, const ConvertOptions &opt);
+// One tier of a .gbx (gb_gear 0..3, or -1 for the file's default tier) as a
+// GGUF file: its tokenizer and its tensors in their own block formats, byte
+// for byte (gb_convert_to_gguf).
+gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, const Logger &log);
+
 // The TOKENIZER image of a GGUF file (tensors are not read), as convert_gguf
 // stores it (gb_convert_gguf_tokenizer).
 gb_status gguf_tokenizer(const char *gguf_path, const Logger &log, std::vector<uint8_t> *image);

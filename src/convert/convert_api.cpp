@@ -96,3 +96,15 @@ extern "C" gb_status gb_convert_gguf_tokenizer(const char *gguf_path, const gb_c
 }
 
 extern "C" void gb_convert_free(void *p) { free(p); }
+
+extern "C" gb_status gb_convert_to_gguf(const char *gbx_path, const char *out_path, gb_gear tier, const gb_convert_options *opt) {
+  gb::ConvertOptions o;
+  GB_TRY(to_internal(opt, &o));
+  int t;
+  static_assert(sizeof(tier) == sizeof(int), "int-sized enum");
+  memcpy(&t, &tier, sizeof t);  // a C caller's int, checked before use
+  if (t == GB_GEAR_DEFAULT) t = -1;
+  else if (t < 0 || t >= GB_GEAR_COUNT)
+    return gb::fail(o.log, GB_ERR_INVALID_ARGUMENT, "export: tier %d is not low, mid, high, f32 or default", t);
+  return gb::export_gguf(gbx_path, out_path, t, o.log);
+}

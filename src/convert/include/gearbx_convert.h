@@ -57,6 +57,19 @@ gb_status gb_convert_llama2c(const char *checkpoint_path, const char *tokenizer_
                              const gb_convert_options *opt);
 /* GGUF v3 (v2 accepted), architecture "llama". */
 gb_status gb_convert_gguf(const char *gguf_path, const char *out_path, const gb_convert_options *opt);
+/* One tier of a .gbx written back as a GGUF file (version 3, architecture
+ * llama or qwen2): its hyper-parameters, its tokenizer (a GGUF's own as it
+ * came; a llama2.c vocabulary as a SentencePiece one), and the tier's
+ * tensors in their own formats byte for byte: f32 as F32, f16 as F16, q8 as
+ * Q8_0, q4 as Q4_0, a GGUF's formats as themselves (16-row interleaved
+ * matrices back in plain rows). Importing the result gives the same tensors.
+ * tier: GB_GEAR_LOW..GB_GEAR_F32, or GB_GEAR_DEFAULT (the file's default).
+ * The output is written to OUT.tmp and renamed. Errors: GB_ERR_NULL_POINTER,
+ * the model's open errors, GB_ERR_UNAVAILABLE (no such tier in the file),
+ * GB_ERR_UNSUPPORTED_TYPE (a matrix whose rows are not whole blocks of its
+ * format, which GGUF cannot hold — such tiers export as f16 or f32 only; the
+ * log names the tensor), GB_ERR_INVALID_ARGUMENT (tier), GB_ERR_IO. */
+gb_status gb_convert_to_gguf(const char *gbx_path, const char *out_path, gb_gear tier, const gb_convert_options *opt);
 /* The tokenizer of a GGUF file (a vocabulary-only one with no tensors is
  * fine) as a TOKENIZER image, the bytes gb_convert_gguf stores in the .gbx,
  * for gb_tokenizer_open_memory. *image is allocated here; release it with
