@@ -98,4 +98,82 @@ TEST(Cli, InfoPrintsHyperParameters) {
   EXPECT_NE(r.out.find("tier low"), std::string::npos) << r.out;
 }
 
+TEST(Cli, InfoPrintsSessionMemoryPerGear) {
+  const Out r = sh("info " + gbt::stories260k_gbx() + " --ctx 128 --kv-budget 0.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("context 128 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  spec "), std::string::npos) << r.out;  // a size, or why not
+  for (const char *g : {"low", "mid", "high", "f32", "auto"}) {
+    const size_t at = r.out.find(std::string("\n  ") + g);
+    ASSERT_NE(at, std::string::npos) << g << ": " << r.out;
+    // "session N bytes" where N is what gb_session_mem_size says.
+    const size_t sb = r.out.find("session", at);
+    ASSERT_NE(sb, std::string::npos);
+    EXPECT_GT(strtoull(r.out.c_str() + sb + 8, nullptr, 10), 0ull) << g;
+  }
+  // The session of the low gear, checked against the library.
+  gb_model_options mo = gbt::quiet_model_options();
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_file(gbt::stories260k_gbx().c_str(), &mo, &m), GB_OK);
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.n_ctx = 128;
+  so.kv.beta = 0.5f;
+  so.gear = GB_GEAR_LOW;
+  size_t bytes = 0;
+  ASSERT_EQ(gb_session_mem_size(m, &so, &bytes), GB_OK);
+  gb_model_close(m);
+  EXPECT_NE(r.out.find("low      session " + std::string(10 - std::to_string(bytes).size(), ' ') + std::to_string(bytes) + " bytes"),
+            std::string::npos)
+      << bytes << "\n" << r.out;
+  EXPECT_NE(sh("info " + gbt::stories260k_gbx() + " --ctx").status, 0);
+  EXPECT_NE(sh("info " + gbt::stories260k_gbx() + " --bogus").status, 0);
+}
+
+// Colour by gear only on a terminal: under a pseudo-terminal (util-linux
+// `script`) the text carries SGR codes, through a pipe it does not; --color
+// overrides both ways; --json prints one object per token instead.
+TEST(Cli, RunColoursTokensOnlyOnATerminal) {
+  const std::string run = std::string(GB_CLI_PATH) + " run -m " + gbt::stories260k_gbx() + " --gear auto --temp 0 -n 12 --quiet";
+  const std::string dir = gbt::temp_dir(), o = dir + "/tty.out";
+  auto capture = [&](const std::string &cmd) {
+    const int rc = system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+    const std::vector<uint8_t> b = gbt::read_file(o);
+    return std::string(b.begin(), b.end());
+  };
+  const std::string tty = capture("env -u NO_COLOR TERM=xterm script -qec '" + run + "' /dev/null > " + o + " 2>&1 < /dev/null");
+  EXPECT_NE(tty.find("\x1b[3"), std::string::npos) << "no colour on a terminal: " << tty;
+  std::string plain;  // the terminal's text without colour codes and carriage returns
+  for (size_t i = 0; i < tty.size(); i++) {
+    if (tty[i] == '\x1b') {
+      while (i < tty.size() && tty[i] != 'm') i++;
+    } else if (tty[i] != '\r') {
+      plain += tty[i];
+    }
+  }
+  EXPECT_EQ(plain.rfind("Once upon a time", 0), 0u) << plain;
+  const std::string pipe = capture("env -u NO_COLOR TERM=xterm " + run + " | cat > " + o);
+  EXPECT_EQ(pipe.find('\x1b'), std::string::npos) << "colour through a pipe: " << pipe;
+  EXPECT_EQ(pipe.rfind("Once upon a time", 0), 0u) << pipe;
+  const std::string never = capture("env -u NO_COLOR TERM=xterm script -qec '" + run + " --color never' /dev/null > " + o + " 2>&1 < /dev/null");
+  EXPECT_EQ(never.find('\x1b'), std::string::npos) << never;
+  const std::string nocolor = capture("env NO_COLOR=1 TERM=xterm script -qec '" + run + "' /dev/null > " + o + " 2>&1 < /dev/null");
+  EXPECT_EQ(nocolor.find('\x1b'), std::string::npos) << nocolor;
+  const std::string always = capture(run + " --color always > " + o);
+  EXPECT_NE(always.find("\x1b[3"), std::string::npos) << always;
+  EXPECT_EQ(sh("run -m " + gbt::stories260k_gbx() + " --color sometimes").status, 1);
+  // --json: one object per generated token, with its text and gear.
+  const std::string json = capture(run + " --json > " + o);
+  size_t lines = 0, at = 0;
+  for (char c : json) lines += c == '\n';
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 12u);
+  while ((at = json.find('\n', at)) != std::string::npos) at++;
+  EXPECT_EQ(json.rfind("{\"step\":0,", 0), 0u) << json;
+  EXPECT_NE(json.find("\"gear\":\""), std::string::npos);
+  EXPECT_NE(json.find("\"text\":\""), std::string::npos);
+  EXPECT_EQ(json.find('\x1b'), std::string::npos);
+}
+
 }  // namespace

@@ -1,11 +1,46 @@
-// cmd_info.cpp — `gearbx info MODEL.gbx`: hyper-parameters and tiers.
+// cmd_info.cpp — `gearbx info MODEL.gbx [--ctx N] [KV options]`:
+// hyper-parameters, tiers, and the memory a session needs per gear for that
+// context and KV budget (what sizing a board takes: the session's one
+// allocation plus the weights it maps).
 #include <string.h>
 
 #include "cli.h"
 
+namespace {
+const char kInfoUsage[] =
+    "usage: gearbx info MODEL.gbx [--ctx N] [--threads N] [KV options]\n"
+    "  prints the model, its tiers, and per gear the session memory (one allocation, KV pool\n"
+    "  included) and the weight bytes it maps, for a context of N tokens (default: the model's)\n" CLI_KV_USAGE;
+
+double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+}  // namespace
+
 int gb_cli_info(int argc, char **argv) {
-  if (argc != 2 || !strcmp(argv[1], "--help")) return cli_error("info", "usage: gearbx info MODEL.gbx");
-  gb_model *m = cli_open_model("info", argv[1]);
+  const char *C = "info", *path = nullptr;
+  gb_session_options so;
+  gb_session_options_init(&so);
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (!strcmp(o, "--help") || !strcmp(o, "-h")) return fputs(kInfoUsage, stdout), 0;
+    const int kr = cli_parse_kv_option(C, o, v, &so.kv);
+    if (kr < 0) return 1;
+    if (kr == 2) continue;
+    if (kr == 1) { i++; continue; }
+    if (!strcmp(o, "--ctx") || !strcmp(o, "--threads")) {
+      if (!v) return cli_error(C, "option %s needs a value", o);
+      if (!cli_parse_u32(C, o, v, !strcmp(o, "--ctx") ? &so.n_ctx : &so.n_threads)) return 1;
+      i++;
+    } else if (o[0] == '-' && o[1]) {
+      return cli_error(C, "unknown option '%s' (see gearbx info --help)", o);
+    } else if (!path) {
+      path = o;
+    } else {
+      return cli_error(C, "unexpected argument '%s' (one model)", o);
+    }
+  }
+  if (!path) return cli_error(C, "usage: gearbx info MODEL.gbx [--ctx N] [KV options]");
+  gb_model *m = cli_open_model(C, path);
   if (!m) return 1;
   gb_model_info i;
   i.struct_size = sizeof i;
@@ -27,6 +62,38 @@ int gb_cli_info(int argc, char **argv) {
       printf("tier %-7s %llu bytes, %s, %.2f bits/weight, %s%s\n", gb_gear_name((gb_gear)g), (unsigned long long)i.gear_bytes[g],
              i.tier_formats[g], (double)i.tier_bits[g], i.tier_origin[g] <= 3 ? kOrigin[i.tier_origin[g]] : "?",
              g == (int)i.default_gear ? " (default)" : "");
+
+  // Memory per gear: the session's one allocation (KV pool, scratch, state)
+  // and the weights it reads through the mapping (common tensors plus the
+  // tiers that gear can enter; pages of other tiers need not be resident).
+  uint64_t tiers_bytes = 0;
+  for (int g = 0; g < GB_GEAR_COUNT; g++) tiers_bytes += i.gear_bytes[g];
+  const uint64_t common = i.file_bytes - tiers_bytes;
+  const uint32_t n_ctx = so.n_ctx ? so.n_ctx : i.seq_len;
+  printf("memory       context %u tokens, kv policy %s%s (session = the one allocation; weights = mapped bytes read)\n", n_ctx,
+         gb_kv_policy_name(so.kv.policy), so.kv.beta > 0 || so.kv.pool_bytes ? " with a budget" : "");
+  const gb_gear gears[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_DEFAULT, GB_GEAR_AUTO, GB_GEAR_SPEC};
+  for (gb_gear g : gears) {
+    so.gear = g;
+    size_t bytes = 0;
+    uint64_t pool = 0;
+    uint32_t max_tokens = 0;
+    const gb_status st = gb_session_mem_size(m, &so, &bytes);
+    if (st != GB_OK) {
+      printf("  %-8s not available (%s)\n", gb_gear_name(g), gb_status_str(st));
+      continue;
+    }
+    gb_kv_pool_size(m, &so, &pool, &max_tokens);
+    // Weights a gear reads: its tier; auto and spec may use low, mid and high.
+    uint64_t w = common;
+    if (g == GB_GEAR_AUTO || g == GB_GEAR_SPEC) {
+      for (int t = GB_GEAR_LOW; t <= GB_GEAR_HIGH; t++) w += i.gear_bytes[t];
+    } else {
+      w += i.gear_bytes[g == GB_GEAR_DEFAULT ? i.default_gear : g];
+    }
+    printf("  %-8s session %10zu bytes (%7.1f MiB; KV pool %.1f MiB, %u tokens)  weights %7.1f MiB  total %7.1f MiB\n",
+           gb_gear_name(g), bytes, mib(bytes), mib(pool), max_tokens, mib(w), mib(bytes + w));
+  }
   gb_model_close(m);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -18,8 +19,35 @@ namespace {
 struct RunArgs {
   const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
   uint32_t n = 256, ctx = 0, threads = 1;
-  bool quiet = false;
+  bool quiet = false, json = false;
+  int color = -1;  // -1 auto (stdout is a terminal), 0 never, 1 always
 };
+
+// Per-gear colours of the generated text (ANSI SGR): low green, mid yellow,
+// high red, f32 magenta.
+const char *const kGearColor[GB_GEAR_COUNT] = {"\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[35m"};
+const char kColorReset[] = "\x1b[0m";
+
+// Whether to colour: --color, else a terminal that is not "dumb" and no
+// NO_COLOR in the environment.
+bool want_color(int opt) {
+  if (opt >= 0) return opt == 1;
+  const char *term = getenv("TERM");
+  return isatty(1) && !getenv("NO_COLOR") && !(term && !strcmp(term, "dumb"));
+}
+
+// s[0..n) as a JSON string body.
+void json_str(FILE *f, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c == '\n') fputs("\\n", f);
+    else if (c == '\t') fputs("\\t", f);
+    else if (c == '\r') fputs("\\r", f);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+}
 
 int run_usage() {
   fprintf(stderr,
@@ -27,12 +55,17 @@ int run_usage() {
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
           "                  [--ctx N] [--threads N] [--trace FILE.csv] [--plot FILE.svg] [--quiet]\n"
           "                  [--deterministic] [--spec-k K] [--spec-verify mid|high|f32] [--spec-draft low|mid]\n"
-          "                  [--spec-stop BITS] [--spec-adapt 0|1]\n"
+          "                  [--spec-stop BITS] [--spec-adapt 0|1] [--color auto|always|never] [--json]\n"
           "  --gear default    (the default) the file's default tier: mid, or a quantized GGUF's own tier\n"
           "  --gear spec       draft on the low tier, verify on high in one batched pass: high's tokens\n"
           "  --trace FILE.csv  one row of telemetry per decode step\n"
           "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"
           "  --deterministic   portable generic kernels only: the same tokens on every CPU\n"
+          "  --color WHEN      colour each generated token by the gear that produced it (green low,\n"
+          "                    yellow mid, red high, magenta f32): auto (default: when stdout is a\n"
+          "                    terminal and NO_COLOR is unset), always, never\n"
+          "  --json            one JSON object per generated token on stdout (its text, gear and the\n"
+          "                    step's telemetry) instead of the text\n"
           CLI_KV_USAGE);
   return 1;
 }
@@ -95,6 +128,7 @@ int gb_cli_run(int argc, char **argv) {
     if (!strcmp(o, "--quiet")) { a.quiet = true; continue; }
     if (!strcmp(o, "--gumbel")) { so.sampler.method = GB_SAMPLE_GUMBEL; continue; }
     if (!strcmp(o, "--deterministic")) { so.deterministic = 1; continue; }
+    if (!strcmp(o, "--json")) { a.json = true; continue; }
     const int kr = cli_parse_kv_option(C, o, v, &so.kv);
     if (kr < 0) return 1;
     if (kr == 2) continue;
@@ -112,6 +146,12 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--ctx")) ok = cli_parse_u32(C, o, v, &a.ctx);
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &a.threads);
     else if (!strcmp(o, "--trace")) a.trace = v;
+    else if (!strcmp(o, "--color")) {
+      if (!strcmp(v, "auto")) a.color = -1;
+      else if (!strcmp(v, "always")) a.color = 1;
+      else if (!strcmp(v, "never")) a.color = 0;
+      else return cli_error(C, "--color: '%s' is not auto, always or never", v);
+    }
     else if (!strcmp(o, "--plot")) a.plot = v;
     else if (!strcmp(o, "--spec-k")) ok = cli_parse_u32(C, o, v, &so.spec_k);
     else if (!strcmp(o, "--spec-verify")) ok = cli_parse_gear(C, v, &so.spec_verify_gear);
@@ -162,16 +202,34 @@ int gb_cli_run(int argc, char **argv) {
   }
   if (st == GB_OK) st = gb_prefill(s, prompt, n_prompt);
   if (st != GB_OK) rc = cli_error(C, "%s", cli_detail(st));
+  const gb_tokenizer *tk = nullptr;
+  gb_model_tokenizer(m, &tk);
+  const bool color = !a.json && want_color(a.color);
+  // Text goes out through a UTF-8 stream: a character split over two byte
+  // tokens prints whole, never as two broken halves.
+  gb_utf8_stream u8;
+  gb_utf8_stream_init(&u8);
+  char u8buf[GB_UTF8_STREAM_CAPACITY(1024)];
+  auto emit = [&](const char *t, size_t l, FILE *f) {
+    while (l > 0) {
+      const size_t k = l < 1024 ? l : 1024;
+      size_t n = 0;
+      if (gb_utf8_stream_push(&u8, t, k, u8buf, sizeof u8buf, &n) == GB_OK) fwrite(u8buf, 1, n, f);
+      t += k;
+      l -= k;
+    }
+  };
   if (rc == 0) {
     if (trace.f) fputs(kTraceHeader, trace.f);
     // Echo the prompt (after BOS), then stream the generation.
     int32_t prev = prompt[0];
-    for (size_t i = 1; i < n_prompt; i++) {
+    for (size_t i = 1; i < n_prompt && !a.json; i++) {
       const char *t;
       size_t l;
-      if (gb_token_to_text(m, prev, prompt[i], &t, &l) == GB_OK) fwrite(t, 1, l, stdout);
+      if (gb_token_to_text(m, prev, prompt[i], &t, &l) == GB_OK) emit(t, l, stdout);
       prev = prompt[i];
     }
+    if (n_prompt > 0) prev = prompt[n_prompt - 1];
     uint32_t per_gear[GB_GEAR_COUNT] = {0}, shifts = 0, made = 0;
     gb_step_info last;
     memset(&last, 0, sizeof last);
@@ -220,14 +278,37 @@ int gb_cli_run(int argc, char **argv) {
         p.theta_high = info.theta_high;
         steps.push_back(p);
       }
-      if (tok == mi.eos_id || tok == mi.bos_id) break;
-      const char *t;
-      size_t l;
-      if (gb_token_to_text(m, prev, tok, &t, &l) == GB_OK) fwrite(t, 1, l, stdout);
+      // End of text or turn; a BOS ends a llama2.c document too.
+      int eog = 0;
+      gb_tokenizer_is_eog(tk, tok, &eog);
+      const bool stop = eog || tok == mi.bos_id;
+      const char *t = "";
+      size_t l = 0;
+      if (!stop && gb_token_to_text(m, prev, tok, &t, &l) != GB_OK) l = 0;
+      if (a.json) {
+        printf("{\"step\":%u,\"pos\":%u,\"token\":%d,\"text\":\"", step, info.pos, tok);
+        json_str(stdout, t, l);
+        printf("\",\"gear\":\"%s\",\"next_gear\":\"%s\",\"shifted\":%u,\"entropy\":%.5f,\"entropy_smoothed\":%.5f,"
+               "\"weight_bytes_read\":%llu,\"step_us\":%.1f,\"kv_tokens\":%u,\"kv_bytes_used\":%llu,\"kv_bits_per_element\":%.4f,"
+               "\"end\":%s}\n",
+               gb_gear_name(info.gear), gb_gear_name(info.next_gear), info.shifted, (double)info.entropy,
+               (double)info.entropy_smoothed, (unsigned long long)info.weight_bytes_read, (double)info.step_ns / 1e3,
+               info.kv_tokens, (unsigned long long)info.kv_bytes_used, (double)info.kv_bits_per_element,
+               stop ? "true" : "false");
+      } else if (l > 0) {
+        if (color) fputs(kGearColor[g], stdout);
+        emit(t, l, stdout);
+        if (color) fputs(kColorReset, stdout);
+      }
       fflush(stdout);
+      if (stop) break;
       prev = tok;
     }
-    fputc('\n', stdout);
+    if (!a.json) {
+      size_t n = 0;
+      if (gb_utf8_stream_flush(&u8, u8buf, sizeof u8buf, &n) == GB_OK) fwrite(u8buf, 1, n, stdout);
+      fputc('\n', stdout);
+    }
     fflush(stdout);  // the story's last line before the summary on stderr
     strip[made] = 0;
     if (!a.quiet && made > 0) {
