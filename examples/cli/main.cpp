@@ -16,6 +16,8 @@ static int usage(FILE *f) {
           "             [--plot FILE.svg] [--deterministic]\n"
           "  gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N] [--json FILE]\n"
           "             [--managed all|attn] [--no-kl] [--max-tokens N]\n"
+          "  gearbx tokenize -m MODEL.gbx|VOCAB.gguf [--no-bos] [--parse-special] [--lines SEP] < TEXT\n"
+          "  gearbx detokenize -m MODEL.gbx|VOCAB.gguf [--special] [--lines SEP] < IDS\n"
           "run 'gearbx COMMAND --help' for a command's options.\n",
           gb_version_string());
   return f == stdout ? 0 : 2;
@@ -37,6 +39,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "info")) return gb_cli_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return gb_cli_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "perplexity")) return gb_cli_perplexity(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tokenize")) return gb_cli_tokenize(argc - 1, argv + 1);
+  if (!strcmp(cmd, "detokenize")) return gb_cli_detokenize(argc - 1, argv + 1);
   fprintf(stderr, "gearbx: error: unknown command '%s'\n", cmd);
   usage(stderr);
   return 1;
