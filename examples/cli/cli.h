@@ -12,6 +12,7 @@ int gb_cli_run(int argc, char **argv);
 int gb_cli_perplexity(int argc, char **argv);
 int gb_cli_tokenize(int argc, char **argv);
 int gb_cli_detokenize(int argc, char **argv);
+int gb_cli_chat(int argc, char **argv);
 
 // One-line error to stderr, returns the exit status 1.
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

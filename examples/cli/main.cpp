@@ -18,6 +18,8 @@ static int usage(FILE *f) {
           "             [--managed all|attn] [--no-kl] [--max-tokens N]\n"
           "  gearbx tokenize -m MODEL.gbx|VOCAB.gguf [--no-bos] [--parse-special] [--lines SEP] < TEXT\n"
           "  gearbx detokenize -m MODEL.gbx|VOCAB.gguf [--special] [--lines SEP] < IDS\n"
+          "  gearbx chat -m MODEL.gbx [--system TEXT] [--template NAME] [-n TOKENS] [--temp T] [--seed S]\n"
+          "             [--ctx N] [--threads N] [--show-prompt]     one user message per input line\n"
           "run 'gearbx COMMAND --help' for a command's options.\n",
           gb_version_string());
   return f == stdout ? 0 : 2;
@@ -41,6 +43,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "perplexity")) return gb_cli_perplexity(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize")) return gb_cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "detokenize")) return gb_cli_detokenize(argc - 1, argv + 1);
+  if (!strcmp(cmd, "chat")) return gb_cli_chat(argc - 1, argv + 1);
   fprintf(stderr, "gearbx: error: unknown command '%s'\n", cmd);
   usage(stderr);
   return 1;
