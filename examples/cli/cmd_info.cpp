@@ -70,7 +70,8 @@ int gb_cli_info(int argc, char **argv) {
   for (int g = 0; g < GB_GEAR_COUNT; g++) tiers_bytes += i.gear_bytes[g];
   const uint64_t common = i.file_bytes - tiers_bytes;
   const uint32_t n_ctx = so.n_ctx ? so.n_ctx : i.seq_len;
-  printf("memory       context %u tokens, kv policy %s%s (session = the one allocation; weights = mapped bytes read)\n", n_ctx,
+  printf("memory       context %u tokens, kv policy %s%s (session: the one allocation; tiers: mapped, read every\n"
+         "             token; common: mapped, the embedding read one row per token)\n", n_ctx,
          gb_kv_policy_name(so.kv.policy), so.kv.beta > 0 || so.kv.pool_bytes ? " with a budget" : "");
   const gb_gear gears[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_DEFAULT, GB_GEAR_AUTO, GB_GEAR_SPEC};
   for (gb_gear g : gears) {
@@ -84,15 +85,18 @@ int gb_cli_info(int argc, char **argv) {
       continue;
     }
     gb_kv_pool_size(m, &so, &pool, &max_tokens);
-    // Weights a gear reads: its tier; auto and spec may use low, mid and high.
-    uint64_t w = common;
+    // Weights a gear reads: its tier (auto and spec may use low, mid and
+    // high), read whole every token, and the common tensors (embedding,
+    // norms), of which a token reads one embedding row.
+    uint64_t w = 0;
     if (g == GB_GEAR_AUTO || g == GB_GEAR_SPEC) {
       for (int t = GB_GEAR_LOW; t <= GB_GEAR_HIGH; t++) w += i.gear_bytes[t];
     } else {
       w += i.gear_bytes[g == GB_GEAR_DEFAULT ? i.default_gear : g];
     }
-    printf("  %-8s session %10zu bytes (%7.1f MiB; KV pool %.1f MiB, %u tokens)  weights %7.1f MiB  total %7.1f MiB\n",
-           gb_gear_name(g), bytes, mib(bytes), mib(pool), max_tokens, mib(w), mib(bytes + w));
+    printf("  %-8s session %10zu bytes (%7.1f MiB; KV pool %.1f MiB, %u tokens)  tiers %7.1f MiB  common %6.1f MiB  "
+           "total %7.1f MiB\n",
+           gb_gear_name(g), bytes, mib(bytes), mib(pool), max_tokens, mib(w), mib(common), mib(bytes + w + common));
   }
   gb_model_close(m);
   return 0;
