@@ -93,6 +93,8 @@ typedef enum gb_status {
 
   /* 5xx: running */
   GB_ERR_CONTEXT_FULL = 500,     /* no room for another token in the context */
+  GB_ERR_ABORTED = 501,          /* the abort callback asked to stop; the
+                                    session is usable (see abort_callback) */
   GB_ERR_INTERNAL = 599,         /* a bug: please report                     */
   GB_STATUS_MAX_ENUM = 0x7fffffff
 } gb_status;
@@ -511,6 +513,18 @@ typedef struct gb_kv_options {
                               reallocation; default 0.02                  */
 } gb_kv_options;
 
+/* One logit bias: `bias` is added to token's logit before sampling at every
+ * step (-INFINITY bans the token). */
+typedef struct gb_logit_bias {
+  int32_t token;
+  float bias;
+} gb_logit_bias;
+
+/* Polled by the session between units of work; nonzero stops the call with
+ * GB_ERR_ABORTED. Runs on the calling thread; must not call into the
+ * session. */
+typedef int (*gb_abort_fn)(void *user);
+
 typedef struct gb_session_options {
   uint32_t struct_size;   /* = sizeof(gb_session_options)                   */
   uint32_t n_ctx;         /* context length in tokens; 0 = the model's seq_len */
@@ -628,6 +642,41 @@ typedef struct gb_session_options {
                                   probe every 16th such round.
                                   0: always spec_k. Default 1 (measured: fewer
                                   bytes per token on both shared models)     */
+  /* Generation control (all off by default). Penalties and bias change the
+   * logits the sampler draws from (and gb_step_info.logits), after the NaN
+   * guard and after the entropy the gear monitor reads; bias first, then
+   * penalties. Penalties look at the last penalty_window tokens that ran
+   * through the model (prompt included). Not with GB_GEAR_SPEC, whose
+   * verification compares unmodified distributions (GB_ERR_INVALID_ARGUMENT). */
+  float repeat_penalty;        /* 1 = off, in (0, 100]: a token in the window
+                                  has a positive logit divided by it and a
+                                  negative one multiplied by it. Default 1  */
+  float frequency_penalty;     /* 0 = off, in [-100, 100]: logit -= this x
+                                  the token's count in the window            */
+  float presence_penalty;      /* 0 = off, in [-100, 100]: logit -= this once
+                                  for a token present in the window          */
+  uint32_t penalty_window;     /* tokens the penalties look at, 1..65536
+                                  (capped at n_ctx). Default 64              */
+  const gb_logit_bias *logit_bias; /* n_logit_bias entries, tokens in range,
+                                  bias not NaN nor +infinity; copied into the
+                                  arena at creation (read only then)         */
+  uint32_t n_logit_bias;       /* 0..65536                                    */
+  /* Stop strings: gb_decode_step reports (gb_step_info.end = GB_STEP_END_STOP)
+   * the step whose token completes one of them in the generated text (the
+   * text of the tokens handed out since the last gb_prefill / gb_feed /
+   * reset, through the model's tokenizer). The session goes on if called
+   * again; the caller stops. */
+  const char *const *stop_strings; /* n_stop_strings NUL-terminated strings of
+                                  1..256 bytes; copied at creation           */
+  uint32_t n_stop_strings;     /* 0..64                                       */
+  gb_abort_fn abort_callback;  /* NULL = none. Polled before each decode pass
+                                  (gb_decode_step, gb_feed: then nothing has
+                                  changed) and before each prefill chunk
+                                  (gb_prefill: the chunks already run stay in
+                                  the KV cache, gb_session_position tells how
+                                  far it got, no token is pending, and the
+                                  rest can be given to gb_prefill again)     */
+  void *abort_user;            /* passed to abort_callback                    */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -707,7 +756,22 @@ typedef struct gb_step_info {
   uint32_t spec_drafted;      /* tokens the draft proposed                   */
   uint32_t spec_accepted;     /* of those, accepted by the verifier          */
   uint32_t spec_round;        /* 1 if this call ran a round                  */
+  /* Generation control (gb_decode_step; 0 for gb_feed): */
+  uint32_t end;               /* gb_step_end: why generation should end here */
+  uint32_t stop_index;        /* GB_STEP_END_STOP: which stop string matched  */
+  uint32_t stop_trim;         /* GB_STEP_END_STOP: bytes at the end of the
+                                 generated text (this token's text included)
+                                 that belong to the stop string: drop them */
 } gb_step_info;
+
+/* gb_step_info.end. */
+typedef enum gb_step_end {
+  GB_STEP_END_NONE = 0,
+  GB_STEP_END_EOG = 1,  /* the token is end-of-generation for the tokenizer
+                           (EOS, end of turn, end of message)              */
+  GB_STEP_END_STOP = 2, /* the generated text now contains a stop string  */
+  GB_STEP_END_MAX_ENUM = 0x7fffffff
+} gb_step_end;
 
 /* Feed prompt tokens. All but the last are run through the model into the KV
  * cache (batched: see prefill_batch); the last becomes the pending input of

@@ -68,6 +68,7 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   GB_RETURN_IF(o->prefill_blas == 2 && !gb_gemm_blas(), *log, GB_ERR_UNAVAILABLE,
                "session options: prefill_blas 2 needs OpenBLAS, and this library was built without it (GEARBX_WITH_OPENBLAS)");
   GB_TRY(sampler_validate(o->sampler, *log));
+  GB_TRY(control_validate(*o, m->meta.vocab_size, *log));
   GB_TRY(monitor_validate(o->monitor, *log));
   // Every tier the session may enter must be in the file (or built lazily).
   // The base tier serves the unmanaged matrices, so only a partial managed
@@ -147,6 +148,7 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   void *pmem = a.alloc(gb_port_pool_mem_size(o.n_threads), 64);
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
+  control_carve(&t->ctl, a, o, c.vocab_size, s != nullptr);
   if (!s) return nullptr;
   s->pool = gb_port_pool_start(pmem, o.n_threads);
   sampler_init(&s->sampler, o.sampler, c.vocab_size, smem);
@@ -177,7 +179,24 @@ struct StepResult {
   const float *logits;      // (vocab) the distribution the token came from
   uint64_t bytes, weights;  // weights read for it (0 when handed out of a spec round)
   uint32_t spec_drafted = 0, spec_accepted = 0, spec_round = 0;  // GB_GEAR_SPEC
+  uint32_t end = GB_STEP_END_NONE, stop_index = 0, stop_trim = 0;  // generation control
 };
+
+// Why generation should end at token `tok` handed out after `prev`: an
+// end-of-generation token, or a stop string completed by its text.
+void end_of(gb_session *s, int32_t prev, int32_t tok, StepResult *sr) {
+  const gb_tokenizer *tk = &s->model->tokenizer;
+  int eog = 0;
+  if (gb_tokenizer_is_eog(tk, tok, &eog) == GB_OK && eog) {
+    sr->end = GB_STEP_END_EOG;
+    return;
+  }
+  if (!s->ctl.n_stop) return;
+  const char *p;
+  size_t n;
+  if (gb_tokenizer_token_text(tk, prev, tok, &p, &n) != GB_OK) return;
+  if (control_stop(&s->ctl, p, n, &sr->stop_index, &sr->stop_trim)) sr->end = GB_STEP_END_STOP;
+}
 
 // gb_step_info's first layout ended at step_ns; fields are only appended.
 constexpr uint32_t kStepInfoMinSize = offsetof(gb_step_info, predicted_gear);
@@ -212,6 +231,9 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.spec_drafted = sr.spec_drafted;
   r.spec_accepted = sr.spec_accepted;
   r.spec_round = sr.spec_round;
+  r.end = sr.end;
+  r.stop_index = sr.stop_index;
+  r.stop_trim = sr.stop_trim;
   r.predicted_gear = s->monitor.predicted;
   r.catastrophic = s->monitor.catastrophic ? 1u : 0u;
   r.resident_weight_bytes = s->resident_bytes;
@@ -239,6 +261,7 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   PassCost cost;
   GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, &token, 1, s->pos, matmul_gemv, true, &cost));
   s->pos++;
+  control_push(&s->ctl, token);
   const uint32_t V = s->model->meta.vocab_size;
   float *logits = s->sc.logits;
   nan_guard(logits, V);
@@ -261,9 +284,11 @@ gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint6
   bool ran = false;
   GB_TRY(spec_next(s, &tok, &lg, &ran));
   if (token_out) *token_out = tok;
+  StepResult sr;
+  end_of(s, s->last_out, tok, &sr);
+  s->last_out = tok;
   if (!info) return GB_OK;
   const uint32_t V = s->model->meta.vocab_size;
-  StepResult sr;
   sr.gear = s->opt.spec_verify_gear;
   sr.tokens_in_gear = s->sp_out_i;
   sr.H = entropy_bits(lg, V);
@@ -341,6 +366,8 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->prefill_batch = 64;
   o->prefill_panel_rows = 64;
   o->prefill_blas = 1;
+  o->repeat_penalty = 1.0f;
+  o->penalty_window = 64;
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
@@ -438,6 +465,8 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
     s->monitor.locked = true;
   }
   spec_reset(s);
+  control_reset(&s->ctl);
+  s->last_out = -1;
   s->prewarmed = GB_GEAR_COUNT;
   s->release_pending = 0;
   s->resident_bytes = 0;
@@ -461,6 +490,8 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     GB_RETURN_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= V, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                  "gb_prefill: token %d at index %zu outside [0, %u)", tokens[i], i, V);
   spec_settle(s);  // tokens of a round not handed out yet leave the context
+  control_clear_text(&s->ctl);  // new input: stop strings look at what follows
+  s->last_out = -1;
   // A pending token is run first; then all but the last new token.
   const uint64_t needed = (uint64_t)s->pos + (s->pending >= 0 ? 1 : 0) + (n - 1);
   GB_RETURN_IF(needed >= s->n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->pos,
@@ -482,6 +513,12 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   if (s->spec)  // the draft catches up from the history at its next round
     for (size_t i = 0; i < total; i++) s->hist[s->pos + i] = token_at(i);
   for (size_t i = 0; i < total;) {
+    // The abort callback, between chunks: what ran stays (no token pending
+    // then); before the first, nothing has changed.
+    if (control_aborted(s->ctl)) {
+      s->log.log(GB_LOG_INFO, "gb_prefill: aborted by the callback at position %u", s->pos);
+      return GB_ERR_ABORTED;
+    }
     uint32_t m = (uint32_t)(total - i < s->pf_batch ? total - i : s->pf_batch);
     if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
     int32_t one;
@@ -490,6 +527,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     PassCost cost;
     GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, m == 1 ? matmul_gemv : matmul_panels, calib, &cost));
     s->pos += m;
+    for (uint32_t j = 0; j < m; j++) control_push(&s->ctl, chunk[j]);
     for (uint32_t j = 0; calib && j < m; j++) {
       float *lg = s->sc.logits + (size_t)j * V;
       nan_guard(lg, V);
@@ -529,13 +567,20 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   const uint64_t t0 = gb_port_now_ns();
   GB_TRY(check_info(s, info, "gb_decode_step"));
   GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
+  if (control_aborted(s->ctl)) {
+    s->log.log(GB_LOG_INFO, "gb_decode_step: aborted by the callback at position %u", s->pos);
+    return GB_ERR_ABORTED;
+  }
   if (s->spec) return spec_step(s, token_out, info, t0);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
   const uint32_t pos = s->pos;
   StepResult sr;
   GB_TRY(step(s, s->pending, &sr));
+  control_apply(&s->ctl, s->sc.logits, s->model->meta.vocab_size);
   const int32_t next = sampler_sample(&s->sampler, s->sc.logits);
+  end_of(s, s->pending, next, &sr);
   s->pending = next;
+  s->last_out = next;
   if (token_out) *token_out = next;
   fill_info(s, info, next, pos, sr, t0);
   return GB_OK;
@@ -547,8 +592,14 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   GB_TRY(check_info(s, info, "gb_feed"));
   GB_RETURN_IF(token < 0 || (uint32_t)token >= s->model->meta.vocab_size, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                "gb_feed: token %d out of range", token);
+  if (control_aborted(s->ctl)) {
+    s->log.log(GB_LOG_INFO, "gb_feed: aborted by the callback at position %u", s->pos);
+    return GB_ERR_ABORTED;
+  }
   spec_settle(s);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->n_ctx);
+  control_clear_text(&s->ctl);
+  s->last_out = -1;
   s->pending = -1;
   if (s->spec) s->hist[s->pos] = token;
   const uint32_t pos = s->pos;

@@ -6,6 +6,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "control.h"
 #include "forward.h"
 #include "gearbx_port.h"
 #include "kernels.h"
@@ -38,6 +39,8 @@ struct gb_session {
   gb::KvPool kv;     // the KV pool and attention scratch
   gb::Sampler sampler;
   gb::Monitor monitor;
+  gb::Control ctl;   // bias, penalties, stop strings, abort
+  int32_t last_out;  // token gb_decode_step handed out last (-1 after new input)
 
   gb_gear gear;                // gear of the next forward pass (w is its tier)
 

@@ -51,6 +51,7 @@ extern "C" const char *gb_status_str(gb_status s) {
     case GB_ERR_BUDGET_EXCEEDED: return "memory budget exceeded";
     case GB_ERR_ARENA_TOO_SMALL: return "arena too small";
     case GB_ERR_CONTEXT_FULL: return "context full";
+    case GB_ERR_ABORTED: return "aborted by the callback";
     case GB_ERR_INTERNAL: return "internal error";
   }
   return "unknown status";

@@ -49,6 +49,7 @@ STATUS_NAMES = {
     401: "GB_ERR_BUDGET_EXCEEDED",
     402: "GB_ERR_ARENA_TOO_SMALL",
     500: "GB_ERR_CONTEXT_FULL",
+    501: "GB_ERR_ABORTED",
     599: "GB_ERR_INTERNAL",
 }
 STATUS_VALUES = {name: value for value, name in STATUS_NAMES.items()}
@@ -115,6 +116,7 @@ def utf8_stream_capacity(n_bytes: int) -> int:
 c_enum = ctypes.c_int  # every gb_* enum is 32 bits (each ends in *_MAX_ENUM = 0x7fffffff)
 
 gb_log_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+gb_abort_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 
 class gb_model_options(ctypes.Structure):
@@ -238,6 +240,13 @@ class gb_kv_options(ctypes.Structure):
     ]
 
 
+class gb_logit_bias(ctypes.Structure):
+    _fields_ = [
+        ("token", ctypes.c_int32),
+        ("bias", ctypes.c_float),
+    ]
+
+
 class gb_session_options(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -264,6 +273,16 @@ class gb_session_options(ctypes.Structure):
         ("spec_draft_gear", c_enum),
         ("spec_stop_entropy", ctypes.c_float),
         ("spec_adapt", ctypes.c_uint32),
+        ("repeat_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+        ("presence_penalty", ctypes.c_float),
+        ("penalty_window", ctypes.c_uint32),
+        ("logit_bias", ctypes.POINTER(gb_logit_bias)),
+        ("n_logit_bias", ctypes.c_uint32),
+        ("stop_strings", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_stop_strings", ctypes.c_uint32),
+        ("abort_callback", gb_abort_fn),
+        ("abort_user", ctypes.c_void_p),
     ]
 
 
@@ -299,6 +318,9 @@ class gb_step_info(ctypes.Structure):
         ("spec_drafted", ctypes.c_uint32),
         ("spec_accepted", ctypes.c_uint32),
         ("spec_round", ctypes.c_uint32),
+        ("end", ctypes.c_uint32),
+        ("stop_index", ctypes.c_uint32),
+        ("stop_trim", ctypes.c_uint32),
     ]
 
 
@@ -320,7 +342,7 @@ STRUCTS = {
     cls.__name__: cls
     for cls in (
         gb_model_options, gb_model_info, gb_tokenizer_info, gb_sampler_options, gb_monitor_options,
-        gb_kv_options, gb_session_options, gb_step_info, gb_chat_message, gb_utf8_stream,
+        gb_kv_options, gb_logit_bias, gb_session_options, gb_step_info, gb_chat_message, gb_utf8_stream,
     )
 }
 

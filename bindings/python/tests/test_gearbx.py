@@ -95,7 +95,9 @@ def expected_ctype(ctype: str, enums: set):
         "uint32_t": ctypes.c_uint32, "int32_t": ctypes.c_int32, "uint64_t": ctypes.c_uint64,
         "float": ctypes.c_float, "size_t": ctypes.c_size_t, "char": ctypes.c_char, "void *": ctypes.c_void_p,
         "const char *": ctypes.c_char_p, "const float *": ctypes.POINTER(ctypes.c_float),
-        "gb_log_fn": _capi.gb_log_fn,
+        "gb_log_fn": _capi.gb_log_fn, "gb_abort_fn": _capi.gb_abort_fn,
+        "const gb_logit_bias *": ctypes.POINTER(_capi.gb_logit_bias),
+        "const char *const *": ctypes.POINTER(ctypes.c_char_p),
     }
     if ctype in scalar:
         return scalar[ctype]
