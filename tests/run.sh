@@ -43,7 +43,7 @@ QUICK=0; [ "${1:-}" = "--quick" ] && QUICK=1
 SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
 
 # ---- dependencies -------------------------------------------------------------
-PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils libopenblas-dev"
+PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils libopenblas-dev pkg-config bsdutils"
 [ $QUICK = 1 ] || PKGS="$PKGS llvm g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64 libopenblas-dev:arm64"
 timed "install packages" bash tests/deps.sh $PKGS
 # Debian 12's qemu-user hangs in pthread_create of dynamically linked

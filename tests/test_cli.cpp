@@ -176,4 +176,33 @@ TEST(Cli, RunColoursTokensOnlyOnATerminal) {
   EXPECT_EQ(json.find('\x1b'), std::string::npos);
 }
 
+TEST(Cli, RunGenerationControl) {
+  const std::string base = "run -m " + gbt::stories260k_gbx() + " --gear high --temp 0 -n 60 --quiet";
+  const Out plain = sh(base);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const size_t at = plain.out.find(" Lily");
+  ASSERT_NE(at, std::string::npos) << plain.out;
+  // --stop: the text up to the stop string, which is not printed.
+  const Out stopped = sh(base + " --stop ' Lily' --stop 'never in this story'");
+  ASSERT_EQ(stopped.status, 0) << stopped.err;
+  EXPECT_EQ(stopped.out, plain.out.substr(0, at) + "\n");
+  // --logit-bias: forcing EOS ends the story at once; banning a token keeps it out.
+  const Out eos = sh(base + " --logit-bias 2=1000");
+  ASSERT_EQ(eos.status, 0) << eos.err;
+  EXPECT_EQ(eos.out, "\n");
+  // Penalties change a greedy story.
+  const Out pen = sh(base + " --repeat-penalty 1.5 --penalty-window 32");
+  ASSERT_EQ(pen.status, 0) << pen.err;
+  EXPECT_NE(pen.out, plain.out);
+  for (const char *bad : {" --repeat-penalty 0", " --logit-bias 2", " --logit-bias x=1", " --logit-bias 99999=1",
+                          " --penalty-window 0", " --stop ''", " --frequency-penalty nan"}) {
+    const Out r = sh(base + bad);
+    EXPECT_EQ(r.status, 1) << bad;
+    EXPECT_TRUE(r.out.empty()) << bad;
+    size_t lines = 0;
+    for (char c : r.err) lines += c == '\n';
+    EXPECT_EQ(lines, 1u) << bad << ": " << r.err;
+  }
+}
+
 }  // namespace

@@ -6,6 +6,8 @@
 // end, so a failed run leaves an existing file as it was; an unwritable path
 // is reported before the model is loaded.
 #include <errno.h>
+#include <stdint.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +22,8 @@ struct RunArgs {
   const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
   uint32_t n = 256, ctx = 0, threads = 1;
   bool quiet = false, json = false;
+  std::vector<const char *> stops;  // --stop
+  std::vector<gb_logit_bias> bias;  // --logit-bias
   int color = -1;  // -1 auto (stdout is a terminal), 0 never, 1 always
 };
 
@@ -66,6 +70,10 @@ int run_usage() {
           "                    terminal and NO_COLOR is unset), always, never\n"
           "  --json            one JSON object per generated token on stdout (its text, gear and the\n"
           "                    step's telemetry) instead of the text\n"
+          "  --repeat-penalty F --frequency-penalty F --presence-penalty F --penalty-window N\n"
+          "                    penalize tokens of the last N (default 64) that ran (off: 1, 0, 0)\n"
+          "  --logit-bias TOKEN=BIAS  add BIAS to TOKEN's logit (-inf bans it); repeatable\n"
+          "  --stop TEXT       end when the generated text contains TEXT (not printed); repeatable\n"
           CLI_KV_USAGE);
   return 1;
 }
@@ -158,11 +166,41 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--spec-draft")) ok = cli_parse_gear(C, v, &so.spec_draft_gear);
     else if (!strcmp(o, "--spec-stop")) ok = cli_parse_f32(C, o, v, &so.spec_stop_entropy);
     else if (!strcmp(o, "--spec-adapt")) ok = cli_parse_u32(C, o, v, &so.spec_adapt);
+    else if (!strcmp(o, "--repeat-penalty")) ok = cli_parse_f32(C, o, v, &so.repeat_penalty);
+    else if (!strcmp(o, "--frequency-penalty")) ok = cli_parse_f32(C, o, v, &so.frequency_penalty);
+    else if (!strcmp(o, "--presence-penalty")) ok = cli_parse_f32(C, o, v, &so.presence_penalty);
+    else if (!strcmp(o, "--penalty-window")) ok = cli_parse_u32(C, o, v, &so.penalty_window);
+    else if (!strcmp(o, "--stop")) a.stops.push_back(v);
+    else if (!strcmp(o, "--logit-bias")) {
+      char *end = nullptr;
+      const long tokv = strtol(v, &end, 10);
+      gb_logit_bias b;
+      b.token = (int32_t)tokv;
+      if (end == v || *end != '=' || tokv < 0 || tokv > INT32_MAX) return cli_error(C, "--logit-bias: '%s' is not TOKEN=BIAS", v);
+      const char *bv = end + 1;
+      if (!strcmp(bv, "-inf")) b.bias = -INFINITY;
+      else if (!cli_parse_f32(C, o, bv, &b.bias)) return 1;
+      a.bias.push_back(b);
+    }
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
   }
   if (!a.model) return cli_error(C, "-m MODEL.gbx is required");
+  so.stop_strings = a.stops.empty() ? nullptr : a.stops.data();
+  so.n_stop_strings = (uint32_t)a.stops.size();
+  so.logit_bias = a.bias.empty() ? nullptr : a.bias.data();
+  so.n_logit_bias = (uint32_t)a.bias.size();
+  // Text that could still turn out to start a stop string is held back
+  // (each piece with its gear, for the colours).
+  size_t hold = 0;
+  for (const char *x : a.stops) hold = strlen(x) > hold ? strlen(x) : hold;
+  hold = hold > 0 ? hold - 1 : 0;
+  struct Held {
+    std::string text;
+    unsigned gear;
+  };
+  std::vector<Held> held;
   so.n_ctx = a.ctx;
   so.n_threads = a.threads;
   if (a.trace) so.measure_residency = 1;  // the trace's resident_weight_bytes column
@@ -278,13 +316,13 @@ int gb_cli_run(int argc, char **argv) {
         p.theta_high = info.theta_high;
         steps.push_back(p);
       }
-      // End of text or turn; a BOS ends a llama2.c document too.
-      int eog = 0;
-      gb_tokenizer_is_eog(tk, tok, &eog);
-      const bool stop = eog || tok == mi.bos_id;
+      // End of text or turn (the tokenizer's end-of-generation ids; a BOS
+      // ends a llama2.c document too), or a stop string.
+      const bool eog = info.end == GB_STEP_END_EOG || tok == mi.bos_id;
+      const bool stop = eog || info.end == GB_STEP_END_STOP;
       const char *t = "";
       size_t l = 0;
-      if (!stop && gb_token_to_text(m, prev, tok, &t, &l) != GB_OK) l = 0;
+      if (!eog && gb_token_to_text(m, prev, tok, &t, &l) != GB_OK) l = 0;
       if (a.json) {
         printf("{\"step\":%u,\"pos\":%u,\"token\":%d,\"text\":\"", step, info.pos, tok);
         json_str(stdout, t, l);
@@ -295,10 +333,33 @@ int gb_cli_run(int argc, char **argv) {
                (double)info.entropy_smoothed, (unsigned long long)info.weight_bytes_read, (double)info.step_ns / 1e3,
                info.kv_tokens, (unsigned long long)info.kv_bytes_used, (double)info.kv_bits_per_element,
                stop ? "true" : "false");
-      } else if (l > 0) {
-        if (color) fputs(kGearColor[g], stdout);
-        emit(t, l, stdout);
-        if (color) fputs(kColorReset, stdout);
+      } else {
+        held.push_back(Held{std::string(t, l), g});
+        size_t total = 0;
+        for (const Held &h : held) total += h.text.size();
+        if (info.end == GB_STEP_END_STOP) {  // the stop string is not printed
+          size_t cut = info.stop_trim < total ? info.stop_trim : total;
+          while (cut > 0) {
+            Held &h = held.back();
+            const size_t k = cut < h.text.size() ? cut : h.text.size();
+            h.text.resize(h.text.size() - k);
+            cut -= k;
+            if (h.text.empty()) held.pop_back();
+          }
+          total = 0;
+        }
+        // Print all but the bytes a stop string could still start with.
+        size_t printable = stop ? SIZE_MAX : total > hold ? total - hold : 0;
+        while (!held.empty() && printable > 0) {
+          Held &h = held.front();
+          const size_t k = printable < h.text.size() ? printable : h.text.size();
+          if (color) fputs(kGearColor[h.gear], stdout);
+          emit(h.text.data(), k, stdout);
+          if (color) fputs(kColorReset, stdout);
+          h.text.erase(0, k);
+          printable -= k;
+          if (h.text.empty()) held.erase(held.begin());
+        }
       }
       fflush(stdout);
       if (stop) break;
