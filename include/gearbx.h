@@ -826,6 +826,51 @@ gb_status gb_session_set_gear(gb_session *s, gb_gear gear);
 gb_status gb_kv_pool_size(const gb_model *model, const gb_session_options *opts, uint64_t *pool_bytes,
                           uint32_t *max_tokens);
 
+/* ------------------------------------------------------------------------ */
+/* Session state                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A session's state as a byte image: position, pending token, the KV pool's
+ * tokens (records at their bit levels, scales, importance statistics, free
+ * lists), the monitor (gear, window, thresholds, tokens in gear), the
+ * sampler's RNG, the penalty ring and stop-string tail, and for the spec gear
+ * the draft's pool and the token history. Loading it into a session of the
+ * same model with compatible options and decoding gives the tokens and
+ * logits the saved session would have given. The image is little-endian,
+ * carries a magic, a version, a CRC32 of its body and a hash of the model
+ * (the .gbx metadata and section checksums). A fresh session (nothing
+ * prefilled) may be saved and loaded too.
+ *
+ * gb_session_state_size: *out_bytes = the bytes a save needs now (it grows
+ * with the tokens in the KV pool). gb_session_state_max_size: an upper bound
+ * for any state of this session (every slot of the pool filled), for sizing
+ * one buffer once. Errors: GB_ERR_NULL_POINTER; GB_ERR_BAD_STATE (spec gear
+ * in the middle of a round, see below). */
+gb_status gb_session_state_size(const gb_session *s, size_t *out_bytes);
+gb_status gb_session_state_max_size(const gb_session *s, size_t *out_bytes);
+
+/* Serialize into buf (cap bytes). No allocation. *n_out = bytes written; on
+ * GB_ERR_BUFFER_TOO_SMALL *n_out = bytes needed and nothing is written.
+ * A spec-gear session can be saved only between rounds (every token of the
+ * last verify round handed out; always true right after gb_prefill / gb_feed):
+ * GB_ERR_BAD_STATE otherwise, decode on and try again. Errors:
+ * GB_ERR_NULL_POINTER (s or n_out NULL, or buf NULL with cap > 0). */
+gb_status gb_session_state_save(const gb_session *s, void *buf, size_t cap, size_t *n_out);
+
+/* Restore an image into s. The whole image is checked before anything of
+ * s changes: on any error s is exactly as before (and the log names the
+ * cause). Errors: GB_ERR_NULL_POINTER; GB_ERR_BAD_MAGIC; GB_ERR_UNSUPPORTED_VERSION;
+ * GB_ERR_TRUNCATED (len shorter than the image announces); GB_ERR_CHECKSUM
+ * (body CRC); GB_ERR_CORRUPT (inconsistent fields behind a valid CRC);
+ * GB_ERR_INVALID_ARGUMENT (another model, or options that change the state's
+ * meaning: gear policy, spec settings, monitor window, penalty window, stop
+ * strings' length, KV policy, its levels or parameters); GB_ERR_CONTEXT_FULL
+ * (s's n_ctx is below the saved position: a larger n_ctx is fine);
+ * GB_ERR_BUDGET_EXCEEDED (s's KV pool cannot hold the saved tokens' slots or
+ * pages). Sampler options (temperature, top-k, ...) and the abort callback
+ * are s's own; the RNG state comes from the image. */
+gb_status gb_session_state_load(gb_session *s, const void *buf, size_t len);
+
 /* Current position (tokens in the KV cache) and context capacity. */
 gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx);
 
