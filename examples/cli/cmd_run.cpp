@@ -20,6 +20,7 @@
 namespace {
 struct RunArgs {
   const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
+  const char *save_state = nullptr, *load_state = nullptr;  // --save-state / --load-state FILE
   uint32_t n = 256, ctx = 0, threads = 1;
   bool quiet = false, json = false;
   std::vector<const char *> stops;  // --stop
@@ -74,6 +75,9 @@ int run_usage() {
           "                    penalize tokens of the last N (default 64) that ran (off: 1, 0, 0)\n"
           "  --logit-bias TOKEN=BIAS  add BIAS to TOKEN's logit (-inf bans it); repeatable\n"
           "  --stop TEXT       end when the generated text contains TEXT (not printed); repeatable\n"
+          "  --save-state FILE after generating, write the session state to FILE (via FILE.tmp)\n"
+          "  --load-state FILE restore a saved state instead of prefilling a prompt, then decode on\n"
+          "                    (same model and options; -p then appends its text, without BOS)\n"
           CLI_KV_USAGE);
   return 1;
 }
@@ -171,6 +175,8 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--presence-penalty")) ok = cli_parse_f32(C, o, v, &so.presence_penalty);
     else if (!strcmp(o, "--penalty-window")) ok = cli_parse_u32(C, o, v, &so.penalty_window);
     else if (!strcmp(o, "--stop")) a.stops.push_back(v);
+    else if (!strcmp(o, "--save-state")) a.save_state = v;
+    else if (!strcmp(o, "--load-state")) a.load_state = v;
     else if (!strcmp(o, "--logit-bias")) {
       char *end = nullptr;
       const long tokv = strtol(v, &end, 10);
@@ -228,18 +234,33 @@ int gb_cli_run(int argc, char **argv) {
   char *strip = static_cast<char *>(malloc((size_t)a.n + 1));
   std::vector<CliPlotStep> steps;
   gb_status st = prompt && strip ? GB_OK : GB_ERR_OUT_OF_MEMORY;
-  if (st == GB_OK) st = gb_tokenize(m, a.prompt, plen, GB_TOKENIZE_ADD_BOS, prompt, cap, &n_prompt);
+  // --load-state: the prompt (if any) continues the restored text, no BOS.
+  if (st == GB_OK) st = gb_tokenize(m, a.prompt, plen, a.load_state ? 0u : (uint32_t)GB_TOKENIZE_ADD_BOS, prompt, cap, &n_prompt);
   if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
+  if (st == GB_OK && a.load_state) {
+    std::vector<uint8_t> img;
+    FILE *f = fopen(a.load_state, "rb");
+    if (!f) {
+      rc = cli_error(C, "cannot read state file '%s': %s", a.load_state, strerror(errno));
+      st = GB_ERR_IO;
+    } else {
+      uint8_t buf[65536];
+      size_t k;
+      while ((k = fread(buf, 1, sizeof buf, f)) > 0) img.insert(img.end(), buf, buf + k);
+      fclose(f);
+      st = gb_session_state_load(s, img.data(), img.size());
+    }
+  }
   // Cold start: an auto session with a prompt starts in the gear the
   // prompt classifier picks, before the prefill runs.
-  if (st == GB_OK && so.gear == GB_GEAR_AUTO && plen > 0) {
+  if (st == GB_OK && !a.load_state && so.gear == GB_GEAR_AUTO && plen > 0) {
     float score = 0;
     const gb_gear g = gb_classify_prompt(a.prompt, plen, &so.monitor, &score);
     st = gb_session_set_gear(s, g);
     if (st == GB_OK && !a.quiet) fprintf(stderr, "gearbx run: prompt score %.2f -> start in %s\n", (double)score, gb_gear_name(g));
   }
-  if (st == GB_OK) st = gb_prefill(s, prompt, n_prompt);
-  if (st != GB_OK) rc = cli_error(C, "%s", cli_detail(st));
+  if (st == GB_OK && (!a.load_state || n_prompt > 0)) st = gb_prefill(s, prompt, n_prompt);
+  if (st != GB_OK && rc == 0) rc = cli_error(C, "%s", cli_detail(st));
   const gb_tokenizer *tk = nullptr;
   gb_model_tokenizer(m, &tk);
   const bool color = !a.json && want_color(a.color);
@@ -260,8 +281,9 @@ int gb_cli_run(int argc, char **argv) {
   if (rc == 0) {
     if (trace.f) fputs(kTraceHeader, trace.f);
     // Echo the prompt (after BOS), then stream the generation.
-    int32_t prev = prompt[0];
-    for (size_t i = 1; i < n_prompt && !a.json; i++) {
+    // (A restored state's text was printed by the run that saved it.)
+    int32_t prev = a.load_state ? -1 : prompt[0];
+    for (size_t i = a.load_state ? 0 : 1; i < n_prompt && !a.json; i++) {
       const char *t;
       size_t l;
       if (gb_token_to_text(m, prev, prompt[i], &t, &l) == GB_OK) emit(t, l, stdout);
@@ -406,6 +428,28 @@ int gb_cli_run(int argc, char **argv) {
                gb_gear_name(so.gear), made, sampling);
       if (cli_write_plot_svg(a.plot, title, steps.data(), steps.size())) plot.committed = true;
       else rc = cli_error(C, "cannot write plot file '%s': %s", a.plot, strerror(errno));
+    }
+  }
+  if (rc == 0 && a.save_state) {
+    size_t need = 0, n = 0;
+    std::vector<uint8_t> img;
+    st = gb_session_state_size(s, &need);
+    if (st == GB_OK) {
+      img.resize(need);
+      st = gb_session_state_save(s, img.data(), img.size(), &n);
+    }
+    if (st != GB_OK) {
+      rc = cli_error(C, "cannot save the session state: %s", cli_detail(st));
+    } else {
+      const std::string tmp = std::string(a.save_state) + ".tmp";
+      FILE *f = fopen(tmp.c_str(), "wb");
+      bool ok = f && fwrite(img.data(), 1, n, f) == n;
+      if (f) ok = fclose(f) == 0 && ok;
+      if (ok) ok = rename(tmp.c_str(), a.save_state) == 0;
+      if (!ok) {
+        rc = cli_error(C, "cannot write state file '%s': %s", a.save_state, strerror(errno));
+        remove(tmp.c_str());
+      }
     }
   }
   gb_session_destroy(s);
