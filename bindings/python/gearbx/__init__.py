@@ -931,6 +931,26 @@ class Session:
         """Set the gear of the next pass of an "auto" session (gb_session_set_gear)."""
         self._model._call("gb_session_set_gear", self._handle(), _gear(gear))
 
+    def save_state(self) -> bytes:
+        """The session's state as bytes (gb_session_state_save): position, KV cache,
+        monitor, RNG, penalty and stop-string history. A spec session saves only
+        between rounds (GB_ERR_BAD_STATE otherwise)."""
+        n = _c.c_size_t()
+        self._model._call("gb_session_state_size", self._handle(), _c.byref(n))
+        buf = _c.create_string_buffer(max(n.value, 1))
+        self._model._call("gb_session_state_save", self._handle(), buf, n.value, _c.byref(n))
+        return buf.raw[: n.value]
+
+    def load_state(self, data: bytes) -> None:
+        """Restore a state from save_state (gb_session_state_load) into this session
+        (same model, compatible options). On an error the session is unchanged."""
+        data = bytes(data)
+        buf = _c.create_string_buffer(data, max(len(data), 1))
+        self._model._call("gb_session_state_load", self._handle(), buf, len(data))
+        self._prev = -1
+        self._logits_n = 0
+        self._stream.reset()
+
     # -- running ----------------------------------------------------------
 
     def prefill(self, ids: Sequence[int]) -> None:

@@ -736,6 +736,28 @@ class TestErrors(ModelCase):
             with self.assertRaises(ValueError):
                 s.logits()
 
+    def test_save_and_load_state(self):
+        ids = self.model.tokenize("Once upon a time")
+        for gear, temp in (("high", 0.0), ("auto", 0.8)):
+            with self.model.session(gear, n_ctx=128, temperature=temp, seed=11) as a, \
+                    self.model.session(gear, n_ctx=256, temperature=temp, seed=11) as b:
+                a.prefill(ids)
+                for _ in range(4):
+                    a.step()
+                state = a.save_state()
+                self.assertIsInstance(state, bytes)
+                want = [a.step().token for _ in range(20)]
+                b.load_state(state)
+                self.assertEqual(b.position, a.position - 20)
+                self.assertEqual([b.step().token for _ in range(20)], want)
+        with self.model.session("high", n_ctx=128) as c:
+            with self.assertRaises(gearbx.GearbxError) as cm:
+                c.load_state(b"nonsense" * 8)
+            self.assertEqual(cm.exception.name, "GB_ERR_BAD_MAGIC")
+            with self.assertRaises(gearbx.GearbxError) as cm:
+                c.load_state(state)  # saved by an auto session
+            self.assertEqual(cm.exception.name, "GB_ERR_INVALID_ARGUMENT")
+
     def test_parse_special(self):
         m = self.model
         if m.tokenizer_info.kind_name == "llama2c":
