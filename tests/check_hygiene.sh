@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/check_hygiene.sh BUILD_DIR NM OBJDUMP — static-library hygiene of
-# libgearbx.a's objects (the core in CMakeFiles/gearbx.dir, the kernels in
+# libgearbx.a's objects (the core in CMakeFiles/gearbx_objs.dir, the kernels in
 # CMakeFiles/gearbx_isa_*.dir), and of the sources:
 #   - no exceptions (__cxa_throw, __cxa_begin_catch, personality, _Unwind_Resume)
 #   - no RTTI (typeinfo _ZTI / _ZTS, __dynamic_cast)
@@ -17,9 +17,9 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 fail=0
 bad() { echo "HYGIENE FAIL: $*"; fail=1; }
 
-mapfile -t core < <(find "$B/CMakeFiles/gearbx.dir" -name '*.o' | sort)
+mapfile -t core < <(find "$B/CMakeFiles/gearbx_objs.dir" -name '*.o' | sort)
 mapfile -t isa < <(find "$B/CMakeFiles" -path '*gearbx_isa_*.dir*' -name '*.o' | sort)
-[ ${#core[@]} -gt 0 ] || { echo "HYGIENE FAIL: no objects under $B/CMakeFiles/gearbx.dir"; exit 1; }
+[ ${#core[@]} -gt 0 ] || { echo "HYGIENE FAIL: no objects under $B/CMakeFiles/gearbx_objs.dir"; exit 1; }
 echo "checking ${#core[@]} core and ${#isa[@]} kernel objects"
 
 for o in "${core[@]}" "${isa[@]}"; do
