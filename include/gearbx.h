@@ -875,6 +875,64 @@ gb_status gb_session_state_load(gb_session *s, const void *buf, size_t len);
 gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx);
 
 /* ------------------------------------------------------------------------ */
+/* Budget planner                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* What a plan gave up against the best configuration (bits of
+ * gb_plan_report.gave_up). */
+#define GB_PLAN_GAVE_UP_PREFILL 1u   /* a smaller prefill batch: slower prompts   */
+#define GB_PLAN_GAVE_UP_KV 2u        /* a KV cache below f32 (f16, or a budgeted pool) */
+#define GB_PLAN_GAVE_UP_KV_LOSSY 4u  /* a pool small enough to cost quality
+                                        (beta < 0.25, measured) or evicting  */
+#define GB_PLAN_GAVE_UP_GEAR 8u      /* a weight tier below the file's default  */
+
+typedef struct gb_plan_report {
+  uint32_t struct_size;     /* set by the caller to sizeof(gb_plan_report)   */
+  uint64_t budget_bytes;    /* the budget planned for                        */
+  uint64_t arena_bytes;     /* the session's one allocation                  */
+  uint64_t kv_pool_bytes;   /* of which the KV pool                          */
+  uint64_t weight_bytes;    /* resident weights counted against the budget:
+                               the common section and the tiers the gear
+                               enters (as the session's budget check counts) */
+  uint32_t n_ctx;           /* context planned                               */
+  gb_gear gear;             /* chosen gear (a tier: LOW, MID, HIGH, F32)    */
+  gb_kv_policy kv_policy;   /* chosen KV policy                              */
+  float kv_beta;            /* chosen pool fraction (0: no budget)           */
+  uint32_t kv_evict;        /* 1: the pool evicts when full                  */
+  uint32_t prefill_batch;   /* chosen prefill batch                          */
+  uint32_t gave_up;         /* GB_PLAN_GAVE_UP_* bits                        */
+  uint32_t candidates_tried;/* configurations checked before this one fit   */
+} gb_plan_report;
+
+/* Fill *opts with the best configuration of `model` that fits `budget_bytes`
+ * (session arena + resident weights, the accounting of
+ * gb_session_options.mem_budget, which the plan sets) for a context of n_ctx
+ * tokens (0: the model's). *opts comes in initialised (gb_session_options_init)
+ * with the caller's other choices (threads, sampler, log, generation
+ * control), which are kept; the planner sets gear, kv (policy, beta, evict),
+ * prefill_batch, lazy_tiers, n_ctx and mem_budget.
+ *
+ * Preference order (quality first, from the measurements in docs/RESULTS.md:
+ * the file's default tier is the best measured trade; a KV pool of beta >=
+ * 0.25 with the window policy costs no measurable NLL; the lower tier, beta
+ * 0.2 and beta 0.16 each cost some): for each step the largest prefill batch
+ * of 64, 16, 1 that fits (speed is given up before quality), then
+ *   1. default tier, KV f32, f16, window beta 0.5, 0.25 (lossless)
+ *   2. default tier, window beta 0.2
+ *   3. each lower tier (by bits per weight; built lazily when the file lacks
+ *      it and has a source for it), KV as in 1 and then beta 0.2
+ *   4. every tier from the default down, window beta 0.16, then beta 0.14
+ *      with eviction
+ * The first that fits wins. report (NULL allowed; struct_size must be set)
+ * gets its byte breakdown and what was given up. Errors: GB_ERR_NULL_POINTER,
+ * GB_ERR_STRUCT_SIZE, GB_ERR_INVALID_ARGUMENT (opts invalid apart from the
+ * planned fields, budget 0), GB_ERR_BUDGET_EXCEEDED (nothing fits: the log
+ * names the smallest configuration's bytes); *opts is written only on
+ * success. Does not allocate. */
+gb_status gb_plan(const gb_model *model, uint64_t budget_bytes, uint32_t n_ctx, gb_session_options *opts,
+                  gb_plan_report *report);
+
+/* ------------------------------------------------------------------------ */
 /* Chat templates                                                            */
 /* ------------------------------------------------------------------------ */
 

@@ -205,4 +205,28 @@ TEST(Cli, RunGenerationControl) {
   }
 }
 
+TEST(Cli, PlanAndRunWithABudget) {
+  const Out plan = sh("plan -m " + gbt::stories5m_gbx() + " --budget 4M --ctx 256");
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  EXPECT_EQ(plan.out.rfind("plan for 4.0 MiB, context 256: gear ", 0), 0u) << plan.out;
+  EXPECT_NE(plan.out.find("resident weights"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("gave up: "), std::string::npos) << plan.out;
+  const Out roomy = sh("plan -m " + gbt::stories5m_gbx() + " --budget 1G");
+  ASSERT_EQ(roomy.status, 0) << roomy.err;
+  EXPECT_NE(roomy.out.find("gave up: nothing"), std::string::npos) << roomy.out;
+  const Out run = sh("run -m " + gbt::stories5m_gbx() + " --budget 4M --ctx 256 --temp 0 -n 20");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out.rfind("Once upon a time", 0), 0u) << run.out;
+  EXPECT_NE(run.err.find("plan for 4.0 MiB"), std::string::npos) << run.err;
+  for (const std::string &bad : {"plan -m " + gbt::stories5m_gbx() + " --budget 100K", "plan -m " + gbt::stories5m_gbx(),
+                                 "plan -m " + gbt::stories5m_gbx() + " --budget 12Q", std::string("plan --budget 1G"),
+                                 "run -m " + gbt::stories5m_gbx() + " --budget 100K"}) {
+    const Out r = sh(bad);
+    EXPECT_EQ(r.status, 1) << bad;
+    size_t lines = 0;
+    for (char c : r.err) lines += c == '\n';
+    EXPECT_EQ(lines, 1u) << bad << ": " << r.err;
+  }
+}
+
 }  // namespace

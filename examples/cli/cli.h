@@ -10,6 +10,7 @@ int gb_cli_convert(int argc, char **argv);
 int gb_cli_info(int argc, char **argv);
 int gb_cli_run(int argc, char **argv);
 int gb_cli_perplexity(int argc, char **argv);
+int gb_cli_plan(int argc, char **argv);
 int gb_cli_tokenize(int argc, char **argv);
 int gb_cli_detokenize(int argc, char **argv);
 int gb_cli_chat(int argc, char **argv);
@@ -36,6 +37,14 @@ int cli_parse_kv_option(const char *cmd, const char *o, const char *v, gb_kv_opt
   "  --kv-window N     recent tokens kept at 8 bits (window, recency); --kv-critical N prefix\n"    \
   "                    tokens at 8 bits (default 4); --kv-tail N; --kv-asym keys >= 3 bits;\n"      \
   "                    --kv-evict evict the least important token when the pool is full\n"
+
+// A byte count with an optional binary suffix: 512M, 1G, 64K, 1048576.
+bool cli_parse_bytes(const char *cmd, const char *opt, const char *s, uint64_t *out);
+// Plan `so` for a budget (gb_plan) and print the plan on stderr unless
+// quiet; false after printing the error.
+bool cli_plan(const char *cmd, const gb_model *m, uint64_t budget, uint32_t n_ctx, gb_session_options *so, bool quiet);
+// The plan's lines ("gear mid, kv window beta 0.25, ...") to f.
+void cli_print_plan(FILE *f, const gb_plan_report &r);
 
 // Library log sink of the tool: warnings to stderr, the last error kept for
 // cli_detail(), which formats "status (library message)" for one error line.

@@ -32,6 +32,7 @@ int ppl_usage() {
           "usage: gearbx perplexity -m MODEL.gbx -f TEXT [--policy GEAR] [--ctx N]\n"
           "                         [--max-tokens N] [--threads N] [--managed all|attn] [--no-kl] [--json [FILE]]\n"
           "                         [--kv-policy NAME] [--kv-budget BETA | --kv-bytes N] [--kv-window N] [--kv-evict]\n"
+          "                         [--budget SIZE]  (the session gb_plan chooses for SIZE bytes, e.g. 512M)\n"
           "       gearbx perplexity -m MODEL.gbx --ref FILE.ref.json [--windows N] [--policy GEAR] [--ctx N]\n"
           "                         [--threads N] [--managed all|attn] [--json [FILE]] [--kv-* options]\n"
           "GEAR: low, mid, high, f32, auto, default (the file's default tier; the default).\n"
@@ -333,7 +334,7 @@ int gb_cli_perplexity(int argc, char **argv) {
   const char *C = "perplexity";
   const char *model = nullptr, *text_path = nullptr, *ref_path = nullptr, *json = nullptr;
   uint32_t ctx = 0, threads = 1, n_windows = 0;
-  uint64_t max_tokens = 0;
+  uint64_t max_tokens = 0, budget = 0;
   bool want_kl = true, windows_set = false;
   gb_session_options so;
   gb_session_options_init(&so);
@@ -362,6 +363,7 @@ int gb_cli_perplexity(int argc, char **argv) {
     else if (!strcmp(o, "--policy")) ok = cli_parse_gear(C, v, &so.gear);
     else if (!strcmp(o, "--ctx")) ok = cli_parse_u32(C, o, v, &ctx);
     else if (!strcmp(o, "--max-tokens")) ok = cli_parse_u64(C, o, v, &max_tokens);
+    else if (!strcmp(o, "--budget")) ok = cli_parse_bytes(C, o, v, &budget);
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &threads);
     else if (!strcmp(o, "--json")) json = v;
     else if (!strcmp(o, "--managed")) {
@@ -393,6 +395,12 @@ int gb_cli_perplexity(int argc, char **argv) {
   if (ctx < 2) { free(text); gb_model_close(m); return cli_error(C, "--ctx must be at least 2"); }
   so.n_ctx = ctx;
   so.sampler.temperature = 0.0f;
+  // --budget: score the session gb_plan chooses for that many bytes.
+  if (budget && !cli_plan(C, m, budget, ctx, &so, false)) {
+    free(text);
+    gb_model_close(m);
+    return 1;
+  }
 
   const size_t cap = GB_TOKENIZE_CAPACITY(text_len);
   int32_t *toks = static_cast<int32_t *>(malloc(cap * sizeof(int32_t)));
@@ -408,6 +416,7 @@ int gb_cli_perplexity(int argc, char **argv) {
   if (st == GB_OK && want_kl) {
     gb_session_options ro = so;
     ro.gear = ref_gear;
+    ro.mem_budget = 0;  // the reference is outside the budget
     if (!kv_mode) ro.managed = GB_MANAGED_ALL;  // every matrix on the reference tier
     gb_session_options dflt;
     gb_session_options_init(&dflt);

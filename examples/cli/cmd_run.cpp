@@ -22,6 +22,7 @@ struct RunArgs {
   const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
   const char *save_state = nullptr, *load_state = nullptr;  // --save-state / --load-state FILE
   uint32_t n = 256, ctx = 0, threads = 1;
+  uint64_t budget = 0;  // --budget: plan the session (gb_plan)
   bool quiet = false, json = false;
   std::vector<const char *> stops;  // --stop
   std::vector<gb_logit_bias> bias;  // --logit-bias
@@ -66,6 +67,8 @@ int run_usage() {
           "  --trace FILE.csv  one row of telemetry per decode step\n"
           "  --plot FILE.svg   entropy, thresholds and gears per step as an SVG chart\n"
           "  --deterministic   portable generic kernels only: the same tokens on every CPU\n"
+          "  --budget SIZE     plan gear, KV pool and prefill batch to fit SIZE bytes (512M, 1G;\n"
+          "                    arena + resident weights, gearbx plan prints the plan)\n"
           "  --color WHEN      colour each generated token by the gear that produced it (green low,\n"
           "                    yellow mid, red high, magenta f32): auto (default: when stdout is a\n"
           "                    terminal and NO_COLOR is unset), always, never\n"
@@ -156,6 +159,7 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--min-p")) ok = cli_parse_f32(C, o, v, &so.sampler.min_p);
     else if (!strcmp(o, "--seed")) ok = cli_parse_u64(C, o, v, &so.sampler.seed);
     else if (!strcmp(o, "--ctx")) ok = cli_parse_u32(C, o, v, &a.ctx);
+    else if (!strcmp(o, "--budget")) ok = cli_parse_bytes(C, o, v, &a.budget);
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &a.threads);
     else if (!strcmp(o, "--trace")) a.trace = v;
     else if (!strcmp(o, "--color")) {
@@ -223,6 +227,12 @@ int gb_cli_run(int argc, char **argv) {
 
   gb_model *m = cli_open_model(C, a.model);
   if (!m) return 1;
+  // --budget: gear, KV pool and prefill batch chosen to fit (the other
+  // options as given).
+  if (a.budget && !cli_plan(C, m, a.budget, a.ctx, &so, a.quiet)) {
+    gb_model_close(m);
+    return 1;
+  }
   gb_model_info mi;
   mi.struct_size = sizeof mi;
   gb_model_get_info(m, &mi);

@@ -15,6 +15,7 @@ static int usage(FILE *f) {
           "             [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--trace FILE.csv]\n"
           "             [--plot FILE.svg] [--deterministic]\n"
           "  gearbx perplexity -m MODEL.gbx -f TEXT [--policy low|mid|high|f32|auto] [--ctx N] [--json FILE]\n"
+          "  gearbx plan -m MODEL.gbx --budget SIZE [--ctx N]          the best session for a byte budget\n"
           "             [--managed all|attn] [--no-kl] [--max-tokens N]\n"
           "  gearbx tokenize -m MODEL.gbx|VOCAB.gguf [--no-bos] [--parse-special] [--lines SEP] < TEXT\n"
           "  gearbx detokenize -m MODEL.gbx|VOCAB.gguf [--special] [--lines SEP] < IDS\n"
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "info")) return gb_cli_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return gb_cli_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "perplexity")) return gb_cli_perplexity(argc - 1, argv + 1);
+  if (!strcmp(cmd, "plan")) return gb_cli_plan(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize")) return gb_cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "detokenize")) return gb_cli_detokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "chat")) return gb_cli_chat(argc - 1, argv + 1);

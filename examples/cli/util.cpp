@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
+
 #include "cli.h"
 
 int cli_error(const char *cmd, const char *fmt, ...) {
@@ -126,4 +128,54 @@ char *cli_read_file(const char *path, size_t *len) {
   buf[n] = 0;
   *len = (size_t)n;
   return buf;
+}
+
+bool cli_parse_bytes(const char *cmd, const char *opt, const char *s, uint64_t *out) {
+  char *end = nullptr;
+  const double v = s ? strtod(s, &end) : 0.0;
+  uint64_t mult = 1;
+  if (end && *end) {
+    switch (*end) {
+      case 'k': case 'K': mult = 1ull << 10; break;
+      case 'm': case 'M': mult = 1ull << 20; break;
+      case 'g': case 'G': mult = 1ull << 30; break;
+      default: mult = 0;
+    }
+    if (mult && end[1] && !((end[1] == 'B' || end[1] == 'b') && !end[2]) && !((end[1] == 'i') && (end[2] == 'B') && !end[3])) mult = 0;
+  }
+  if (!s || end == s || !mult || !(v > 0) || v * (double)mult > 1.8e19) {
+    cli_error(cmd, "%s: '%s' is not a byte count (e.g. 512M, 1G, 65536)", opt, s ? s : "");
+    return false;
+  }
+  *out = (uint64_t)(v * (double)mult);
+  return true;
+}
+
+void cli_print_plan(FILE *f, const gb_plan_report &r) {
+  const double mib = 1024.0 * 1024.0;
+  fprintf(f, "plan for %.1f MiB, context %u: gear %s, kv %s", (double)r.budget_bytes / mib, r.n_ctx, gb_gear_name(r.gear),
+          gb_kv_policy_name(r.kv_policy));
+  if (r.kv_beta > 0) fprintf(f, " beta %.2f%s", (double)r.kv_beta, r.kv_evict ? " (evicting)" : "");
+  fprintf(f, ", prefill batch %u\n", r.prefill_batch);
+  fprintf(f, "  arena %.1f MiB (KV pool %.1f MiB) + resident weights %.1f MiB = %.1f MiB of %.1f MiB\n", (double)r.arena_bytes / mib,
+          (double)r.kv_pool_bytes / mib, (double)r.weight_bytes / mib, (double)(r.arena_bytes + r.weight_bytes) / mib,
+          (double)r.budget_bytes / mib);
+  std::string g;
+  if (r.gave_up & GB_PLAN_GAVE_UP_GEAR) g += ", a lower weight tier";
+  if (r.gave_up & GB_PLAN_GAVE_UP_KV_LOSSY) g += ", a KV pool small enough to cost quality";
+  else if (r.gave_up & GB_PLAN_GAVE_UP_KV) g += ", a KV cache below f32 (no measured loss)";
+  if (r.gave_up & GB_PLAN_GAVE_UP_PREFILL) g += ", a smaller prefill batch (slower prompts)";
+  fprintf(f, "  gave up: %s (%u configurations tried)\n", g.empty() ? "nothing" : g.c_str() + 2, r.candidates_tried);
+}
+
+bool cli_plan(const char *cmd, const gb_model *m, uint64_t budget, uint32_t n_ctx, gb_session_options *so, bool quiet) {
+  gb_plan_report r;
+  r.struct_size = sizeof r;
+  const gb_status st = gb_plan(m, budget, n_ctx, so, &r);
+  if (st != GB_OK) {
+    cli_error(cmd, "%s", cli_detail(st));
+    return false;
+  }
+  if (!quiet) cli_print_plan(stderr, r);
+  return true;
 }

@@ -324,6 +324,24 @@ class gb_step_info(ctypes.Structure):
     ]
 
 
+class gb_plan_report(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("budget_bytes", ctypes.c_uint64),
+        ("arena_bytes", ctypes.c_uint64),
+        ("kv_pool_bytes", ctypes.c_uint64),
+        ("weight_bytes", ctypes.c_uint64),
+        ("n_ctx", ctypes.c_uint32),
+        ("gear", c_enum),
+        ("kv_policy", c_enum),
+        ("kv_beta", ctypes.c_float),
+        ("kv_evict", ctypes.c_uint32),
+        ("prefill_batch", ctypes.c_uint32),
+        ("gave_up", ctypes.c_uint32),
+        ("candidates_tried", ctypes.c_uint32),
+    ]
+
+
 class gb_chat_message(ctypes.Structure):
     _fields_ = [
         ("role", ctypes.c_char_p),
@@ -342,7 +360,7 @@ STRUCTS = {
     cls.__name__: cls
     for cls in (
         gb_model_options, gb_model_info, gb_tokenizer_info, gb_sampler_options, gb_monitor_options,
-        gb_kv_options, gb_logit_bias, gb_session_options, gb_step_info, gb_chat_message, gb_utf8_stream,
+        gb_kv_options, gb_logit_bias, gb_session_options, gb_step_info, gb_plan_report, gb_chat_message, gb_utf8_stream,
     )
 }
 
@@ -389,6 +407,7 @@ PROTOTYPES = {
     "gb_kv_policy_from_name": (_st, [_ccp, _P(c_enum)]),
     "gb_session_options_init": (None, [_P(gb_session_options)]),
     "gb_session_mem_size": (_st, [_vp, _P(gb_session_options), _P(_sz)]),
+    "gb_plan": (_st, [_vp, _u64, _u32, _P(gb_session_options), _P(gb_plan_report)]),
     "gb_session_create": (_st, [_vp, _P(gb_session_options), _vp, _sz, _P(_vp)]),
     "gb_session_reset": (_st, [_vp]),
     "gb_session_destroy": (None, [_vp]),
