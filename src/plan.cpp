@@ -86,7 +86,9 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
   static const uint32_t kBatch[] = {64, 16, 1};
 
   uint32_t tried = 0;
-  uint64_t smallest = UINT64_MAX;
+  uint64_t smallest = UINT64_MAX, common = 0;
+  for (uint32_t i = 0; i < m->n_sections; i++)
+    if (m->sections[i].kind == gb::kSecCommon) common += m->sections[i].size;
   gb_session_options best;
   bool found = false;
   Kv kv_best{};
@@ -114,7 +116,7 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
       if (st == GB_ERR_BUDGET_EXCEEDED) {
         size_t need = 0;
         if (gb_session_mem_size(m, &unbounded, &need) == GB_OK) {
-          const uint64_t total = need + gb::resident_tier_bytes(m, unbounded);
+          const uint64_t total = need + common + gb::resident_tier_bytes(m, unbounded);
           smallest = total < smallest ? total : smallest;
         }
         continue;
@@ -164,9 +166,6 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
     uint32_t max_tokens = 0;
     gb_kv_pool_size(m, &best, &pool, &max_tokens);
     r.kv_pool_bytes = pool;
-    uint64_t common = 0;
-    for (uint32_t i = 0; i < m->n_sections; i++)
-      if (m->sections[i].kind == gb::kSecCommon) common += m->sections[i].size;
     r.weight_bytes = common + gb::resident_tier_bytes(m, best);
     r.n_ctx = best.n_ctx ? best.n_ctx : m->meta.seq_len;
     r.gear = best.gear;

@@ -229,4 +229,22 @@ TEST(Cli, PlanAndRunWithABudget) {
   }
 }
 
+// Ctrl-C stops generation through the session's abort callback: the text so
+// far and the summary are printed, the exit status is 130.
+TEST(Cli, RunStopsCleanlyOnSigint) {
+  const std::string dir = gbt::temp_dir(), o = dir + "/int.out", e = dir + "/int.err";
+  // Endless: no end-of-text or BOS, an evicting pool, a huge context.
+  const std::string cmd = "timeout --preserve-status -s INT 1.5 " + std::string(GB_CLI_PATH) + " run -m " + gbt::stories5m_gbx() +
+                          " -n 100000000 --ctx 1000000 --kv-bytes 4000000 --kv-evict --temp 0.8 --logit-bias 1=-inf"
+                          " --logit-bias 2=-inf > " + o + " 2> " + e;
+  const int rc = system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 130);
+  const std::vector<uint8_t> eb = gbt::read_file(e), ob = gbt::read_file(o);
+  const std::string err(eb.begin(), eb.end()), out(ob.begin(), ob.end());
+  EXPECT_NE(err.find("interrupted after"), std::string::npos) << err;
+  EXPECT_NE(err.find("policy "), std::string::npos) << err;  // the summary
+  EXPECT_GT(out.size(), 50u);
+}
+
 }  // namespace

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,15 @@ struct RunArgs {
   std::vector<gb_logit_bias> bias;  // --logit-bias
   int color = -1;  // -1 auto (stdout is a terminal), 0 never, 1 always
 };
+
+// Ctrl-C: the session's abort callback stops generation between passes (the
+// text so far and the summary are still printed); a second Ctrl-C kills.
+volatile sig_atomic_t g_interrupted = 0;
+void on_sigint(int) {
+  g_interrupted = 1;
+  signal(SIGINT, SIG_DFL);
+}
+int interrupted(void *) { return g_interrupted != 0; }
 
 // Per-gear colours of the generated text (ANSI SGR): low green, mid yellow,
 // high red, f32 magenta.
@@ -197,6 +207,8 @@ int gb_cli_run(int argc, char **argv) {
     i++;
   }
   if (!a.model) return cli_error(C, "-m MODEL.gbx is required");
+  so.abort_callback = interrupted;
+  signal(SIGINT, on_sigint);
   so.stop_strings = a.stops.empty() ? nullptr : a.stops.data();
   so.n_stop_strings = (uint32_t)a.stops.size();
   so.logit_bias = a.bias.empty() ? nullptr : a.bias.data();
@@ -309,6 +321,11 @@ int gb_cli_run(int argc, char **argv) {
       info.struct_size = sizeof info;
       int32_t tok;
       st = gb_decode_step(s, &tok, &info);
+      if (st == GB_ERR_ABORTED) {
+        fprintf(stderr, "\ngearbx run: interrupted after %u tokens\n", made);
+        rc = 130;
+        break;
+      }
       if (st == GB_ERR_CONTEXT_FULL) {
         fprintf(stderr, "gearbx run: context full after %u tokens\n", made);
         break;
