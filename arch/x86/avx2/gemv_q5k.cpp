@@ -1,8 +1,8 @@
-// AVX2 q5k x q8x GEMV, one position (gemv) and several (gemvm).
+// AVX2 q5k x q8x GEMV, one position (gemv) and several (gemvm), on the
+// driver of gemv_kquant.h (row groups, positions, bit-identity).
 //
-// Rows go in groups of four (for the prefetch streams of avx2_common.h),
-// a super-block (256 weights, eight 32-weight sub-blocks) at a time. Each
-// row's super-block is decoded once into eight vectors of 32 codes 0..31
+// Each row's super-block (256 weights, eight 32-weight sub-blocks) is
+// decoded once into eight vectors of 32 codes 0..31
 // (sub-block s: the low (s even) or high nibbles of bytes 32(s/2).. of the
 // nibbles, or 16 where bit s of the fifth-bit byte of the same weight is
 // set; the fifth-bit bytes shifted so that bit s lands on bit 4, then
@@ -15,23 +15,18 @@
 // with (float)(sc * isum) = (float)sc * (float)isum exactly (below 2^24);
 // the terms accumulate fused per lane and each row's lanes are summed at the
 // end: reassociated against generic (the tests' tolerance).
-//
-// The gemv is the gemvm with one position: the same operations per (row,
-// position), so the gemvm is bit-identical per position to the gemv; a
-// row's result does not depend on the rows beside it.
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "avx2_common.h"
+#include "gemv_kquant.h"
 #include "kernels.h"
 
 namespace {
 
 using namespace gb_avx2;
-constexpr size_t kSb = GB_Q5K_BLOCK_BYTES;  // bytes per super-block
-constexpr size_t kPrefetch = 4096;          // bytes ahead per row stream (avx2_common.h)
 
 inline __m256i ld256(const void *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
 
@@ -97,44 +92,15 @@ __attribute__((always_inline)) inline __m256 accumulate(const Decoded &u, const 
   return _mm256_fmadd_ps(xd, t, acc);
 }
 
-// Rows [r, r + R), R <= 4, times m positions.
-template <int R>
-inline void rows(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t r,
-                 size_t nsb, const Prefetch &pf) {
-  const size_t rb = nsb * kSb;
-  __m256 acc[GB_GEMVM_MAX_M][4];
-  for (size_t p = 0; p < m; p++)
-    for (int i = 0; i < 4; i++) acc[p][i] = _mm256_setzero_ps();
-  for (size_t s = 0; s < nsb; s++) {
-    const size_t off = s * kSb, ahead = off < pf.split ? pf.near : pf.far;
-    for (int i = 0; i < R; i++) {
-      const uint8_t *blk = W + (r + i) * rb + off;
-      for (size_t k = 0; k < kSb; k += 64) _mm_prefetch(reinterpret_cast<const char *>(blk + ahead + k), _MM_HINT_T0);
-      Decoded u;
-      decode(blk, u);
-      for (size_t p = 0; p < m; p++) acc[p][i] = accumulate(u, XQ + p * ldxq + 8 * s, acc[p][i]);
-    }
-  }
-  for (size_t p = 0; p < m; p++) store_lanes<R>(Y + p * ldy + r, hsum4(acc[p][0], acc[p][1], acc[p][2], acc[p][3]));
-}
-
-inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
-                  size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K;
-  for_row_groups<kPrefetch>(row_begin, row_end, nsb * kSb, [&](auto R, size_t r, Prefetch pf) {
-    rows<decltype(R)::value>(Y, ldy, W, XQ, ldxq, m, r, nsb, pf);
-  });
-}
+struct Q5k {
+  static constexpr size_t kBytes = GB_Q5K_BLOCK_BYTES;
+  using Act = const gb_q8x_block *;  // the blocks themselves
+  using Decoded = ::Decoded;
+  static void prepare(const gb_q8x_block *x, Act &a) { a = x; }
+  static void decode(const uint8_t *blk, Decoded &u) { ::decode(blk, u); }
+  static __m256 accumulate(const Decoded &u, Act x, __m256 acc) { return ::accumulate(u, x, acc); }
+};
 
 }  // namespace
 
-extern "C" void gb_q5k_gemv__avx2(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
-                                  size_t row_begin, size_t row_end, size_t cols) {
-  gemvm(y, 0, W, xq, 0, 1, row_begin, row_end, cols);
-}
-
-extern "C" void gb_q5k_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
-                                   const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
-                                   size_t cols) {
-  gemvm(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
-}
+GB_AVX2_KQUANT_ENTRIES(q5k, Q5k)
