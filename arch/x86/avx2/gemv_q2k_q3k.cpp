@@ -86,6 +86,44 @@ __attribute__((always_inline)) inline void crumbs(__m256i v, __m256i *c) {
   c[3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m2);
 }
 
+// ---- q2k: {sc[16] (scale | min << 4), qs[64], f16 d, dmin} -------------------
+struct Q2k {
+  static constexpr size_t kBytes = GB_Q2K_BLOCK_BYTES;
+  using Act = ::Act;
+  struct Decoded {
+    __m256i c[8];           // codes 0..3 of groups 0..7
+    __m256i sc[2], mn[2];   // scales, mins (0..15) in the reduction's order
+    __m256 d, dmin;
+  };
+
+  __attribute__((always_inline)) static void decode(const uint8_t *blk, Decoded &u) {
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m128i b = to_reduction_order(ld128(blk));
+    const __m128i sc = _mm_and_si128(b, m4), mn = _mm_and_si128(_mm_srli_epi16(b, 4), m4);
+    u.sc[0] = _mm256_cvtepu8_epi32(sc);
+    u.sc[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(sc, 8));
+    u.mn[0] = _mm256_cvtepu8_epi32(mn);
+    u.mn[1] = _mm256_cvtepu8_epi32(_mm_srli_si128(mn, 8));
+    crumbs(ld256(blk + 16), u.c);
+    crumbs(ld256(blk + 48), u.c + 4);
+    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)(ld16(blk + 80) | ld16(blk + 82) << 16)));
+    u.d = _mm256_broadcastss_ps(dd);
+    u.dmin = _mm256_broadcastss_ps(_mm_shuffle_ps(dd, dd, 1));
+  }
+
+  __attribute__((always_inline)) static __m256 accumulate(const Decoded &u, const Act &a, __m256 acc) {
+    __m256i g0, g1;
+    dots(u.c, a.x, g0, g1);
+    const __m256i is1 = per_block(_mm256_mullo_epi32(g0, u.sc[0]), _mm256_mullo_epi32(g1, u.sc[1]));
+    const __m256i is2 = per_block(_mm256_mullo_epi32(a.hs[0], u.mn[0]), _mm256_mullo_epi32(a.hs[1], u.mn[1]));
+    const __m256 t = _mm256_sub_ps(_mm256_mul_ps(u.d, _mm256_cvtepi32_ps(is1)),
+                                   _mm256_mul_ps(u.dmin, _mm256_cvtepi32_ps(is2)));
+    return _mm256_fmadd_ps(a.xd, t, acc);
+  }
+
+  static void prepare(const gb_q8x_block *x, Act &a) { prepare_act(x, a); }
+};
+
 // ---- q3k: {hmask[32], qs[64], sc[12], f16 d} ---------------------------------
 struct Q3k {
   static constexpr size_t kBytes = GB_Q3K_BLOCK_BYTES;
@@ -149,4 +187,5 @@ struct Q3k {
 
 }  // namespace
 
+GB_AVX2_KQUANT_ENTRIES(q2k, Q2k)
 GB_AVX2_KQUANT_ENTRIES(q3k, Q3k)
