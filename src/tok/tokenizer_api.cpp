@@ -205,7 +205,7 @@ extern "C" gb_status gb_tokenizer_decode(const gb_tokenizer *t, const int32_t *i
         s = false;
         if (p[0] == ' ') p++, m--;
       }
-      if (pass == 1) memcpy(buf + w, p, m);
+      if (pass == 1 && m) memcpy(buf + w, p, m);
       w += m;
     }
     if (pass == 0) {
