@@ -192,6 +192,19 @@ Msg msg_at(const gb_chat_message *msgs, size_t i) {
 // stripped as one string, an assistant turn is ' ' + strip(text) + ' </s>',
 // every user turn starts with the BOS text. The template has no generation
 // prompt: the text after " [/INST]" is where the answer goes.
+// Every message as open + role + after_role + text + close (ChatML, Zephyr,
+// Phi-3 differ only in these markers).
+void put_turns(Out &o, const gb_chat_message *msgs, size_t n, const char *open, const char *after_role, const char *close) {
+  for (size_t k = 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put(open);
+    o.put(m.role_name);
+    o.put(after_role);
+    o.put(m.text);
+    o.put(close);
+  }
+}
+
 void render_llama2(Out &o, const gb_chat_message *msgs, size_t n, bool) {
   size_t i = 0;
   Span sys{nullptr, 0};
@@ -242,42 +255,21 @@ void render_chatml(Out &o, const gb_chat_message *msgs, size_t n, bool gen, cons
     o.put(default_system);
     o.put("<|im_end|>\n");
   }
-  for (size_t k = 0; k < n; k++) {
-    const Msg m = msg_at(msgs, k);
-    o.put("<|im_start|>");
-    o.put(m.role_name);
-    o.put("\n");
-    o.put(m.text);
-    o.put("<|im_end|>\n");
-  }
+  put_turns(o, msgs, n, "<|im_start|>", "\n", "<|im_end|>\n");
   if (gen) o.put("<|im_start|>assistant\n");
 }
 
 // Zephyr (and TinyLlama chat): <|role|>\n text </s>, then the newline that
 // follows the expression in the template's source; no BOS.
 void render_zephyr(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
-  for (size_t k = 0; k < n; k++) {
-    const Msg m = msg_at(msgs, k);
-    o.put("<|");
-    o.put(m.role_name);
-    o.put("|>\n");
-    o.put(m.text);
-    o.put("</s>\n");
-  }
+  put_turns(o, msgs, n, "<|", "|>\n", "</s>\n");
   if (gen) o.put("<|assistant|>\n");
 }
 
 // Phi-3 (Phi-3-mini-*-instruct since May 2024): <|role|>\n text <|end|>\n;
 // without a generation prompt the template ends with its EOS text.
 void render_phi3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
-  for (size_t k = 0; k < n; k++) {
-    const Msg m = msg_at(msgs, k);
-    o.put("<|");
-    o.put(m.role_name);
-    o.put("|>\n");
-    o.put(m.text);
-    o.put("<|end|>\n");
-  }
+  put_turns(o, msgs, n, "<|", "|>\n", "<|end|>\n");
   o.put(gen ? "<|assistant|>\n" : "<|endoftext|>");
 }
 

@@ -19,36 +19,11 @@
 
 namespace {
 
-struct Out {
-  int status;
-  std::string out, err;
-};
-
-std::string slurp(const std::string &p) {
-  const std::vector<uint8_t> b = gbt::read_file(p);
-  return std::string(b.begin(), b.end());
-}
-
-Out cli(const std::string &args, const std::string &in = "") {
-  const std::string dir = gbt::temp_dir();
-  const std::string o = dir + "/clichat.out", e = dir + "/clichat.err";
-  const std::string cmd = std::string(GB_CLI_PATH) + " " + args + " <" + (in.empty() ? "/dev/null" : in) + " >" + o +
-                          " 2>" + e;
-  const int rc = system(cmd.c_str());
-  Out r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
-}
-
-std::string write_temp(const std::string &name, const std::string &text) {
-  const std::string p = gbt::temp_dir() + "/" + name;
-  EXPECT_TRUE(gbt::write_file(p, std::vector<uint8_t>(text.begin(), text.end()))) << p;
-  return p;
-}
-
-size_t count_lines(const std::string &s) { return (size_t)std::count(s.begin(), s.end(), '\n'); }
+using Out = gbt::CliOut;
+using gbt::count_lines;
+using gbt::slurp;
+using gbt::write_temp;
+Out cli(const std::string &args, const std::string &in = "") { return gbt::run_cli(args, in); }
 
 // stories5M (SentencePiece vocabulary from its GGUF, no chat template) as a
 // .gbx, converted once per process through the tool.

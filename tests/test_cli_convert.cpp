@@ -18,26 +18,8 @@
 
 namespace {
 
-struct CliOut {
-  int status;
-  std::string out, err;
-};
-
-CliOut convert_cli(const std::string &args) {
-  const std::string dir = gbt::temp_dir();
-  const std::string o = dir + "/cliconv.out", e = dir + "/cliconv.err";
-  const std::string cmd = std::string(GB_CLI_PATH) + " convert " + args + " >" + o + " 2>" + e + " </dev/null";
-  const int rc = system(cmd.c_str());
-  CliOut r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  auto rd = [](const std::string &p) {
-    std::vector<uint8_t> b = gbt::read_file(p);
-    return std::string(b.begin(), b.end());
-  };
-  r.out = rd(o);
-  r.err = rd(e);
-  return r;
-}
+using gbt::CliOut;
+CliOut convert_cli(const std::string &args) { return gbt::run_cli("convert " + args); }
 
 size_t lines(const std::string &s) {
   size_t n = 0;

@@ -17,26 +17,8 @@
 
 namespace {
 
-struct Out {
-  int status;
-  std::string out, err;
-};
-
-Out sh(const std::string &args) {
-  const std::string dir = gbt::temp_dir();
-  const std::string o = dir + "/cli_state.out", e = dir + "/cli_state.err";
-  const std::string cmd = std::string(GB_CLI_PATH) + " " + args + " >" + o + " 2>" + e;
-  const int rc = system(cmd.c_str());
-  Out r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  auto rd = [](const std::string &p) {
-    std::vector<uint8_t> b = gbt::read_file(p);
-    return std::string(b.begin(), b.end());
-  };
-  r.out = rd(o);
-  r.err = rd(e);
-  return r;
-}
+using Out = gbt::CliOut;
+Out sh(const std::string &args) { return gbt::run_cli(args); }
 
 TEST(CliState, SaveThenLoadPrintsTheUninterruptedText) {
   const std::string m = " run -m " + gbt::stories260k_gbx() + " --quiet --color never";

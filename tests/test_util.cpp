@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -112,5 +115,30 @@ void gbx_fix_crcs(std::vector<uint8_t> &img) {
   st_u32(&img[36], 0);
   st_u32(&img[36], crc32_update(0, img.data(), hb));
 }
+
+CliOut run_cli(const std::string &args, const std::string &stdin_path) {
+  const std::string dir = temp_dir(), o = dir + "/cli.out", e = dir + "/cli.err";
+  const std::string cmd = std::string(GB_CLI_PATH) + " " + args + " <" + (stdin_path.empty() ? "/dev/null" : stdin_path) + " >" +
+                          o + " 2>" + e;
+  const int rc = system(cmd.c_str());
+  CliOut r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
+std::string slurp(const std::string &path) {
+  const std::vector<uint8_t> b = read_file(path);
+  return std::string(b.begin(), b.end());
+}
+
+std::string write_temp(const std::string &name, const std::string &text) {
+  const std::string p = temp_dir() + "/" + name;
+  EXPECT_TRUE(write_file(p, std::vector<uint8_t>(text.begin(), text.end()))) << p;
+  return p;
+}
+
+size_t count_lines(const std::string &s) { return (size_t)std::count(s.begin(), s.end(), '\n'); }
 
 }  // namespace gbt

@@ -52,6 +52,18 @@ gb_model_options quiet_model_options();
 // (so a test can plant an inconsistency behind valid checksums).
 void gbx_fix_crcs(std::vector<uint8_t> &img);
 
+// The gearbx tool (GB_CLI_PATH) run with `args`, stdin from stdin_path
+// (empty: /dev/null), stdout and stderr captured; status -1 if it did not exit.
+struct CliOut {
+  int status;
+  std::string out, err;
+};
+CliOut run_cli(const std::string &args, const std::string &stdin_path = "");
+// A file's bytes as a string; text written to a file in temp_dir() (its path).
+std::string slurp(const std::string &path);
+std::string write_temp(const std::string &name, const std::string &text);
+size_t count_lines(const std::string &s);
+
 // Allocation counter (tests/alloc_hook.cpp): counts malloc/calloc/realloc/
 // posix_memalign/aligned_alloc calls made from code linked into the test
 // binary, including the library's, while counting is on.

@@ -160,22 +160,32 @@ int parse_args(const char *C, bool detok, int argc, char **argv, TokArgs *a) {
   return -1;
 }
 
+// What both commands start with: arguments, the --lines separator, the
+// tokenizer and its info. -1 to go on, else the exit status.
+int prepare(const char *C, bool detok, int argc, char **argv, TokArgs *a, std::string *sep, TokSource *ts,
+            gb_tokenizer_info *ti) {
+  const int pr = parse_args(C, detok, argc, argv, a);
+  if (pr >= 0) return pr;
+  if (a->lines && !parse_sep(C, a->lines, sep)) return 1;
+  if (!open_tokenizer(C, a->model, ts)) return 1;
+  memset(ti, 0, sizeof *ti);
+  ti->struct_size = sizeof *ti;
+  const gb_status st = gb_tokenizer_get_info(ts->tok, ti);
+  if (st != GB_OK) return cli_error(C, "%s", cli_detail(st));
+  return -1;
+}
+
 }  // namespace
 
 int gb_cli_tokenize(int argc, char **argv) {
   const char *C = "tokenize";
   TokArgs a;
-  const int pr = parse_args(C, false, argc, argv, &a);
-  if (pr >= 0) return pr;
   std::string sep;
-  if (a.lines && !parse_sep(C, a.lines, &sep)) return 1;
   TokSource ts;
-  if (!open_tokenizer(C, a.model, &ts)) return 1;
   gb_tokenizer_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  gb_status st = gb_tokenizer_get_info(ts.tok, &ti);
-  if (st != GB_OK) return cli_error(C, "%s", cli_detail(st));
+  const int pr = prepare(C, false, argc, argv, &a, &sep, &ts, &ti);
+  if (pr >= 0) return pr;
+  gb_status st;
   uint32_t flags = 0;
   if (ti.add_bos && !a.no_bos) flags |= GB_TOKENIZE_ADD_BOS;
   if (a.parse_special) flags |= GB_TOKENIZE_PARSE_SPECIAL;
@@ -208,17 +218,12 @@ int gb_cli_tokenize(int argc, char **argv) {
 int gb_cli_detokenize(int argc, char **argv) {
   const char *C = "detokenize";
   TokArgs a;
-  const int pr = parse_args(C, true, argc, argv, &a);
-  if (pr >= 0) return pr;
   std::string sep;
-  if (a.lines && !parse_sep(C, a.lines, &sep)) return 1;
   TokSource ts;
-  if (!open_tokenizer(C, a.model, &ts)) return 1;
   gb_tokenizer_info ti;
-  memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
-  gb_status st = gb_tokenizer_get_info(ts.tok, &ti);
-  if (st != GB_OK) return cli_error(C, "%s", cli_detail(st));
+  const int pr = prepare(C, true, argc, argv, &a, &sep, &ts, &ti);
+  if (pr >= 0) return pr;
+  gb_status st;
   uint32_t flags = 0;
   if (a.special) flags |= GB_DETOKENIZE_SPECIAL;
   // The SentencePiece space prefix: tokenize puts it before the text (after

@@ -27,48 +27,11 @@
 #include "tokdata_gguf.h"
 
 namespace {
+const char kFuzzName[] = "fuzz_tok_bpe";
+}  // namespace
+#include "fuzz_tok_common.h"
 
-void quiet(void *, gb_log_level, const char *) {}
-
-const uint8_t *g_in = nullptr;  // the input being run (printed on failure)
-size_t g_in_size = 0;
-
-void fuzz_fail(const char *what) {
-  fprintf(stderr, "fuzz_tok_bpe: %s; input (%zu bytes):", what, g_in_size);
-  for (size_t i = 0; i < g_in_size; i++) fprintf(stderr, " %02x", g_in[i]);
-  fprintf(stderr, "\n");
-  abort();
-}
-
-struct Loaded {
-  std::vector<uint8_t> img;
-  std::vector<uint64_t> mem;
-  gb::TokView v;
-  gb::Tok tok;
-  bool ok = false;
-};
-
-// pre: 0 keeps the vocabulary's own pre-tokenizer.
-Loaded *load(const char *name, uint32_t pre) {
-  auto *l = new Loaded;
-  gb::Logger log;
-  log.fn = quiet;
-  gb::InputFile f;
-  gb::GgufFile g;
-  const std::string path = std::string(GB_SHARED_DIR) + "/fixtures/vocab/ggml-vocab-" + name + ".gguf";
-  if (f.open(path.c_str(), log, "vocabulary") != GB_OK || gb::gguf_parse(f, log, &g) != GB_OK ||
-      gb::tokdata_from_gguf(g, log, &l->img) != GB_OK)
-    return l;
-  if (pre) {
-    gb::st_u32(l->img.data() + 12, pre);
-    if (pre == gb::kPreLlama3) gb::st_u32(l->img.data() + 24, gb::ld_u32(l->img.data() + 24) | gb::kTokFlagIgnoreMerges);
-  }
-  if (gb::tokdata_view(l->img.data(), l->img.size(), log, &l->v) != GB_OK) fuzz_fail("the fixture's data does not validate");
-  l->mem.resize(gb::tok_mem_size(l->v) / 8 + 1);
-  l->ok = gb::tok_init(&l->tok, l->v, l->mem.data(), log) == GB_OK;
-  if (!l->ok) fuzz_fail("the fixture vocabulary does not load");
-  return l;
-}
+namespace {
 
 Loaded *config(unsigned k) {
   static Loaded *c[8] = {};

@@ -20,47 +20,12 @@
 #include "tokdata_gguf.h"
 
 namespace {
-
-void quiet(void *, gb_log_level, const char *) {}
-
-const uint8_t *g_in = nullptr;  // the input being run (printed on failure)
-size_t g_in_size = 0;
-
-void fuzz_fail(const char *what) {
-  fprintf(stderr, "fuzz_tok_spm: %s; input (%zu bytes):", what, g_in_size);
-  for (size_t i = 0; i < g_in_size; i++) fprintf(stderr, " %02x", g_in[i]);
-  fprintf(stderr, "\n");
-  abort();
-}
-
-struct Loaded {
-  std::vector<uint8_t> img;
-  std::vector<uint64_t> mem;
-  gb::TokView v;
-  gb::Tok tok;
-  bool ok = false;
-};
-
-Loaded *load() {
-  auto *l = new Loaded;
-  gb::Logger log;
-  log.fn = quiet;
-  gb::InputFile f;
-  gb::GgufFile g;
-  const std::string path = std::string(GB_SHARED_DIR) + "/fixtures/vocab/ggml-vocab-llama-spm.gguf";
-  if (f.open(path.c_str(), log, "vocabulary") != GB_OK || gb::gguf_parse(f, log, &g) != GB_OK ||
-      gb::tokdata_from_gguf(g, log, &l->img) != GB_OK || gb::tokdata_view(l->img.data(), l->img.size(), log, &l->v) != GB_OK)
-    return l;
-  l->mem.resize(gb::tok_mem_size(l->v) / 8 + 1);
-  l->ok = gb::tok_init(&l->tok, l->v, l->mem.data(), log) == GB_OK;
-  if (!l->ok) fuzz_fail("the fixture vocabulary does not load");
-  return l;
-}
-
+const char kFuzzName[] = "fuzz_tok_spm";
 }  // namespace
+#include "fuzz_tok_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static Loaded *l = load();
+  static Loaded *l = load("llama-spm", 0);
   if (!l->ok || size == 0) return 0;
   g_in = data;
   g_in_size = size;

@@ -494,7 +494,25 @@ class Step:
 # ---------------------------------------------------------------------------
 
 
-class Model:
+class _Closable:
+    """Context manager and finalizer of a handle: `with` checks it is open
+    and closes it at the end; garbage collection closes it too."""
+
+    def __enter__(self):
+        self._handle()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Model(_Closable):
     """A .gbx model (gb_model_open_file). Immutable once open; any number of
     sessions and threads may use it. Context manager; close() releases it
     (destroying the sessions still open on it first).
@@ -595,19 +613,6 @@ class Model:
         self._h = None
         self._tok = None
         self._lib.gb_model_close(h)
-
-    def __enter__(self) -> "Model":
-        self._handle()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         if self.closed:
@@ -827,7 +832,7 @@ def _set_option(o: _capi.gb_session_options, path: str, value) -> None:
 # ---------------------------------------------------------------------------
 
 
-class Session:
+class Session(_Closable):
     """A decoding context over a Model (create with Model.session()). Keeps its
     model alive; one thread at a time. Context manager; close() destroys it
     (Model.close() does it too). Typical use:
@@ -883,19 +888,6 @@ class Session:
         except Exception:
             pass
         self._lib.gb_session_destroy(h)
-
-    def __enter__(self) -> "Session":
-        self._handle()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         if self.closed:
