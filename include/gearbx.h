@@ -71,10 +71,16 @@ typedef enum gb_status {
   GB_ERR_ALIGNMENT = 106,        /* a caller pointer is not aligned enough */
   GB_ERR_UNAVAILABLE = 107,      /* feature absent (gear tier not in file, */
                                  /* platform without files, ...)           */
+  GB_ERR_BAD_HANDLE = 108,       /* not a live object of the expected kind:
+                                    another kind of handle, or one destroyed
+                                    in caller memory (a freed one cannot be
+                                    told apart: do not reuse it)            */
 
   /* 2xx: files and the platform */
   GB_ERR_IO = 200,               /* open/read/map failed                    */
   GB_ERR_FILE_NOT_FOUND = 201,
+  GB_ERR_FILE_CHANGED = 202,     /* the mapped model file was truncated or
+                                    written after it was opened: nothing ran */
 
   /* 3xx: malformed or unsupported model data (any parser) */
   GB_ERR_BAD_MAGIC = 300,        /* not a file of the expected kind         */
@@ -177,6 +183,26 @@ typedef enum gb_verify {
   GB_VERIFY_MAX_ENUM = 0x7fffffff
 } gb_verify;
 
+/* How gb_model_open_file reaches the file's bytes. */
+typedef enum gb_model_load {
+  /* Map the file read-only: weights are read in place and tiers the session
+   * does not use cost no memory. The mapping reflects the file, so a file
+   * that is truncated or rewritten while it is open could make the process
+   * fault: before every forward pass (gb_prefill, gb_decode_step, gb_feed,
+   * gb_classify_prompt) the session compares the file's size and
+   * modification time with those at open (one fstat) and returns
+   * GB_ERR_FILE_CHANGED, running nothing, if they differ. A change that lands
+   * during a pass is not caught (docs/RELIABILITY.md). Replacing the file by
+   * renaming another over its path is harmless: the mapping keeps the old
+   * file. */
+  GB_MODEL_LOAD_MAP = 0,
+  /* Read the whole file into memory the port allocates (the file's size, 64-
+   * byte aligned): later changes to the file cannot reach the model, at the
+   * price of resident memory for every tier. */
+  GB_MODEL_LOAD_COPY = 1,
+  GB_MODEL_LOAD_MAX_ENUM = 0x7fffffff
+} gb_model_load;
+
 typedef struct gb_model_options {
   uint32_t struct_size;       /* = sizeof(gb_model_options)              */
   gb_verify verify;           /* default GB_VERIFY_AUTO                  */
@@ -189,6 +215,8 @@ typedef struct gb_model_options {
                                  bytes), so opening allocates nothing; NULL:
                                  the port's allocator, once               */
   size_t mem_bytes;
+  gb_model_load load;         /* gb_model_open_file only; default
+                                 GB_MODEL_LOAD_MAP                         */
 } gb_model_options;
 
 void gb_model_options_init(gb_model_options *opts);

@@ -22,7 +22,8 @@ enum {
   GB_PORT_ENOENT = 1,      /* no such file                       */
   GB_PORT_EIO = 2,         /* any other open/stat/map failure    */
   GB_PORT_ENOSYS = 3,      /* the platform has no such service   */
-  GB_PORT_ENOMEM = 4
+  GB_PORT_ENOMEM = 4,
+  GB_PORT_ECHANGED = 5     /* a mapped file changed since it was mapped */
 };
 
 /* ---- files -------------------------------------------------------------- */
@@ -30,10 +31,25 @@ typedef struct gb_port_mapping {
   const void *data; /* read-only view of the whole file       */
   size_t size;
   void *handle;     /* private to the port                    */
+  int loaded;       /* 1: a copy in memory (gb_port_load_file), 0: a mapping */
+  int file;         /* private to the port (posix: descriptor + 1; 0 = none,
+                       so a zeroed struct owns nothing) */
+  uint64_t ident[3];/* private to the port: what gb_port_check_file compares */
 } gb_port_mapping;
 
-/* Map a whole file read-only. */
+/* Map a whole file read-only. The port keeps what it needs to notice later
+ * that the file changed under the mapping (gb_port_check_file). */
 int gb_port_map_file(const char *path, gb_port_mapping *out);
+/* Read a whole file into memory the port allocates (64-byte aligned): no
+ * mapping, so later changes to the file cannot reach the reader. Released by
+ * gb_port_unmap_file. GB_PORT_ENOMEM when the allocation fails. */
+int gb_port_load_file(const char *path, gb_port_mapping *out);
+/* GB_PORT_OK while the mapped file still is what was mapped: same size and
+ * same modification time as when it was mapped (one fstat); GB_PORT_ECHANGED
+ * when it was truncated, extended or written since; GB_PORT_EIO if it cannot
+ * be examined. Always GB_PORT_OK for a loaded copy. Cheap enough to call
+ * before every forward pass (about a microsecond). */
+int gb_port_check_file(const gb_port_mapping *m);
 void gb_port_unmap_file(gb_port_mapping *m);
 
 enum {

@@ -185,7 +185,7 @@ void shift_gear(gb_session *s, gb_gear g) {
   s->shifts++;
   // Hints only for a file mapping: on a caller's (anonymous) buffer
   // DONTNEED would discard the contents.
-  if (!m->mapping.data) return;
+  if (!model_mapped(m)) return;
   // Tiers in use: the new gear's, the base gear's (unmanaged matrices when
   // only attention is managed) and a pre-warmed forecast. The others are
   // queued for release: their pages leave this process a slice per decode
@@ -211,7 +211,7 @@ void shift_gear(gb_session *s, gb_gear g) {
 
 void release_work(gb_session *s, bool all) {
   const gb_model *m = s->model;
-  if (m->mapping.data) {
+  if (model_mapped(m)) {
     const uint64_t page = gb_port_page_size(), steps = s->opt.release_steps ? s->opt.release_steps : 1;
     for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
       if (!(s->release_pending >> t & 1)) continue;
@@ -239,7 +239,7 @@ void gears_after_step(gb_session *s, gb_gear next) {
   }
   // Pre-warming: hint the forecast tier in once, when the forecast changes.
   const gb_gear pred = s->monitor.predicted;
-  if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gear && pred != s->prewarmed && s->model->mapping.data) {
+  if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gear && pred != s->prewarmed && model_mapped(s->model)) {
     const SectionRef &t = s->model->gear_section[pred];
     gb_port_advise(s->model->base + t.offset, t.size, GB_PORT_ADVISE_WILLNEED);
     s->release_pending &= ~(1u << pred);  // wanted again: stop releasing it

@@ -459,6 +459,7 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o) {
     return GB_ERR_INVALID_ARGUMENT;
   }
   if ((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA) return GB_ERR_INVALID_ARGUMENT;
+  if ((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_COPY) return GB_ERR_INVALID_ARGUMENT;
   return GB_OK;
 }
 }  // namespace gb
@@ -470,10 +471,12 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
   if (os != GB_OK) return gb::fail(log, os, "gb_model_open_file: bad options");
   GB_RETURN_IF(!path || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_file: path and out are required");
   gb_port_mapping map{};
-  const int rc = gb_port_map_file(path, &map);
+  const bool copy = o.load == GB_MODEL_LOAD_COPY;
+  const int rc = copy ? gb_port_load_file(path, &map) : gb_port_map_file(path, &map);
   GB_RETURN_IF(rc == GB_PORT_ENOENT, log, GB_ERR_FILE_NOT_FOUND, "cannot open model '%s': no such file", path);
   GB_RETURN_IF(rc == GB_PORT_ENOSYS, log, GB_ERR_UNAVAILABLE, "cannot open model '%s': this platform has no files", path);
-  GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot open or map model '%s'", path);
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused", path);
+  GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot %s model '%s'", copy ? "read" : "open or map", path);
   gb_model *m = nullptr;
   const gb_status st = gb::model_open(static_cast<const uint8_t *>(map.data), map.size, o, &map, &m);
   if (st != GB_OK) {
@@ -574,10 +577,20 @@ extern "C" gb_status gb_model_verify(const gb_model *m) {
   return GB_OK;
 }
 
+namespace gb {
+gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn) {
+  const int rc = gb_port_check_file(&m.mapping);
+  if (rc == GB_PORT_OK) return GB_OK;
+  return fail(log, GB_ERR_FILE_CHANGED, "%s: the model file %s since it was opened (%llu bytes then); nothing ran", fn,
+              rc == GB_PORT_ECHANGED ? "was truncated or written" : "can no longer be examined",
+              (unsigned long long)m.mapping.size);
+}
+}  // namespace gb
+
 extern "C" void gb_model_close(gb_model *m) {
   if (!m) return;
   gb_port_mapping map = m->mapping;
   void *mem = m->mem;
-  if (map.handle) gb_port_unmap_file(&map);
+  gb_port_unmap_file(&map);  // a zeroed mapping (opened from memory) holds nothing
   gb_port_aligned_free(mem);
 }

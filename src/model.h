@@ -49,7 +49,7 @@ enum MatIndex { kMatQ = 0, kMatK, kMatV, kMatO, kMat1, kMat2, kMat3, kMatsPerLay
 
 struct gb_model {
   gb::Logger log;
-  gb_port_mapping mapping;  // data == nullptr when opened from memory
+  gb_port_mapping mapping;  // data == nullptr when opened from memory; loaded: a copy
   const uint8_t *base;      // the whole file
   uint64_t size;
   gb::Meta meta;
@@ -81,6 +81,11 @@ gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options 
                      const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out = nullptr);
 // Options with defaults filled in; GB_ERR_STRUCT_SIZE / GB_ERR_INVALID_ARGUMENT.
 gb_status read_model_options(const gb_model_options *in, gb_model_options *o);
+// GB_ERR_FILE_CHANGED (with a log line naming fn) when the mapped file was
+// truncated or written since it was opened; GB_OK for anything else.
+gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn);
+// A file mapping (not a loaded copy or caller memory): residency hints apply.
+inline bool model_mapped(const gb_model *m) { return m->mapping.data && !m->mapping.loaded; }
 // Check the CRC of one section; logs the section on mismatch.
 gb_status verify_section(const gb_model &m, const SectionRef &s);
 }  // namespace gb

@@ -489,6 +489,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   for (size_t i = 0; i < n; i++)
     GB_RETURN_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= V, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                  "gb_prefill: token %d at index %zu outside [0, %u)", tokens[i], i, V);
+  GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));
   spec_settle(s);  // tokens of a round not handed out yet leave the context
   control_clear_text(&s->ctl);  // new input: stop strings look at what follows
   s->last_out = -1;
@@ -519,6 +520,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
       s->log.log(GB_LOG_INFO, "gb_prefill: aborted by the callback at position %u", s->pos);
       return GB_ERR_ABORTED;
     }
+    if (i > 0) GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));  // what ran stays, as for an abort
     uint32_t m = (uint32_t)(total - i < s->pf_batch ? total - i : s->pf_batch);
     if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
     int32_t one;
@@ -571,6 +573,7 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
     s->log.log(GB_LOG_INFO, "gb_decode_step: aborted by the callback at position %u", s->pos);
     return GB_ERR_ABORTED;
   }
+  GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));
   if (s->spec) return spec_step(s, token_out, info, t0);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
   const uint32_t pos = s->pos;
@@ -596,6 +599,7 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
     s->log.log(GB_LOG_INFO, "gb_feed: aborted by the callback at position %u", s->pos);
     return GB_ERR_ABORTED;
   }
+  GB_TRY(model_check_file(*s->model, s->log, "gb_feed"));
   spec_settle(s);
   if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->n_ctx);
   control_clear_text(&s->ctl);

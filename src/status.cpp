@@ -37,8 +37,10 @@ extern "C" const char *gb_status_str(gb_status s) {
     case GB_ERR_TOKEN_OUT_OF_RANGE: return "token id out of range";
     case GB_ERR_ALIGNMENT: return "pointer not aligned";
     case GB_ERR_UNAVAILABLE: return "feature not available";
+    case GB_ERR_BAD_HANDLE: return "handle is not a live object of the expected kind";
     case GB_ERR_IO: return "I/O error";
     case GB_ERR_FILE_NOT_FOUND: return "file not found";
+    case GB_ERR_FILE_CHANGED: return "model file changed after it was opened";
     case GB_ERR_BAD_MAGIC: return "bad magic: not a file of the expected kind";
     case GB_ERR_UNSUPPORTED_VERSION: return "unsupported format version";
     case GB_ERR_TRUNCATED: return "file truncated";

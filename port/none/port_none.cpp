@@ -11,6 +11,8 @@
 extern "C" {
 
 int gb_port_map_file(const char *, gb_port_mapping *) { return GB_PORT_ENOSYS; }
+int gb_port_load_file(const char *, gb_port_mapping *) { return GB_PORT_ENOSYS; }
+int gb_port_check_file(const gb_port_mapping *) { return GB_PORT_OK; }
 void gb_port_unmap_file(gb_port_mapping *m) {
   m->data = nullptr;
   m->size = 0;

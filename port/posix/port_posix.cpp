@@ -24,14 +24,35 @@
 
 extern "C" {
 
-int gb_port_map_file(const char *path, gb_port_mapping *out) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+namespace {
+uint64_t mtime_ns(const struct stat &st) {
+#if defined(__APPLE__)
+  return (uint64_t)st.st_mtimespec.tv_sec * 1000000000ull + (uint64_t)st.st_mtimespec.tv_nsec;
+#else
+  return (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+#endif
+}
+// Open a regular file for reading; its status in *st.
+int open_regular(const char *path, struct stat *st, int *fd_out) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT ? GB_PORT_ENOENT : GB_PORT_EIO;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
     close(fd);
     return GB_PORT_EIO;
   }
+  *fd_out = fd;
+  return GB_PORT_OK;
+}
+}  // namespace
+
+// The file stays open while it is mapped, so gb_port_check_file can fstat
+// the very file the mapping shows (renaming another file over the path does
+// not touch the mapping, and is not reported).
+int gb_port_map_file(const char *path, gb_port_mapping *out) {
+  struct stat st;
+  int fd = -1;
+  const int rc = open_regular(path, &st, &fd);
+  if (rc != GB_PORT_OK) return rc;
   const size_t size = (size_t)st.st_size;
   void *p = nullptr;
   if (size > 0) {
@@ -41,18 +62,68 @@ int gb_port_map_file(const char *path, gb_port_mapping *out) {
       return GB_PORT_EIO;
     }
   }
-  close(fd);  // the mapping keeps the file
   out->data = p;
   out->size = size;
   out->handle = p;
+  out->loaded = 0;
+  out->file = fd + 1;
+  out->ident[0] = (uint64_t)st.st_size;
+  out->ident[1] = mtime_ns(st);
+  out->ident[2] = (uint64_t)st.st_ino;
   return GB_PORT_OK;
 }
 
+int gb_port_load_file(const char *path, gb_port_mapping *out) {
+  struct stat st;
+  int fd = -1;
+  const int rc = open_regular(path, &st, &fd);
+  if (rc != GB_PORT_OK) return rc;
+  const size_t size = (size_t)st.st_size;
+  uint8_t *p = size ? static_cast<uint8_t *>(gb_port_aligned_alloc(size, 64)) : nullptr;
+  if (size && !p) {
+    close(fd);
+    return GB_PORT_ENOMEM;
+  }
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = read(fd, p + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // error, or the file shrank while it was read
+    got += (size_t)n;
+  }
+  close(fd);
+  if (got != size) {
+    gb_port_aligned_free(p);
+    return GB_PORT_EIO;
+  }
+  out->data = p;
+  out->size = size;
+  out->handle = p;
+  out->loaded = 1;
+  out->file = 0;
+  out->ident[0] = out->ident[1] = out->ident[2] = 0;
+  return GB_PORT_OK;
+}
+
+int gb_port_check_file(const gb_port_mapping *m) {
+  if (m->loaded || m->file <= 0) return GB_PORT_OK;
+  struct stat st;
+  if (fstat(m->file - 1, &st) != 0) return GB_PORT_EIO;
+  return (uint64_t)st.st_size == m->ident[0] && mtime_ns(st) == m->ident[1] ? GB_PORT_OK : GB_PORT_ECHANGED;
+}
+
 void gb_port_unmap_file(gb_port_mapping *m) {
-  if (m->handle && m->size) munmap(m->handle, m->size);
+  if (m->loaded) {
+    gb_port_aligned_free(m->handle);
+  } else {
+    if (m->handle && m->size) munmap(m->handle, m->size);
+    if (m->file > 0) close(m->file - 1);
+  }
   m->data = nullptr;
   m->handle = nullptr;
   m->size = 0;
+  m->loaded = 0;
+  m->file = 0;
 }
 
 size_t gb_port_page_size(void) {

@@ -520,15 +520,18 @@ class Model(_Closable):
     verify: "auto" (default), "all" or "metadata" (gb_verify).
     log: callable(level, message) receiving the library's log lines (level
     "error", "warn", "info", "debug"); default: logging.getLogger("gearbx").
-    log_level: the most verbose level passed on ("warn" by default)."""
+    log_level: the most verbose level passed on ("warn" by default).
+    load: "map" (default: the file is mapped; a step returns
+    GB_ERR_FILE_CHANGED if it is truncated or rewritten while open) or
+    "copy" (read into memory: later changes to the file cannot reach it)."""
 
-    def __init__(self, path, *, verify=None, log=None, log_level="warn"):
+    def __init__(self, path, *, verify=None, log=None, log_level="warn", load="map"):
         self._h = None
         self._sessions = weakref.WeakSet()
         self.path = os.fspath(path) if isinstance(path, os.PathLike) else path
         data = _cstr(path, "path")
         self._open(lambda opts, out: (_capi.lib().gb_model_open_file(data, opts, out), "gb_model_open_file"),
-                   verify, log, log_level)
+                   verify, log, log_level, load)
 
     @classmethod
     def from_bytes(cls, data, *, verify=None, log=None, log_level="warn") -> "Model":
@@ -548,7 +551,7 @@ class Model(_Closable):
                                       "gb_model_open_memory"), verify, log, log_level)
         return self
 
-    def _open(self, opener, verify, log, log_level):
+    def _open(self, opener, verify, log, log_level, load="map"):
         lib = _capi.lib()
         self._lib = lib
         self._sink = _LogSink(log)
@@ -560,6 +563,7 @@ class Model(_Closable):
         opts.log = self._sink.cfn
         opts.log_user = None
         opts.log_level = _table_value(log_level, "log level", {v: k for k, v in _capi.LOG_LEVELS.items()})
+        opts.load = _table_value(load, "load mode", {v: k for k, v in _capi.LOAD_MODES.items()})
         h = _c.c_void_p()
         self._sink.clear()
         st, call = opener(_c.byref(opts), _c.byref(h))

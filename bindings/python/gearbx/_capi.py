@@ -35,8 +35,10 @@ STATUS_NAMES = {
     105: "GB_ERR_TOKEN_OUT_OF_RANGE",
     106: "GB_ERR_ALIGNMENT",
     107: "GB_ERR_UNAVAILABLE",
+    108: "GB_ERR_BAD_HANDLE",
     200: "GB_ERR_IO",
     201: "GB_ERR_FILE_NOT_FOUND",
+    202: "GB_ERR_FILE_CHANGED",
     300: "GB_ERR_BAD_MAGIC",
     301: "GB_ERR_UNSUPPORTED_VERSION",
     302: "GB_ERR_TRUNCATED",
@@ -69,6 +71,7 @@ TIER_ORIGIN_NAMES = {0: "unknown", 1: "rounded", 2: "source", 3: "requantized"}
 
 GB_VERIFY_AUTO, GB_VERIFY_ALL, GB_VERIFY_METADATA = 0, 1, 2
 VERIFY_MODES = {"auto": 0, "all": 1, "metadata": 2}
+LOAD_MODES = {"map": 0, "copy": 1}
 
 GB_ROPE_ADJACENT, GB_ROPE_NEOX = 0, 1
 ROPE_NAMES = {0: "adjacent", 1: "neox"}
@@ -129,6 +132,7 @@ class gb_model_options(ctypes.Structure):
         ("log_level", c_enum),
         ("mem", ctypes.c_void_p),
         ("mem_bytes", ctypes.c_size_t),
+        ("load", c_enum),
     ]
 
 

@@ -466,6 +466,20 @@ class TestGenerate(ModelCase):
         text = "".join(x.text for x in a)
         self.assertTrue(text.startswith("Once upon a time, there was a little girl named Lily."), text)
 
+    def test_loaded_copy_survives_the_file_changing(self):
+        want = [x.token for x in self.run_greedy(12)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "copy.gbx")
+            shutil.copyfile(MODEL, path)
+            with gearbx.Model(path, load="copy") as m, m.session(temperature=0) as s:
+                s.prefill([m.info.bos_id])
+                got = [x.token for x in s.generate(4)]
+                os.truncate(path, 100)  # a mapping would now fault; the copy does not care
+                got += [x.token for x in s.generate(8)]
+            self.assertEqual(got, want)
+            with self.assertRaises(ValueError):
+                gearbx.Model(MODEL, load="stream")
+
     def test_threads_do_not_change_tokens(self):
         a = self.run_greedy(20, gear="mid", threads=1)
         b = self.run_greedy(20, gear="mid", threads=2)
