@@ -20,7 +20,13 @@
  *    without breaking callers compiled against this header.
  *  - The library never aborts, exits or prints to stdout; diagnostics go to
  *    the log callback given in the options (default: stderr through the
- *    platform port, errors and warnings only).
+ *    platform port, errors and warnings only). Every error status comes with
+ *    a log line naming the function, except GB_ERR_BUFFER_TOO_SMALL (the size
+ *    query) and the "unknown" answer of a lookup (*_from_name,
+ *    gb_chat_template_detect). A NULL handle, or one that is not a live
+ *    object of the expected kind, is refused (GB_ERR_NULL_POINTER,
+ *    GB_ERR_BAD_HANDLE) with a line through the default sink; void
+ *    functions given NULL do nothing.
  *  - Nothing allocates after gb_session_create(): prefill and decode run in
  *    the session's arena.
  */
@@ -188,8 +194,8 @@ typedef enum gb_model_load {
   /* Map the file read-only: weights are read in place and tiers the session
    * does not use cost no memory. The mapping reflects the file, so a file
    * that is truncated or rewritten while it is open could make the process
-   * fault: before every forward pass (gb_prefill, gb_decode_step, gb_feed,
-   * gb_classify_prompt) the session compares the file's size and
+   * fault: before every forward pass (gb_prefill, gb_decode_step, gb_feed)
+   * the session compares the file's size and
    * modification time with those at open (one fstat) and returns
    * GB_ERR_FILE_CHANGED, running nothing, if they differ. A change that lands
    * during a pass is not caught (docs/RELIABILITY.md). Replacing the file by

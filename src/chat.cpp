@@ -485,18 +485,20 @@ gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size
 extern "C" const char *gb_chat_template_name(gb_chat_template t) { return gb::chat_template_name(t); }
 
 extern "C" gb_status gb_chat_template_from_name(const char *name, gb_chat_template *out) {
-  return gb::chat_template_from_name(name, out);
+  const gb_status st = gb::chat_template_from_name(name, out);
+  return st == GB_ERR_INVALID_ARGUMENT ? st : gb::api_result("gb_chat_template_from_name", st);  // unknown name: the answer
 }
 
 extern "C" gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template *out) {
-  return gb::chat_template_detect(text, len, out);
+  const gb_status st = gb::chat_template_detect(text, len, out);
+  return st == GB_ERR_UNAVAILABLE ? st : gb::api_result("gb_chat_template_detect", st);  // not recognised: the answer
 }
 
 extern "C" gb_status gb_chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n,
                                    int add_assistant_prompt, char *buf, size_t cap, size_t *n_out) {
-  return gb::chat_apply(t, msgs, n, add_assistant_prompt, buf, cap, n_out);
+  return gb::api_result("gb_chat_apply", gb::chat_apply(t, msgs, n, add_assistant_prompt, buf, cap, n_out));
 }
 
 extern "C" gb_status gb_chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count) {
-  return gb::chat_eot_strings(t, strings, count);
+  return gb::api_result("gb_chat_eot_strings", gb::chat_eot_strings(t, strings, count));
 }

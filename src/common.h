@@ -34,6 +34,27 @@ struct Logger {
 // Log an error and return its status: `return fail(log, GB_ERR_CORRUPT, "...", ...)`.
 gb_status fail(const Logger &log, gb_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+// The first member of every handle's struct says what kind of object it is,
+// so a handle of another kind, or one destroyed in caller memory (where the
+// bytes are still readable), is refused instead of being read as something
+// it is not. A freed handle cannot be told apart: using one is undefined.
+enum HandleKind : uint32_t {
+  kHandleModel = 0x4d584247u,      // "GBXM"
+  kHandleSession = 0x53584247u,    // "GBXS"
+  kHandleTokenizer = 0x54584247u,  // "GBXT"
+  kHandleDead = 0x44584247u,       // "GBXD": destroyed
+};
+// GB_OK when h is a live object of kind `want`; else GB_ERR_NULL_POINTER or
+// GB_ERR_BAD_HANDLE with a log line through the default sink (a handle that
+// is not what it claims carries no usable log callback) naming fn.
+gb_status check_handle(const void *h, HandleKind want, const char *fn);
+// The result of a function with no object to log through: an error other
+// than GB_ERR_BUFFER_TOO_SMALL (the size query) gets the line "fn: what"
+// (what: NULL for the status's description) through the default sink.
+gb_status api_result(const char *fn, gb_status st, const char *what = nullptr);
+// A required argument missing: GB_ERR_NULL_POINTER and "fn: what is NULL".
+gb_status null_arg(const Logger &log, const char *fn, const char *what);
+
 }  // namespace gb
 
 // Evaluate a gb_status expression; return it from the caller if it failed.

@@ -449,27 +449,34 @@ extern "C" void gb_model_options_init(gb_model_options *o) {
 }
 
 namespace gb {
-gb_status read_model_options(const gb_model_options *in, gb_model_options *o) {
+gb_status read_model_options(const gb_model_options *in, gb_model_options *o, const char *fn) {
   gb_model_options_init(o);
   if (!in) return GB_OK;
-  if (in->struct_size < offsetof(gb_model_options, verify_auto_limit) || in->struct_size > sizeof *o) return GB_ERR_STRUCT_SIZE;
+  // Until struct_size is known good, the callback in *in cannot be trusted.
+  GB_RETURN_IF(in->struct_size < offsetof(gb_model_options, verify_auto_limit) || in->struct_size > sizeof *o, Logger(),
+               GB_ERR_STRUCT_SIZE, "%s: gb_model_options struct_size %u not supported (%u to %u)", fn, in->struct_size,
+               (uint32_t)offsetof(gb_model_options, verify_auto_limit), (uint32_t)sizeof *o);
   memcpy(o, in, in->struct_size);
   if ((uint32_t)gb::raw_enum(o->log_level) > GB_LOG_DEBUG) {
+    const int32_t bad = gb::raw_enum(o->log_level);
     o->log_level = GB_LOG_WARN;
-    return GB_ERR_INVALID_ARGUMENT;
+    return fail(Logger{o->log, o->log_user, GB_LOG_WARN}, GB_ERR_INVALID_ARGUMENT, "%s: log level %d unknown", fn, bad);
   }
-  if ((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA) return GB_ERR_INVALID_ARGUMENT;
-  if ((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_COPY) return GB_ERR_INVALID_ARGUMENT;
+  const Logger log{o->log, o->log_user, o->log_level};
+  GB_RETURN_IF((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA, log, GB_ERR_INVALID_ARGUMENT, "%s: verify mode %d unknown", fn,
+               gb::raw_enum(o->verify));
+  GB_RETURN_IF((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_COPY, log, GB_ERR_INVALID_ARGUMENT, "%s: load mode %d unknown", fn,
+               gb::raw_enum(o->load));
   return GB_OK;
 }
 }  // namespace gb
 
 extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out) {
   gb_model_options o;
-  const gb_status os = gb::read_model_options(opts, &o);
+  GB_TRY(gb::read_model_options(opts, &o, "gb_model_open_file"));
   gb::Logger log{o.log, o.log_user, o.log_level};
-  if (os != GB_OK) return gb::fail(log, os, "gb_model_open_file: bad options");
-  GB_RETURN_IF(!path || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_file: path and out are required");
+  if (!path) return gb::null_arg(log, "gb_model_open_file", "path");
+  if (!out) return gb::null_arg(log, "gb_model_open_file", "out");
   gb_port_mapping map{};
   const bool copy = o.load == GB_MODEL_LOAD_COPY;
   const int rc = copy ? gb_port_load_file(path, &map) : gb_port_map_file(path, &map);
@@ -490,20 +497,20 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
 
 extern "C" gb_status gb_model_open_memory(const void *data, size_t size, const gb_model_options *opts, gb_model **out) {
   gb_model_options o;
-  const gb_status os = gb::read_model_options(opts, &o);
+  GB_TRY(gb::read_model_options(opts, &o, "gb_model_open_memory"));
   gb::Logger log{o.log, o.log_user, o.log_level};
-  if (os != GB_OK) return gb::fail(log, os, "gb_model_open_memory: bad options");
-  GB_RETURN_IF(!data || !out, log, GB_ERR_NULL_POINTER, "gb_model_open_memory: data and out are required");
+  if (!data) return gb::null_arg(log, "gb_model_open_memory", "data");
+  if (!out) return gb::null_arg(log, "gb_model_open_memory", "out");
   GB_RETURN_IF((uintptr_t)data % 16 != 0, log, GB_ERR_ALIGNMENT, "gb_model_open_memory: data must be 16-byte aligned");
   return gb::model_open(static_cast<const uint8_t *>(data), size, o, nullptr, out);
 }
 
 extern "C" gb_status gb_model_mem_size(const void *data, size_t size, const gb_model_options *opts, size_t *out_bytes) {
   gb_model_options o;
-  const gb_status os = gb::read_model_options(opts, &o);
+  GB_TRY(gb::read_model_options(opts, &o, "gb_model_mem_size"));
   gb::Logger log{o.log, o.log_user, o.log_level};
-  if (os != GB_OK) return gb::fail(log, os, "gb_model_mem_size: bad options");
-  GB_RETURN_IF(!data || !out_bytes, log, GB_ERR_NULL_POINTER, "gb_model_mem_size: data and out_bytes are required");
+  if (!data) return gb::null_arg(log, "gb_model_mem_size", "data");
+  if (!out_bytes) return gb::null_arg(log, "gb_model_mem_size", "out_bytes");
   size_t n = 0;
   GB_TRY(gb::model_open(static_cast<const uint8_t *>(data), size, o, nullptr, nullptr, &n));
   *out_bytes = n;
@@ -511,8 +518,11 @@ extern "C" gb_status gb_model_mem_size(const void *data, size_t size, const gb_m
 }
 
 extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
-  if (!m || !info) return GB_ERR_NULL_POINTER;
-  if (info->struct_size < offsetof(gb_model_info, gears) || info->struct_size > sizeof(gb_model_info)) return GB_ERR_STRUCT_SIZE;
+  GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_model_get_info"));
+  if (!info) return gb::null_arg(m->log, "gb_model_get_info", "info");
+  GB_RETURN_IF(info->struct_size < offsetof(gb_model_info, gears) || info->struct_size > sizeof(gb_model_info), m->log,
+               GB_ERR_STRUCT_SIZE, "gb_model_get_info: gb_model_info struct_size %u not supported (%u to %u)", info->struct_size,
+               (uint32_t)offsetof(gb_model_info, gears), (uint32_t)sizeof(gb_model_info));
   gb_model_info r;
   memset(&r, 0, sizeof r);
   const gb::Meta &t = m->meta;
@@ -572,7 +582,7 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
 }
 
 extern "C" gb_status gb_model_verify(const gb_model *m) {
-  if (!m) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_model_verify"));
   for (uint32_t i = 0; i < m->n_sections; i++) GB_TRY(gb::verify_section(*m, m->sections[i]));
   return GB_OK;
 }
@@ -588,9 +598,10 @@ gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn)
 }  // namespace gb
 
 extern "C" void gb_model_close(gb_model *m) {
-  if (!m) return;
+  if (!m || gb::check_handle(m, gb::kHandleModel, "gb_model_close") != GB_OK) return;  // NULL: a no-op; else logged
   gb_port_mapping map = m->mapping;
   void *mem = m->mem;
+  m->handle = gb::kHandleDead;  // caller memory stays readable: a second close is refused
   gb_port_unmap_file(&map);  // a zeroed mapping (opened from memory) holds nothing
   gb_port_aligned_free(mem);
 }

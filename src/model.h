@@ -48,6 +48,7 @@ enum MatIndex { kMatQ = 0, kMatK, kMatV, kMatO, kMat1, kMat2, kMat3, kMatsPerLay
 }  // namespace gb
 
 struct gb_model {
+  uint32_t handle = gb::kHandleModel;  // first: see gb::HandleKind
   gb::Logger log;
   gb_port_mapping mapping;  // data == nullptr when opened from memory; loaded: a copy
   const uint8_t *base;      // the whole file
@@ -80,7 +81,8 @@ namespace gb {
 gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options &opt,
                      const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out = nullptr);
 // Options with defaults filled in; GB_ERR_STRUCT_SIZE / GB_ERR_INVALID_ARGUMENT.
-gb_status read_model_options(const gb_model_options *in, gb_model_options *o);
+// Logs its failures naming fn.
+gb_status read_model_options(const gb_model_options *in, gb_model_options *o, const char *fn);
 // GB_ERR_FILE_CHANGED (with a log line naming fn) when the mapped file was
 // truncated or written since it was opened; GB_OK for anything else.
 gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn);

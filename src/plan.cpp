@@ -55,9 +55,11 @@ uint32_t tier_order(const gb_model *m, const gb_session_options &base, gb_gear o
 }  // namespace
 
 extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx, gb_session_options *opts, gb_plan_report *report) {
-  if (!m || !opts) return GB_ERR_NULL_POINTER;
-  if (report && (report->struct_size < offsetof(gb_plan_report, candidates_tried) || report->struct_size > sizeof(gb_plan_report)))
-    return GB_ERR_STRUCT_SIZE;
+  GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_plan"));
+  if (!opts) return gb::null_arg(m->log, "gb_plan", "opts");
+  GB_RETURN_IF(report && (report->struct_size < offsetof(gb_plan_report, candidates_tried) || report->struct_size > sizeof(gb_plan_report)),
+               m->log, GB_ERR_STRUCT_SIZE, "gb_plan: gb_plan_report struct_size %u not supported (%u to %u)", report->struct_size,
+               (uint32_t)offsetof(gb_plan_report, candidates_tried), (uint32_t)sizeof(gb_plan_report));
   if (opts->struct_size < offsetof(gb_session_options, log) || opts->struct_size > sizeof(gb_session_options)) {
     m->log.log(GB_LOG_ERROR, "gb_plan: session options struct_size %u not supported", opts->struct_size);
     return GB_ERR_STRUCT_SIZE;

@@ -20,7 +20,8 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   *log = m->log;
   if (in) {
     if (in->struct_size < offsetof(gb_session_options, log) || in->struct_size > sizeof *o)
-      return fail(*log, GB_ERR_STRUCT_SIZE, "session options: struct_size %u not supported", in->struct_size);
+      return fail(*log, GB_ERR_STRUCT_SIZE, "session options: struct_size %u not supported (%u to %u)", in->struct_size,
+                  (uint32_t)offsetof(gb_session_options, log), (uint32_t)sizeof *o);
     memcpy(o, in, in->struct_size);
     o->struct_size = sizeof *o;
   }
@@ -371,7 +372,8 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
 }
 
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
-  if (!m || !out) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(m, kHandleModel, "gb_session_mem_size"));
+  if (!out) return null_arg(m->log, "gb_session_mem_size", "out");
   gb_session_options o;
   Logger log;
   KvPlan kvp;
@@ -384,7 +386,7 @@ extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_opt
 }
 
 extern "C" gb_status gb_kv_pool_size(const gb_model *m, const gb_session_options *opts, uint64_t *pool_bytes, uint32_t *max_tokens) {
-  if (!m) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(m, kHandleModel, "gb_kv_pool_size"));
   gb_session_options o;
   Logger log;
   KvPlan kvp;
@@ -396,7 +398,8 @@ extern "C" gb_status gb_kv_pool_size(const gb_model *m, const gb_session_options
 
 extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_options *opts, void *mem, size_t mem_bytes,
                                        gb_session **out) {
-  if (!m || !out) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(m, kHandleModel, "gb_session_create"));
+  if (!out) return null_arg(m->log, "gb_session_create", "out");
   gb_session_options o;
   Logger log;
   KvPlan kvp;
@@ -454,7 +457,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
 }
 
 extern "C" gb_status gb_session_reset(gb_session *s) {
-  if (!s) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(s, kHandleSession, "gb_session_reset"));
   s->pos = 0;
   s->pending = -1;
   kv_reset(&s->kv);
@@ -477,13 +480,15 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
 }
 
 extern "C" void gb_session_destroy(gb_session *s) {
-  if (!s) return;
+  if (!s || check_handle(s, kHandleSession, "gb_session_destroy") != GB_OK) return;  // NULL: a no-op; else logged
+  s->handle = kHandleDead;  // caller memory stays readable: later calls are refused
   gb_port_pool_stop(s->pool);
   if (s->owns_mem) gb_port_aligned_free(s->mem);
 }
 
 extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) {
-  if (!s || !tokens) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(s, kHandleSession, "gb_prefill"));
+  if (!tokens) return null_arg(s->log, "gb_prefill", "tokens");
   GB_RETURN_IF(n == 0, s->log, GB_ERR_INVALID_ARGUMENT, "gb_prefill: no tokens");
   const uint32_t V = s->model->meta.vocab_size;
   for (size_t i = 0; i < n; i++)
@@ -548,13 +553,14 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
 extern "C" gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_options *opts, float *score) {
   gb_session_options d;
   gb_session_options_init(&d);
+  if (!text && len > 0) Logger().log(GB_LOG_WARN, "gb_classify_prompt: text is NULL with len %zu; scored as empty text", len);
   const float sc = text ? prompt_score(text, len) : 0.0f;
   if (score) *score = sc;
   return prompt_gear(sc, opts ? *opts : d.monitor);
 }
 
 extern "C" gb_status gb_session_set_gear(gb_session *s, gb_gear gear) {
-  if (!s) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(s, kHandleSession, "gb_session_set_gear"));
   GB_RETURN_IF(s->monitor.locked, s->log, GB_ERR_BAD_STATE, "gb_session_set_gear: the session runs a fixed gear");
   GB_RETURN_IF((uint32_t)raw_enum(gear) > GB_GEAR_HIGH, s->log, GB_ERR_INVALID_ARGUMENT, "gb_session_set_gear: gear %d invalid",
                raw_enum(gear));
@@ -565,7 +571,7 @@ extern "C" gb_status gb_session_set_gear(gb_session *s, gb_gear gear) {
 }
 
 extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info) {
-  if (!s) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(s, kHandleSession, "gb_decode_step"));
   const uint64_t t0 = gb_port_now_ns();
   GB_TRY(check_info(s, info, "gb_decode_step"));
   GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
@@ -590,7 +596,7 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
 }
 
 extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
-  if (!s) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(s, kHandleSession, "gb_feed"));
   const uint64_t t0 = gb_port_now_ns();
   GB_TRY(check_info(s, info, "gb_feed"));
   GB_RETURN_IF(token < 0 || (uint32_t)token >= s->model->meta.vocab_size, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
@@ -614,7 +620,7 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
 }
 
 extern "C" gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx) {
-  if (!s) return GB_ERR_NULL_POINTER;
+  GB_TRY(check_handle(s, kHandleSession, "gb_session_position"));
   if (pos) *pos = s->pos;
   if (n_ctx) *n_ctx = s->n_ctx;
   return GB_OK;

@@ -16,6 +16,7 @@
 #include "sampler.h"
 
 struct gb_session {
+  uint32_t handle = gb::kHandleSession;  // first: see gb::HandleKind
   const gb_model *model;
   gb::Logger log;
   gb_session_options opt;

@@ -737,7 +737,8 @@ gb_status load_body(R &r, gb_session *s, bool apply) {
 using namespace gb;
 
 extern "C" gb_status gb_session_state_size(const gb_session *s, size_t *out_bytes) {
-  if (!s || !out_bytes) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(s, gb::kHandleSession, "gb_session_state_size"));
+  if (!out_bytes) return gb::null_arg(s->log, "gb_session_state_size", "out_bytes");
   GB_TRY(check_save(s));
   W w;
   save_body(w, s);
@@ -746,7 +747,8 @@ extern "C" gb_status gb_session_state_size(const gb_session *s, size_t *out_byte
 }
 
 extern "C" gb_status gb_session_state_max_size(const gb_session *s, size_t *out_bytes) {
-  if (!s || !out_bytes) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(s, gb::kHandleSession, "gb_session_state_max_size"));
+  if (!out_bytes) return gb::null_arg(s->log, "gb_session_state_max_size", "out_bytes");
   uint64_t n = kHeadBytes + 256 + 4ull * s->monitor.o.window + 4ull * s->ctl.window + s->ctl.stop_max + kv_max_bytes(s->kv);
   if (s->spec) n += 64 + 4ull * s->n_ctx + kv_max_bytes(s->dkv);
   *out_bytes = (size_t)n;
@@ -754,7 +756,9 @@ extern "C" gb_status gb_session_state_max_size(const gb_session *s, size_t *out_
 }
 
 extern "C" gb_status gb_session_state_save(const gb_session *s, void *buf, size_t cap, size_t *n_out) {
-  if (!s || !n_out || (!buf && cap)) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(s, gb::kHandleSession, "gb_session_state_save"));
+  if (!n_out) return gb::null_arg(s->log, "gb_session_state_save", "n_out");
+  if (!buf && cap) return gb::null_arg(s->log, "gb_session_state_save", "buf (with cap > 0)");
   GB_TRY(check_save(s));
   W count;
   save_body(count, s);
@@ -778,7 +782,8 @@ extern "C" gb_status gb_session_state_save(const gb_session *s, void *buf, size_
 }
 
 extern "C" gb_status gb_session_state_load(gb_session *s, const void *buf, size_t len) {
-  if (!s || !buf) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(s, gb::kHandleSession, "gb_session_state_load"));
+  if (!buf) return gb::null_arg(s->log, "gb_session_state_load", "buf");
   const uint8_t *b = static_cast<const uint8_t *>(buf);
   GB_RETURN_IF(len < 8 || memcmp(b, kMagic, 8) != 0, s->log, GB_ERR_BAD_MAGIC, "gb_session_state_load: not a session state image");
   GB_RETURN_IF(len < kHeadBytes, s->log, GB_ERR_TRUNCATED, "gb_session_state_load: %zu bytes, shorter than the header", len);

@@ -69,7 +69,7 @@ extern "C" const char *gb_gear_name(gb_gear gear) {
 }
 
 extern "C" gb_status gb_gear_from_name(const char *name, gb_gear *out) {
-  if (!name || !out) return GB_ERR_NULL_POINTER;
+  if (!name || !out) return gb::api_result("gb_gear_from_name", GB_ERR_NULL_POINTER, !name ? "name is NULL" : "out is NULL");
   static const gb_gear kAll[] = {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO, GB_GEAR_SPEC, GB_GEAR_DEFAULT};
   for (const gb_gear g : kAll)
     if (strcmp(name, gb_gear_name(g)) == 0) {
@@ -85,7 +85,7 @@ extern "C" const char *gb_kv_policy_name(gb_kv_policy policy) {
 }
 
 extern "C" gb_status gb_kv_policy_from_name(const char *name, gb_kv_policy *out) {
-  if (!name || !out) return GB_ERR_NULL_POINTER;
+  if (!name || !out) return gb::api_result("gb_kv_policy_from_name", GB_ERR_NULL_POINTER, !name ? "name is NULL" : "out is NULL");
   for (int p = 0; p <= GB_KV_RECENCY; p++)
     if (strcmp(name, kPolicyNames[p]) == 0) {
       *out = (gb_kv_policy)p;
@@ -112,6 +112,27 @@ void Logger::log(gb_log_level lv, const char *fmt, ...) const {
   va_start(ap, fmt);
   vlog(lv, fmt, ap);
   va_end(ap);
+}
+
+gb_status check_handle(const void *h, HandleKind want, const char *fn) {
+  const char *kind = want == kHandleModel ? "gb_model" : want == kHandleSession ? "gb_session" : "gb_tokenizer";
+  if (!h) return fail(Logger(), GB_ERR_NULL_POINTER, "%s: the %s is NULL", fn, kind);
+  uint32_t tag;
+  memcpy(&tag, h, sizeof tag);
+  if (tag == (uint32_t)want) return GB_OK;
+  return fail(Logger(), GB_ERR_BAD_HANDLE, "%s: %s", fn,
+              tag == kHandleDead                                     ? "the handle was destroyed"
+              : tag == kHandleModel || tag == kHandleSession || tag == kHandleTokenizer ? "a handle of another kind"
+                                                                     : "not a gearbx handle");
+}
+
+gb_status api_result(const char *fn, gb_status st, const char *what) {
+  if (st != GB_OK && st != GB_ERR_BUFFER_TOO_SMALL) fail(Logger(), st, "%s: %s", fn, what ? what : gb_status_str(st));
+  return st;
+}
+
+gb_status null_arg(const Logger &log, const char *fn, const char *what) {
+  return fail(log, GB_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
 }
 
 gb_status fail(const Logger &log, gb_status s, const char *fmt, ...) {

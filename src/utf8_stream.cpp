@@ -125,9 +125,10 @@ extern "C" void gb_utf8_stream_init(gb_utf8_stream *s) {
 
 extern "C" gb_status gb_utf8_stream_push(gb_utf8_stream *s, const char *bytes, size_t len, char *out, size_t cap,
                                          size_t *n_out) {
-  if (!s || !n_out || (!bytes && len > 0) || (!out && cap > 0)) return GB_ERR_NULL_POINTER;
+  if (!s || !n_out || (!bytes && len > 0) || (!out && cap > 0))
+    return gb::api_result("gb_utf8_stream_push", GB_ERR_NULL_POINTER, "s, n_out, bytes (len > 0) or out (cap > 0) is NULL");
   gb::Utf8State st = load(s);
-  if (!valid(st)) return GB_ERR_BAD_STATE;
+  if (!valid(st)) return gb::api_result("gb_utf8_stream_push", GB_ERR_BAD_STATE, "the stream was not initialised");
   const uint8_t *in = reinterpret_cast<const uint8_t *>(bytes);
   gb::Utf8State probe = st;
   const size_t need = gb::utf8_stream_feed(probe, in, len, nullptr);
@@ -143,9 +144,10 @@ extern "C" gb_status gb_utf8_stream_push(gb_utf8_stream *s, const char *bytes, s
 }
 
 extern "C" gb_status gb_utf8_stream_flush(gb_utf8_stream *s, char *out, size_t cap, size_t *n_out) {
-  if (!s || !n_out || (!out && cap > 0)) return GB_ERR_NULL_POINTER;
+  if (!s || !n_out || (!out && cap > 0))
+    return gb::api_result("gb_utf8_stream_flush", GB_ERR_NULL_POINTER, "s, n_out or out (cap > 0) is NULL");
   gb::Utf8State st = load(s);
-  if (!valid(st)) return GB_ERR_BAD_STATE;
+  if (!valid(st)) return gb::api_result("gb_utf8_stream_flush", GB_ERR_BAD_STATE, "the stream was not initialised");
   const size_t need = st.need ? 3 : 0;
   if (need > cap) {
     *n_out = need;

@@ -78,13 +78,15 @@ extern "C" gb_status gb_convert_synthetic(const char *spec, const char *out_path
   gb::ConvertOptions o;
   const gb_status st = to_internal(opt, &o);
   if (st != GB_OK) return st;
+  if (!spec) return gb::null_arg(o.log, "gb_convert_synthetic", "spec");
+  if (!out_path) return gb::null_arg(o.log, "gb_convert_synthetic", "out_path");
   return gb::convert_synthetic(spec, out_path, o);
 }
 
 extern "C" gb_status gb_convert_gguf_tokenizer(const char *gguf_path, const gb_convert_options *opt, void **image, size_t *size) {
-  if (!image || !size) return GB_ERR_NULL_POINTER;
   gb::ConvertOptions o;
   GB_TRY(to_internal(opt, &o));
+  if (!image || !size) return gb::null_arg(o.log, "gb_convert_gguf_tokenizer", !image ? "image" : "size");
   std::vector<uint8_t> img;
   GB_TRY(gb::gguf_tokenizer(gguf_path, o.log, &img));
   void *p = malloc(img.size());

@@ -60,16 +60,27 @@ gb_status fail(const gb_tokenizer *t, gb_status st, const char *what) {
   return st;
 }
 
+// The engines return plain statuses; the public calls give them a line
+// (not for GB_ERR_BUFFER_TOO_SMALL, the size query).
+gb_status result(const gb_tokenizer *t, const char *fn, gb_status st) {
+  if (st != GB_OK && st != GB_ERR_BUFFER_TOO_SMALL) t->log.log(GB_LOG_ERROR, "%s: %s", fn, gb_status_str(st));
+  return st;
+}
+
+#define GB_CHECK_TOK(t, fn) GB_TRY(gb::check_handle((t), gb::kHandleTokenizer, (fn)))
+
 }  // namespace
 
 extern "C" gb_status gb_model_tokenizer(const gb_model *m, const gb_tokenizer **out) {
-  if (!m || !out) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_model_tokenizer"));
+  if (!out) return gb::null_arg(m->log, "gb_model_tokenizer", "out");
   *out = &m->tokenizer;
   return GB_OK;
 }
 
 extern "C" gb_status gb_tokenizer_mem_size(const void *image, size_t size, size_t *out_bytes) {
-  if (!image || !out_bytes) return GB_ERR_NULL_POINTER;
+  if (!image) return gb::null_arg(gb::Logger(), "gb_tokenizer_mem_size", "image");
+  if (!out_bytes) return gb::null_arg(gb::Logger(), "gb_tokenizer_mem_size", "out_bytes");
   gb::TokView v;
   GB_TRY(gb::tokdata_view(static_cast<const uint8_t *>(image), size, gb::Logger(), &v));
   gb::Arena counter;
@@ -81,9 +92,10 @@ extern "C" gb_status gb_tokenizer_mem_size(const void *image, size_t size, size_
 
 extern "C" gb_status gb_tokenizer_open_memory(const void *image, size_t size, const gb_model_options *opts,
                                               gb_tokenizer **out) {
-  if (!image || !out) return GB_ERR_NULL_POINTER;
   gb_model_options o;
-  GB_TRY(gb::read_model_options(opts, &o));
+  GB_TRY(gb::read_model_options(opts, &o, "gb_tokenizer_open_memory"));
+  if (!image) return gb::null_arg(gb::Logger{o.log, o.log_user, o.log_level}, "gb_tokenizer_open_memory", "image");
+  if (!out) return gb::null_arg(gb::Logger{o.log, o.log_user, o.log_level}, "gb_tokenizer_open_memory", "out");
   gb::Logger log;
   log.fn = o.log;
   log.user = o.log_user;
@@ -119,16 +131,23 @@ extern "C" gb_status gb_tokenizer_open_memory(const void *image, size_t size, co
 }
 
 extern "C" void gb_tokenizer_close(gb_tokenizer *t) {
-  if (!t || !t->standalone) return;
+  if (!t || gb::check_handle(t, gb::kHandleTokenizer, "gb_tokenizer_close") != GB_OK) return;  // NULL: a no-op; else logged
+  if (!t->standalone) {
+    t->log.log(GB_LOG_ERROR, "gb_tokenizer_close: a model's own tokenizer is released with the model; nothing done");
+    return;
+  }
   void *mem = t->mem;
   t->~gb_tokenizer();
+  t->handle = gb::kHandleDead;  // caller memory stays readable: later calls are refused
   if (mem) gb_port_aligned_free(mem);
 }
 
 extern "C" gb_status gb_tokenizer_get_info(const gb_tokenizer *t, gb_tokenizer_info *info) {
-  if (!t || !info) return GB_ERR_NULL_POINTER;
-  if (info->struct_size < offsetof(gb_tokenizer_info, chat_template_bytes) || info->struct_size > sizeof(gb_tokenizer_info))
-    return GB_ERR_STRUCT_SIZE;
+  GB_CHECK_TOK(t, "gb_tokenizer_get_info");
+  if (!info) return gb::null_arg(t->log, "gb_tokenizer_get_info", "info");
+  GB_RETURN_IF(info->struct_size < offsetof(gb_tokenizer_info, chat_template_bytes) || info->struct_size > sizeof(gb_tokenizer_info),
+               t->log, GB_ERR_STRUCT_SIZE, "gb_tokenizer_get_info: gb_tokenizer_info struct_size %u not supported (%u to %u)",
+               info->struct_size, (uint32_t)offsetof(gb_tokenizer_info, chat_template_bytes), (uint32_t)sizeof(gb_tokenizer_info));
   gb_tokenizer_info r;
   memset(&r, 0, sizeof r);
   r.struct_size = info->struct_size;
@@ -153,9 +172,13 @@ extern "C" gb_status gb_tokenizer_get_info(const gb_tokenizer *t, gb_tokenizer_i
 
 extern "C" gb_status gb_tokenizer_encode(const gb_tokenizer *t, const char *text, size_t len, uint32_t flags, int32_t *tokens,
                                          size_t cap, size_t *n_tokens) {
-  if (!t || !n_tokens) return GB_ERR_NULL_POINTER;
+  GB_CHECK_TOK(t, "gb_tokenizer_encode");
+  if (!n_tokens) return gb::null_arg(t->log, "gb_tokenizer_encode", "n_tokens");
+  if (!text && len) return gb::null_arg(t->log, "gb_tokenizer_encode", "text (with len > 0)");
+  if (!tokens && cap) return gb::null_arg(t->log, "gb_tokenizer_encode", "tokens (with cap > 0)");
   if (flags & ~kEncodeFlags) return fail(t, GB_ERR_INVALID_ARGUMENT, "unknown encode flags");
-  if (t->kind != GB_TOKENIZER_LLAMA2C) return gb::tok_encode(t->tok, text, len, flags, tokens, cap, n_tokens);
+  if (t->kind != GB_TOKENIZER_LLAMA2C)
+    return result(t, "gb_tokenizer_encode", gb::tok_encode(t->tok, text, len, flags, tokens, cap, n_tokens));
   if (flags & GB_TOKENIZE_PARSE_SPECIAL)
     return fail(t, GB_ERR_UNAVAILABLE, "a llama2.c vocabulary has no special-token text to parse");
   const bool eos = (flags & GB_TOKENIZE_ADD_EOS) != 0;
@@ -168,14 +191,15 @@ extern "C" gb_status gb_tokenizer_encode(const gb_tokenizer *t, const char *text
   gb_status st = gb::tokenize(t->legacy, text, len, flags & ~GB_TOKENIZE_ADD_EOS, tokens, cap, n_tokens);
   if (st == GB_ERR_BUFFER_TOO_SMALL && eos) (*n_tokens)++;
   if (st == GB_OK && eos) tokens[(*n_tokens)++] = t->eos;
-  return st;
+  return result(t, "gb_tokenizer_encode", st);
 }
 
 extern "C" gb_status gb_tokenizer_token_text(const gb_tokenizer *t, int32_t prev, int32_t token, const char **out,
                                              size_t *len) {
-  if (!t || !out || !len) return GB_ERR_NULL_POINTER;
-  if (t->kind == GB_TOKENIZER_LLAMA2C) return gb::token_to_text(t->legacy, prev, token, out, len);
-  GB_TRY(gb::tok_piece(t->tok, token, 0, out, len));
+  GB_CHECK_TOK(t, "gb_tokenizer_token_text");
+  if (!out || !len) return gb::null_arg(t->log, "gb_tokenizer_token_text", !out ? "out" : "len");
+  if (t->kind == GB_TOKENIZER_LLAMA2C) return result(t, "gb_tokenizer_token_text", gb::token_to_text(t->legacy, prev, token, out, len));
+  GB_TRY(result(t, "gb_tokenizer_token_text", gb::tok_piece(t->tok, token, 0, out, len)));
   // SentencePiece's space prefix is dropped right after BOS.
   if (prev >= 0 && prev == t->bos && t->kind == GB_TOKENIZER_SPM && (t->tok.v.flags & gb::kTokFlagAddSpacePrefix) && *len > 0 &&
       (*out)[0] == ' ') {
@@ -187,9 +211,12 @@ extern "C" gb_status gb_tokenizer_token_text(const gb_tokenizer *t, int32_t prev
 
 extern "C" gb_status gb_tokenizer_decode(const gb_tokenizer *t, const int32_t *ids, size_t n, uint32_t flags, char *buf,
                                          size_t cap, size_t *n_out) {
-  if (!t || !n_out || (!ids && n) || (!buf && cap)) return GB_ERR_NULL_POINTER;
+  GB_CHECK_TOK(t, "gb_tokenizer_decode");
+  if (!n_out) return gb::null_arg(t->log, "gb_tokenizer_decode", "n_out");
+  if (!ids && n) return gb::null_arg(t->log, "gb_tokenizer_decode", "ids (with n > 0)");
+  if (!buf && cap) return gb::null_arg(t->log, "gb_tokenizer_decode", "buf (with cap > 0)");
   if (flags & ~(GB_DETOKENIZE_SPECIAL | GB_DETOKENIZE_STRIP_SPACE)) return fail(t, GB_ERR_INVALID_ARGUMENT, "unknown decode flags");
-  if (t->kind != GB_TOKENIZER_LLAMA2C) return gb::tok_decode(t->tok, ids, n, flags, buf, cap, n_out);
+  if (t->kind != GB_TOKENIZER_LLAMA2C) return result(t, "gb_tokenizer_decode", gb::tok_decode(t->tok, ids, n, flags, buf, cap, n_out));
   // llama2.c: the pieces back to back; control tokens have no text in this
   // vocabulary's decoder, and a leading space goes with STRIP_SPACE.
   size_t need = 0;
@@ -200,7 +227,7 @@ extern "C" gb_status gb_tokenizer_decode(const gb_tokenizer *t, const int32_t *i
     for (size_t i = 0; i < n; i++) {
       const char *p;
       size_t m;
-      GB_TRY(gb::token_to_text(t->legacy, -1, ids[i], &p, &m));
+      GB_TRY(result(t, "gb_tokenizer_decode", gb::token_to_text(t->legacy, -1, ids[i], &p, &m)));
       if (s && m) {
         s = false;
         if (p[0] == ' ') p++, m--;
@@ -218,15 +245,19 @@ extern "C" gb_status gb_tokenizer_decode(const gb_tokenizer *t, const int32_t *i
 }
 
 extern "C" gb_status gb_tokenizer_is_eog(const gb_tokenizer *t, int32_t token, int *out) {
-  if (!t || !out) return GB_ERR_NULL_POINTER;
-  if (token < 0 || (uint32_t)token >= n_tokens(t)) return GB_ERR_TOKEN_OUT_OF_RANGE;
+  GB_CHECK_TOK(t, "gb_tokenizer_is_eog");
+  if (!out) return gb::null_arg(t->log, "gb_tokenizer_is_eog", "out");
+  GB_RETURN_IF(token < 0 || (uint32_t)token >= n_tokens(t), t->log, GB_ERR_TOKEN_OUT_OF_RANGE,
+               "gb_tokenizer_is_eog: token %d outside [0, %u)", token, n_tokens(t));
   *out = token == t->eos || token == t->eot || token == t->eom;
   return GB_OK;
 }
 
 extern "C" gb_status gb_tokenizer_chat_template(const gb_tokenizer *t, const char **text, size_t *len) {
-  if (!t || !text || !len) return GB_ERR_NULL_POINTER;
-  if (t->kind == GB_TOKENIZER_LLAMA2C || t->tok.v.chat_template_len == 0) return GB_ERR_UNAVAILABLE;
+  GB_CHECK_TOK(t, "gb_tokenizer_chat_template");
+  if (!text || !len) return gb::null_arg(t->log, "gb_tokenizer_chat_template", !text ? "text" : "len");
+  GB_RETURN_IF(t->kind == GB_TOKENIZER_LLAMA2C || t->tok.v.chat_template_len == 0, t->log, GB_ERR_UNAVAILABLE,
+               "gb_tokenizer_chat_template: the vocabulary carries no chat template");
   *text = reinterpret_cast<const char *>(t->tok.v.chat_template);
   *len = (size_t)t->tok.v.chat_template_len;
   return GB_OK;
@@ -234,11 +265,11 @@ extern "C" gb_status gb_tokenizer_chat_template(const gb_tokenizer *t, const cha
 
 extern "C" gb_status gb_tokenize(const gb_model *m, const char *text, size_t len, uint32_t flags, int32_t *tokens, size_t cap,
                                  size_t *n_tokens) {
-  if (!m) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_tokenize"));
   return gb_tokenizer_encode(&m->tokenizer, text, len, flags, tokens, cap, n_tokens);
 }
 
 extern "C" gb_status gb_token_to_text(const gb_model *m, int32_t prev, int32_t token, const char **out, size_t *len) {
-  if (!m) return GB_ERR_NULL_POINTER;
+  GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_token_to_text"));
   return gb_tokenizer_token_text(&m->tokenizer, prev, token, out, len);
 }

@@ -12,6 +12,7 @@
 #include "tokenizer.h"
 
 struct gb_tokenizer {
+  uint32_t handle = gb::kHandleTokenizer;  // first: see gb::HandleKind
   gb_tokenizer_kind kind = GB_TOKENIZER_LLAMA2C;
   bool standalone = false;  // from gb_tokenizer_open_memory: gb_tokenizer_close releases it
   void *mem = nullptr;      // the allocation gb_tokenizer_close frees (nullptr: caller memory)
