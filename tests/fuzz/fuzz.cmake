@@ -1,15 +1,19 @@
-# Fuzz targets: each tests/fuzz/fuzz_*.cpp defines LLVMFuzzerTestOneInput.
-# Always built as a deterministic replay test (mutations of generated seeds);
-# with GEARBX_FUZZ=ON and clang also as libFuzzer binaries.
+# Fuzz targets: each tests/fuzz/fuzz_*.cpp defines LLVMFuzzerTestOneInput
+# and gb_fuzz_seeds(). Always built as a deterministic replay test
+# (replay_main.cpp: the regression inputs of tests/corpus/<target>/, then the
+# generated seeds and their mutations); with GEARBX_FUZZ=ON (clang) also as
+# libFuzzer binaries, which tests/fuzz.sh runs. `fuzz_all` builds only these.
 file(GLOB GB_FUZZ_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz_*.cpp)
-add_library(gearbx_fuzz_replay OBJECT ${CMAKE_CURRENT_LIST_DIR}/replay_main.cpp)
-target_include_directories(gearbx_fuzz_replay PRIVATE ${GB_TEST_INCLUDES})
+add_custom_target(fuzz_all)
 foreach(src ${GB_FUZZ_SRC})
   get_filename_component(name ${src} NAME_WE)
-  add_executable(${name}_replay ${src} $<TARGET_OBJECTS:gearbx_fuzz_replay>)
+  # replay_main.cpp is compiled per target: it carries the target's corpus path.
+  add_executable(${name}_replay ${src} ${CMAKE_CURRENT_LIST_DIR}/replay_main.cpp)
   target_include_directories(${name}_replay PRIVATE ${GB_TEST_INCLUDES})
-  target_compile_definitions(${name}_replay PRIVATE GB_SHARED_DIR="${GEARBX_SHARED_DIR}")
+  target_compile_definitions(${name}_replay PRIVATE GB_SHARED_DIR="${GEARBX_SHARED_DIR}"
+    GB_FUZZ_CORPUS_DIR="${CMAKE_CURRENT_LIST_DIR}/../corpus/${name}")
   target_link_libraries(${name}_replay PRIVATE gearbx_convert gearbx)
+  add_dependencies(fuzz_all ${name}_replay)
   add_test(NAME ${name} COMMAND ${name}_replay 3000)
   set_tests_properties(${name} PROPERTIES TIMEOUT 900)
   if(GEARBX_FUZZ)
@@ -19,6 +23,6 @@ foreach(src ${GB_FUZZ_SRC})
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_libraries(${name} PRIVATE gearbx_convert gearbx)
+    add_dependencies(fuzz_all ${name})
   endif()
 endforeach()
-

@@ -144,27 +144,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
 // Seeds: small synthetic models (one with all four tiers, one with low+high
 // only and an untied classifier is not expressible in synthetic specs, so a
-// second seed differs in shapes and GQA), and stories260K converted from its
-// GGUF (VOCAB and TOKENIZER sections); mutations focused on the header,
-// section table, META, VOCAB, TOKENIZER and TENSORS sections.
+// second seed differs in shapes and GQA), stories260K converted from its
+// GGUF (VOCAB and TOKENIZER sections) and the qwen2 fixture converted
+// (Q4_K / Q6_K tier, Q/K/V biases, NeoX RoPE, a byte-level BPE TOKENIZER
+// with its chat template); mutations focused on the header, section table,
+// META, VOCAB, TOKENIZER and TENSORS sections.
 void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const char *t = getenv("TMPDIR");
   std::string path = std::string(t && *t ? t : "/tmp") + "/gb-fuzz-gbx-" + std::to_string((long)getpid()) + ".gbx";
   const char *specs[] = {"dim=32,layers=1,hidden=64,heads=2,kv_heads=1,vocab=300,seq_len=16,seed=1",
                          "dim=48,layers=2,hidden=40,heads=4,kv_heads=2,vocab=270,seq_len=8,seed=2"};
-  // The third: a GGUF's model (stories260K) with its TOKENIZER section.
-  const std::string gguf = std::string(GB_SHARED_DIR) + "/models/stories260K.gguf";
-  for (int i = 0; i < 3; i++) {
+  // Then GGUF models of ../shared (skipped when absent).
+  const std::string ggufs[] = {std::string(GB_SHARED_DIR) + "/models/stories260K.gguf",
+                               std::string(GB_SHARED_DIR) + "/fixtures/qwen2-tiny-Q4_K_M.gguf"};
+  for (int i = 0; i < 4; i++) {
     gb::ConvertOptions o;
     o.page_align = 64;
-    o.tiers = i == 0 ? 0xFu : i == 1 ? 0x5u : 0x1u;
+    o.tiers = i == 0 ? 0xFu : i == 1 ? 0x5u : i == 2 ? 0x1u : 0u;
     o.log = gb::Logger{quiet, nullptr, GB_LOG_ERROR};
-    if (i == 2) {
-      FILE *probe = fopen(gguf.c_str(), "rb");
-      if (!probe) break;  // without the shared models: the synthetic seeds only
+    if (i >= 2) {
+      FILE *probe = fopen(ggufs[i - 2].c_str(), "rb");
+      if (!probe) continue;  // without the shared models: the synthetic seeds only
       fclose(probe);
     }
-    if ((i < 2 ? gb::convert_synthetic(specs[i], path.c_str(), o) : gb::convert_gguf(gguf.c_str(), path.c_str(), o)) != GB_OK)
+    if ((i < 2 ? gb::convert_synthetic(specs[i], path.c_str(), o) : gb::convert_gguf(ggufs[i - 2].c_str(), path.c_str(), o)) != GB_OK)
       fuzz_fail("could not build a seed");
     FILE *f = fopen(path.c_str(), "rb");
     if (!f) fuzz_fail("could not read a seed");

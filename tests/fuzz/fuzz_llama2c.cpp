@@ -1,7 +1,10 @@
 // fuzz_llama2c.cpp — fuzz target: the input is a llama2.c checkpoint,
-// converted with a fixed valid tokenizer. Any status is fine; a crash, leak
+// converted with a fixed valid tokenizer: one of 512 tokens (the shared
+// tok512.bin, else one made here) when the header's vocabulary size is
+// +-512, else one of 300 tokens made here. Any status is fine; a crash, leak
 // or undefined behaviour is not. gb_fuzz_seeds() gives the replay driver
-// (replay_main.cpp) its starting inputs.
+// (replay_main.cpp) its starting inputs: two small checkpoints made here and
+// the real stories260K.bin (focus: the header).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +19,24 @@
 namespace {
 
 constexpr uint32_t kVocab = 300;
+constexpr uint32_t kVocabReal = 512;  // stories260K / stories5M_distilled
+
+std::vector<uint8_t> read_all(const std::string &path) {
+  std::vector<uint8_t> b;
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f) return b;
+  uint8_t buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
+  fclose(f);
+  return b;
+}
 
 void quiet(void *, gb_log_level, const char *) {}
 
 // Per-process scratch files, removed at exit.
 struct Scratch {
-  std::string dir, in, tok, out;
+  std::string dir, in, tok, tok512, out;
   Scratch() {
     const char *t = getenv("TMPDIR");
     std::string tmpl = std::string(t && *t ? t : "/tmp") + "/gb-fuzz-l2c-XXXXXX";
@@ -30,13 +45,18 @@ struct Scratch {
     if (mkdtemp(buf.data())) dir = buf.data();
     in = dir + "/in.bin";
     tok = dir + "/tok.bin";
+    tok512 = dir + "/tok512.bin";
     out = dir + "/out.gbx";
     const std::vector<uint8_t> t2 = gb::sample_llama2c_tokenizer(kVocab);
     gb::write_file_bytes(tok, t2.data(), t2.size());
+    std::vector<uint8_t> t5 = read_all(std::string(GB_SHARED_DIR) + "/models/tok512.bin");
+    if (t5.empty()) t5 = gb::sample_llama2c_tokenizer(kVocabReal);
+    gb::write_file_bytes(tok512, t5.data(), t5.size());
   }
   ~Scratch() {
     remove(in.c_str());
     remove(tok.c_str());
+    remove(tok512.c_str());
     remove(out.c_str());
     rmdir(dir.c_str());
   }
@@ -55,7 +75,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gb::ConvertOptions opt;
   opt.page_align = 64;
   opt.log.fn = quiet;
-  gb::convert_llama2c(s.in.c_str(), s.tok.c_str(), s.out.c_str(), opt);
+  // Header field 5: vocab_size, negative for a separate classifier.
+  const int32_t vocab = size >= 28 ? (int32_t)(data[20] | data[21] << 8 | data[22] << 16 | (uint32_t)data[23] << 24) : 0;
+  const bool real = vocab == (int32_t)kVocabReal || vocab == -(int32_t)kVocabReal;
+  gb::convert_llama2c(s.in.c_str(), real ? s.tok512.c_str() : s.tok.c_str(), s.out.c_str(), opt);
   remove(s.out.c_str());
   return 0;
 }
@@ -76,4 +99,8 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   d.kv_heads = 2;
   std::vector<uint8_t> b = gb::sample_llama2c_checkpoint(d);
   seeds->push_back(gb::FuzzSeed{b, b.size(), 1});
+  for (const char *name : {"stories260K.bin"}) {
+    const std::vector<uint8_t> real = read_all(std::string(GB_SHARED_DIR) + "/models/" + name);
+    if (!real.empty()) seeds->push_back(gb::FuzzSeed{real, 28, 1});
+  }
 }

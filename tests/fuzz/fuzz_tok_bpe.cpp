@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   g_in_size = size;
   Loaded *l = config(data[0] & 7);
   if (!l->ok) return 0;
-  const uint32_t flags = ((data[0] & 8) ? gb::kTokEncParseSpecial : 0) | ((data[0] & 16) ? gb::kTokEncAddBos | gb::kTokEncAddEos : 0);
+  const uint32_t flags = ((data[0] & 8) ? (uint32_t)gb::kTokEncParseSpecial : 0u) | ((data[0] & 16) ? (uint32_t)(gb::kTokEncAddBos | gb::kTokEncAddEos) : 0u);
   const std::string x(reinterpret_cast<const char *>(data + 1), size - 1);
 
   const size_t cap = gb::tok_encode_capacity(x.size());

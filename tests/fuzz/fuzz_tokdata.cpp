@@ -1,8 +1,12 @@
 // fuzz_tokdata.cpp — fuzz target for TOKENIZER data (src/tok/tokdata.h): the
 // input is an image. tokdata_validate must give a status, never crash; an
 // image it accepts must initialise and encode and decode a fixed text with
-// every id in range. Seeds are two small images made here (a SentencePiece
-// and a byte-level BPE vocabulary), so no files are needed.
+// every id in range. Seeds: two small images made here (a SentencePiece
+// and a byte-level BPE vocabulary), so no files are needed, and, when the
+// shared fixtures are there, the real images of their vocabularies (the six
+// llama.cpp vocabulary fixtures: SentencePiece and five byte-level BPE
+// pre-tokenizers) and of the qwen2 and Llama 3 fixtures (merges, chat
+// templates), mutated mostly in their header and tables.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bytes.h"
+#include "convert.h"
 #include "gguf_parse.h"
 #include "sample_files.h"
 #include "tok/engine.h"
@@ -119,5 +125,18 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
     const std::vector<uint8_t> img = image(bpe);
     seeds->push_back(gb::FuzzSeed{img, gb::kTokHeaderBytes, 3});
     seeds->push_back(gb::FuzzSeed{img, img.size(), 1});
+  }
+  gb::Logger log;
+  log.fn = quiet;
+  const std::string dir = std::string(GB_SHARED_DIR) + "/fixtures/";
+  for (const char *name : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-phi-3.gguf", "vocab/ggml-vocab-gpt-2.gguf",
+                           "vocab/ggml-vocab-falcon.gguf", "vocab/ggml-vocab-starcoder.gguf", "vocab/ggml-vocab-deepseek-llm.gguf",
+                           "qwen2-tiny-Q4_K_M.gguf", "llama3-tiny-Q4_K_M.gguf"}) {
+    std::vector<uint8_t> img;
+    if (gb::gguf_tokenizer((dir + name).c_str(), log, &img) != GB_OK) continue;
+    // Focus: the header and the arrays before the piece bytes (offsets,
+    // scores, types come first in the writer's order).
+    const uint64_t pb = gb::ld_u64(img.data() + 72);
+    seeds->push_back(gb::FuzzSeed{img, pb > gb::kTokHeaderBytes && pb < img.size() ? (size_t)pb : img.size(), 1});
   }
 }

@@ -1,16 +1,25 @@
 // replay_main.cpp — a deterministic stand-in for libFuzzer, linked with one
-// fuzz_*.cpp: it runs that target's seeds (gb_fuzz_seeds) unchanged, then N
-// mutations of them (bit flips, bytes set to 0 / 0xFF / random, truncation,
-// chunk duplication and deletion, u32 / u64 fields set to extreme values),
-// mostly inside each seed's focus region. A crash or sanitizer report ends
-// the process, so reaching the end means every input passed.
+// fuzz_*.cpp: it first runs every file of the target's regression corpus
+// (tests/corpus/<target>/, GB_FUZZ_CORPUS_DIR: inputs that once crashed or
+// tripped a sanitizer), then the target's seeds (gb_fuzz_seeds) unchanged,
+// then N mutations of them (bit flips, bytes set to 0 / 0xFF / random,
+// truncation, chunk duplication and deletion, u32 / u64 fields set to
+// extreme values), mostly inside each seed's focus region. A crash or
+// sanitizer report ends the process, so reaching the end means every input
+// passed.
 //   usage: fuzz_X_replay [N] [SEED]
+//          fuzz_X_replay --dump DIR   write the seeds as DIR/seed-NNNN and
+//                                     exit (libFuzzer's starting corpus,
+//                                     tests/fuzz.sh)
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <time.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "sample_files.h"
@@ -95,6 +104,50 @@ void mutate(Rng &r, std::vector<uint8_t> &b, size_t focus) {
 
 uint64_t weight_of(const gb::FuzzSeed &s) { return s.weight ? s.weight : 1; }
 
+bool read_file(const std::string &path, std::vector<uint8_t> *out) {
+  FILE *f = fopen(path.c_str(), "rb");
+  if (!f) return false;
+  uint8_t buf[65536];
+  size_t k;
+  out->clear();
+  while ((k = fread(buf, 1, sizeof buf, f)) > 0) out->insert(out->end(), buf, buf + k);
+  const bool ok = !ferror(f);
+  fclose(f);
+  return ok;
+}
+
+// The regression inputs, in name order (README.md and dot files skipped).
+std::vector<std::string> corpus_files(const char *dir) {
+  std::vector<std::string> names;
+  DIR *d = opendir(dir);
+  if (!d) return names;
+  while (const struct dirent *e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.empty() || n[0] == '.' || n == "README.md") continue;
+    names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+int dump(const std::vector<gb::FuzzSeed> &seeds, const char *dir) {
+  for (size_t i = 0; i < seeds.size(); i++) {
+    char name[32];
+    snprintf(name, sizeof name, "/seed-%04zu", i);
+    const std::string path = std::string(dir) + name;
+    FILE *f = fopen(path.c_str(), "wb");
+    const std::vector<uint8_t> &b = seeds[i].data;
+    const bool ok = f && (b.empty() || fwrite(b.data(), 1, b.size(), f) == b.size());
+    if (!f || fclose(f) != 0 || !ok) {
+      fprintf(stderr, "cannot write %s\n", path.c_str());
+      return 1;
+    }
+  }
+  printf("%zu seeds written to %s\n", seeds.size(), dir);
+  return 0;
+}
+
 double now_s() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -104,19 +157,39 @@ double now_s() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--dump") == 0) {
+    std::vector<gb::FuzzSeed> seeds;
+    gb_fuzz_seeds(&seeds);
+    return dump(seeds, argv[2]);
+  }
   const long n = argc > 1 ? strtol(argv[1], nullptr, 10) : 1000;
   Rng rng{argc > 2 ? strtoull(argv[2], nullptr, 10) : 20240601ull};
-  if (n < 0) {
-    fprintf(stderr, "usage: %s [iterations] [seed]\n", argv[0]);
+  if (n < 0 || (argc > 1 && argv[1][0] == '-')) {
+    fprintf(stderr, "usage: %s [iterations] [seed]\n       %s --dump DIR\n", argv[0], argv[0]);
     return 2;
   }
+  const double t0 = now_s();
+  // Regression inputs first: each once crashed the target.
+  size_t n_corpus = 0;
+#ifdef GB_FUZZ_CORPUS_DIR
+  for (const std::string &name : corpus_files(GB_FUZZ_CORPUS_DIR)) {
+    std::vector<uint8_t> b;
+    const std::string path = std::string(GB_FUZZ_CORPUS_DIR) + "/" + name;
+    if (!read_file(path, &b)) {
+      fprintf(stderr, "cannot read %s\n", path.c_str());
+      return 1;
+    }
+    fprintf(stderr, "corpus: %s (%zu bytes)\n", name.c_str(), b.size());
+    LLVMFuzzerTestOneInput(b.data(), b.size());
+    n_corpus++;
+  }
+#endif
   std::vector<gb::FuzzSeed> seeds;
   gb_fuzz_seeds(&seeds);
   if (seeds.empty()) {
     fprintf(stderr, "no seeds\n");
     return 1;
   }
-  const double t0 = now_s();
   uint64_t total_weight = 0;
   for (const gb::FuzzSeed &s : seeds) {
     LLVMFuzzerTestOneInput(s.data.data(), s.data.size());
@@ -132,6 +205,7 @@ int main(int argc, char **argv) {
     LLVMFuzzerTestOneInput(b.data(), b.size());
     passed++;
   }
-  printf("%zu seeds, %ld passed, 0 failed (%.1f s)\n", seeds.size(), passed, now_s() - t0);
+  printf("%zu corpus files, %zu seeds, %ld mutations passed, 0 failed (%.1f s)\n", n_corpus, seeds.size(), passed,
+         now_s() - t0);
   return 0;
 }
