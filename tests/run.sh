@@ -3,7 +3,9 @@
 # Installs what it needs, then builds and runs, each under ctest:
 #   1. x86-64 Release, the whole suite (warnings as errors; includes the
 #      hygiene check and the benchmark smoke tests)
-#   2. x86-64 ASan + UBSan, the whole suite
+#   2. x86-64 ASan + UBSan, the whole suite; then ThreadSanitizer on the
+#      concurrency test (tests/run_tsan.sh) and every libFuzzer target for
+#      30 s on the instrumented library (tests/fuzz.sh, two at a time)
 #   3. aarch64 cross build under qemu-aarch64: the whole suite on one CPU
 #      model (cortex-a76: NEON + dotprod, the Raspberry Pi 5 class), and the
 #      tests labelled `isa` (tests/isa/: SIMD kernels against generic, fused
@@ -44,7 +46,7 @@ SHARED=${GEARBX_SHARED_DIR:-$ROOT/../shared}
 
 # ---- dependencies -------------------------------------------------------------
 PKGS="cmake ninja-build g++ clang libgtest-dev zlib1g-dev libbenchmark-dev python3 binutils libopenblas-dev pkg-config bsdutils"
-[ $QUICK = 1 ] || PKGS="$PKGS llvm g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64 libopenblas-dev:arm64"
+[ $QUICK = 1 ] || PKGS="$PKGS valgrind libclang-rt-14-dev llvm g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user libgtest-dev:arm64 zlib1g-dev:arm64 libopenblas-dev:arm64"
 timed "install packages" bash tests/deps.sh $PKGS
 # Debian 12's qemu-user hangs in pthread_create of dynamically linked
 # programs, so the aarch64 build links its executables statically
@@ -101,6 +103,25 @@ GB="$ROOT/build/x86-release/gearbx"
 if [ $QUICK = 0 ]; then
 build x86-asan-ubsan "$ROOT/build/x86-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBX_SANITIZE=ON -DGEARBX_WERROR=ON -DGEARBX_BUILD_BENCH=OFF
 run_ctest x86-asan-ubsan "$ROOT/build/x86-asan" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+# 2b. ThreadSanitizer and fuzzing --------------------------------------------------------
+run_script() {  # name, command...: one check that passes or fails, its output in a log
+  local name=$1 log="$ROOT/build/$1.log" rc=0 t0; shift
+  echo "== [$name] $*"
+  t0=$(date +%s)
+  "$@" >"$log" 2>&1 || rc=$?
+  STAGE_NAMES+=("$name"); STAGE_SECS+=($(( $(date +%s) - t0 )))
+  if [ $rc = 0 ]; then
+    TOTAL_PASS=$((TOTAL_PASS + 1)); SUMMARY+=("$(printf '%-28s %4d passed, %d failed' "$name" 1 0)")
+  else
+    TOTAL_FAIL=$((TOTAL_FAIL + 1)); SUMMARY+=("$(printf '%-28s %4d passed, %d failed' "$name" 0 1)"); tail -n 60 "$log"
+  fi
+}
+mkdir -p "$ROOT/build"
+run_script tsan-concurrency bash tests/run_tsan.sh "$ROOT/build/tsan"
+tail -n 3 "$ROOT/build/tsan-concurrency.log"
+GEARBX_FUZZ_BUILD="$ROOT/build/fuzz" run_script fuzz-30s bash tests/fuzz.sh 30 --jobs "$JOBS"
+sed -n '/^== fuzz/,$p' "$ROOT/build/fuzz-30s.log" | grep -v '^{' | tail -n 20
 
 # 3. aarch64 under qemu ---------------------------------------------------------------
 A64="$ROOT/build/aarch64"
