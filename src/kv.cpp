@@ -36,7 +36,7 @@
 namespace gb {
 namespace {
 
-bool multi_level(uint32_t policy) { return policy >= GB_KV_SEED; }
+bool multi_level(uint32_t policy) { return kv_policy_multi_level(policy); }
 
 // Relative squared error of a level's rows (step^2 ~ 1 / qmax^2).
 const float kErr[kLevels] = {1.0f, 1.0f / 9.0f, 1.0f / 49.0f, 1.0f / 16129.0f, 0.0f, 0.0f};
@@ -771,7 +771,14 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
       for (uint32_t j = 0; j < d; j++) amax = fabsf(qh[j]) > amax ? fabsf(qh[j]) : amax;
       const float dq = amax / 127.0f, inv = dq > 0.0f ? 1.0f / dq : 0.0f;
       kv->q8_d[h] = dq;
-      for (uint32_t j = 0; j < d; j++) kv->q8[(size_t)h * d + j] = (int8_t)roundf(qh[j] * inv);
+      for (uint32_t j = 0; j < d; j++) {
+        // Casting NaN or a value out of range to an integer is undefined: a
+        // non-finite query (NaN, inf times inv = 0) gives 0, and a subnormal
+        // amax (inv = inf) is clamped to +-127.
+        float v = roundf(qh[j] * inv);
+        v = v != v ? 0.0f : v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+        kv->q8[(size_t)h * d + j] = (int8_t)v;
+      }
     }
   }
   uint32_t n = 0;

@@ -142,6 +142,9 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
 // uniformN: every token stays at the entry level, so each layer's bucket
 // holds the tokens in position order) with room for all m without
 // eviction. Then a batch gives exactly what m single tokens would.
+// Policies that move tokens between precisions (SEED and after): they decide
+// token by token, so a prefill under them never batches.
+inline bool kv_policy_multi_level(uint32_t policy) { return policy >= GB_KV_SEED; }
 bool kv_batchable(const KvPool *kv, uint32_t m);
 // Begin the m tokens at positions pos..pos+m-1 (kv_batchable holds): their
 // slots go to kv->batch_slot. Position i then stores with kv_store_slot and

@@ -117,7 +117,10 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   const bool any_lazy = lazy_carve(t, a, m, o);
   // One scratch for every pass: the prefill chunk, the verify pass, or one
   // position; logits rows for calibrating prefill chunks and verify passes.
-  const uint32_t M = !prefill_batched(o) ? 1 : o.prefill_batch < o.n_ctx ? o.prefill_batch : o.n_ctx;
+  // Policies that move tokens between precisions decide token by token, so
+  // their prefill never batches (kv_batchable): no chunk scratch for them.
+  const bool batched = prefill_batched(o) && !kv_policy_multi_level(kvp.policy);
+  const uint32_t M = !batched ? 1 : o.prefill_batch < o.n_ctx ? o.prefill_batch : o.n_ctx;
   t->spec = o.gear == GB_GEAR_SPEC;
   const uint32_t S = t->spec ? o.spec_k + 1 : 1;
   ScratchShape shape;

@@ -213,12 +213,11 @@ void Misuse::build() {
   // ---- version, names --------------------------------------------------------------
   add("gb_version", kNoop, "no arguments: always the build's version", GB_OK, [] { return ok_if(gb_version() == GB_VERSION_NUMBER); });
   add("gb_version_string", kNoop, "no arguments: never NULL", GB_OK, [] { return ok_if(gb_version_string() != nullptr); });
+  // Through a C caller (tests/c_caller.c): C may pass any int as the enum,
+  // while loading such a value as gb_status in C++ would itself be UB here.
   add("gb_status_str", kRange, "-1, 12345, INT_MAX: \"unknown status\", not UB", GB_OK, [] {
-    gb_status v[3];
-    const int raw[3] = {-1, 12345, 0x7fffffff};
-    memcpy(v, raw, sizeof v);
     bool ok = true;
-    for (gb_status s : v) ok = ok && strcmp(gb_status_str(s), "unknown status") == 0;
+    for (int v : {-1, 12345, 0x7fffffff}) ok = ok && strcmp(gbt_c_status_str(v), "unknown status") == 0;
     return ok_if(ok);
   });
   cases.back().log = false;
