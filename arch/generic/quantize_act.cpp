@@ -20,7 +20,11 @@ extern "C" void gb_q8x_quantize__generic(gb_q8x_block *out, const float *x, size
     out[b].d = d;
     int32_t sum = 0;
     for (size_t j = 0; j < 32; j++) {
-      out[b].qs[j] = (int8_t)roundf(v[j] * id);
+      // Casting NaN or a value out of range to an integer is undefined:
+      // NaN (an inf or NaN input; inf times id = 0) gives 0, as the x86
+      // kernels do, and the clamp only acts for a subnormal amax (id = inf).
+      const float r = roundf(v[j] * id);
+      out[b].qs[j] = (int8_t)(r != r ? 0.0f : r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
       sum += out[b].qs[j];
     }
     out[b].sum = sum;

@@ -2,7 +2,10 @@
 // model feeds: the input is a .gbx image opened from memory. Byte 0 of the
 // input picks the mode: bit 0 = recompute every CRC32 before opening (so the
 // mutation reaches the structural checks behind the checksums), bit 1 = full
-// verification. When the model opens, a short session runs on it: tokenize,
+// verification, bit 2 = sessions on the portable generic kernels
+// (gb_session_options.deterministic: the C reference kernels, which the
+// x86 and arm64 builds otherwise never run). When the model opens, a short
+// session runs on it: tokenize,
 // prefill, a few decode steps at each gear present. Any status is fine; a
 // crash, a sanitizer report or a non-finite entropy from a model that passed
 // verification is not.
@@ -52,7 +55,7 @@ void fix_crcs(std::vector<uint8_t> &img) {
   abort();
 }
 
-void exercise(gb_model *m) {
+void exercise(gb_model *m, bool generic) {
   gb_model_info mi;
   memset(&mi, 0, sizeof mi);
   mi.struct_size = sizeof mi;
@@ -91,6 +94,7 @@ void exercise(gb_model *m) {
     so.n_ctx = 8;
     so.gear = (gb_gear)g;
     so.log = quiet;
+    so.deterministic = generic ? 1 : 0;
     gb_session *s = nullptr;
     if (gb_session_create(m, &so, nullptr, 0, &s) != GB_OK) continue;
     if (gb_prefill(s, ids, n < 4 ? n : 4) == GB_OK) {
@@ -133,7 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (st == GB_OK) {
     if (!m) fuzz_fail("GB_OK without a model");
     g_opened++;
-    exercise(m);
+    exercise(m, (mode & 4) != 0);
     gb_model_close(m);
   } else if (m) {
     fuzz_fail("error status but a model handle was written");
@@ -184,7 +188,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       const uint8_t *e = &b[1 + gb::kHeaderFixedBytes + s * gb::kSectionEntryBytes];
       if (gb::ld_u32(e) >= gb::kSecCommon && 1 + gb::ld_u64(e + 8) < focus) focus = 1 + gb::ld_u64(e + 8);
     }
-    for (uint8_t mode = 0; mode < 4; mode++) {
+    for (uint8_t mode : {0, 1, 2, 3, 5}) {
       b[0] = mode;
       seeds->push_back(gb::FuzzSeed{b, focus, mode & 1 ? 3u : 1u});
     }

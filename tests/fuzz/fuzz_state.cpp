@@ -3,7 +3,8 @@
 // the body's CRC32 before loading (so the mutation reaches the structural
 // checks behind it), bits 1-2 the session it loads into (auto gear with a
 // uniform4 pool; a WINDOW pool on a byte budget with eviction; the spec gear
-// over f16). Any status is fine; a crash or sanitizer report is not, and
+// over f16; the high gear with a uniform8 pool on the portable generic
+// kernels, gb_session_options.deterministic). Any status is fine; a crash or sanitizer report is not, and
 // neither is a session that cannot decode after a refused load, nor one that
 // cannot save again after an accepted one. Seeds: real states of those
 // sessions after a prompt and after a few decode steps.
@@ -31,7 +32,7 @@ void quiet(void *, gb_log_level, const char *) {}
   abort();
 }
 
-constexpr int kConfigs = 3;
+constexpr int kConfigs = 4;
 gb_model *g_model;
 gb_session *g_sess[kConfigs];
 std::vector<uint8_t> g_model_bytes;
@@ -75,10 +76,14 @@ void init() {
       so.kv.beta = 0.5f;
       so.kv.evict = 1;
       so.kv.window = 4;
-    } else {
+    } else if (c == 2) {
       so.gear = GB_GEAR_SPEC;
       so.kv.policy = GB_KV_F16;
       so.spec_k = 3;
+    } else {
+      so.gear = GB_GEAR_HIGH;
+      so.kv.policy = GB_KV_UNIFORM8;
+      so.deterministic = 1;
     }
     if (gb_session_create(g_model, &so, nullptr, 0, &g_sess[c]) != GB_OK) fuzz_fail("session does not create");
   }

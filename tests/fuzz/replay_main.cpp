@@ -11,6 +11,9 @@
 //          fuzz_X_replay --dump DIR   write the seeds as DIR/seed-NNNN and
 //                                     exit (libFuzzer's starting corpus,
 //                                     tests/fuzz.sh)
+// With GB_FUZZ_LAST_INPUT=FILE every input is written to FILE before it
+// runs: after a crash, FILE holds the input that crashed (a regression
+// input for tests/corpus/, or one to hand to the libFuzzer binary).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +151,19 @@ int dump(const std::vector<gb::FuzzSeed> &seeds, const char *dir) {
   return 0;
 }
 
+// The input about to run, to $GB_FUZZ_LAST_INPUT when set.
+void run(const uint8_t *data, size_t size) {
+  static const char *last = getenv("GB_FUZZ_LAST_INPUT");
+  if (last && *last) {
+    FILE *f = fopen(last, "wb");
+    if (f) {
+      if (size) fwrite(data, 1, size, f);
+      fclose(f);
+    }
+  }
+  LLVMFuzzerTestOneInput(data, size);
+}
+
 double now_s() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -180,7 +196,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     fprintf(stderr, "corpus: %s (%zu bytes)\n", name.c_str(), b.size());
-    LLVMFuzzerTestOneInput(b.data(), b.size());
+    run(b.data(), b.size());
     n_corpus++;
   }
 #endif
@@ -192,7 +208,7 @@ int main(int argc, char **argv) {
   }
   uint64_t total_weight = 0;
   for (const gb::FuzzSeed &s : seeds) {
-    LLVMFuzzerTestOneInput(s.data.data(), s.data.size());
+    run(s.data.data(), s.data.size());
     total_weight += weight_of(s);
   }
   long passed = 0;
@@ -202,7 +218,7 @@ int main(int argc, char **argv) {
     while (w >= weight_of(seeds[k])) w -= weight_of(seeds[k++]);
     std::vector<uint8_t> b = seeds[k].data;
     for (size_t m = 1 + rng.below(3); m > 0; m--) mutate(rng, b, seeds[k].focus);
-    LLVMFuzzerTestOneInput(b.data(), b.size());
+    run(b.data(), b.size());
     passed++;
   }
   printf("%zu corpus files, %zu seeds, %ld mutations passed, 0 failed (%.1f s)\n", n_corpus, seeds.size(), passed,
