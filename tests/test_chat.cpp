@@ -16,6 +16,7 @@
 
 #include "gearbx.h"
 #include "test_util.h"
+#include "utf8_check.h"
 
 namespace {
 
@@ -537,37 +538,6 @@ std::string whole(const std::string &in) {
 
 // Independent check of "only complete sequences": a chunk is well-formed
 // UTF-8 by itself (Table 3-7 ranges, written out again here).
-bool well_formed(const std::string &text) {
-  const auto *p = reinterpret_cast<const unsigned char *>(text.data());
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned b = p[i];
-    size_t k;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (b < 0x80) {
-      i++;
-      continue;
-    } else if (b >= 0xc2 && b <= 0xdf) {
-      k = 2;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      k = 3;
-      if (b == 0xe0) lo = 0xa0;
-      if (b == 0xed) hi = 0x9f;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      k = 4;
-      if (b == 0xf0) lo = 0x90;
-      if (b == 0xf4) hi = 0x8f;
-    } else {
-      return false;
-    }
-    if (i + k > n || p[i + 1] < lo || p[i + 1] > hi) return false;
-    for (size_t j = 2; j < k; j++)
-      if (p[i + j] < 0x80 || p[i + j] > 0xbf) return false;
-    i += k;
-  }
-  return true;
-}
-
 const std::string kFffd = "\xef\xbf\xbd";
 
 TEST(Utf8Stream, AsciiAndWholeCharactersPassThrough) {
@@ -589,7 +559,7 @@ TEST(Utf8Stream, SplitEverywhere) {
     for (size_t i = 1; i <= n; i++) {
       if (i == n || (cuts >> (i - 1)) & 1u) {
         const std::string piece = push(s, text.substr(start, i - start));
-        ASSERT_TRUE(well_formed(piece)) << "cuts " << cuts;
+        ASSERT_TRUE(gbt::utf8_well_formed(piece)) << "cuts " << cuts;
         got += piece;
         start = i;
       }
@@ -652,7 +622,7 @@ TEST(Utf8Stream, IllFormedBecomesReplacement) {
 // could still complete; it becomes one U+FFFD. Only a sequence's second byte
 // has a narrowed range, so completing with 0x80 tails is enough to test.
 bool completable(const std::string &prefix) {
-  return well_formed(prefix + "\x80") || well_formed(prefix + "\x80\x80");
+  return gbt::utf8_well_formed(prefix + "\x80") || gbt::utf8_well_formed(prefix + "\x80\x80");
 }
 
 std::string reference_replace(const std::string &in) {
@@ -661,7 +631,7 @@ std::string reference_replace(const std::string &in) {
   while (i < in.size()) {
     size_t complete = 0;
     for (size_t k = 1; k <= 4 && i + k <= in.size(); k++)
-      if (well_formed(in.substr(i, k))) {
+      if (gbt::utf8_well_formed(in.substr(i, k))) {
         complete = k;
         break;
       }
@@ -694,7 +664,7 @@ TEST(Utf8Stream, RandomBytesRandomSplits) {
     for (size_t i = 0; i < in.size();) {
       const size_t k = std::min(in.size() - i, (size_t)(rng() % 5));
       const std::string piece = push(s, in.substr(i, k));
-      ASSERT_TRUE(well_formed(piece)) << "seed " << seed << " iter " << iter;
+      ASSERT_TRUE(gbt::utf8_well_formed(piece)) << "seed " << seed << " iter " << iter;
       got += piece;
       i += k;
     }

@@ -29,48 +29,11 @@
 #include "gearbx.h"
 #include "sample_files.h"
 
+static const char kFuzzName[] = "fuzz_chat";
+#include "fuzz/fuzz_util.h"
+#include "utf8_check.h"
+
 namespace {
-
-const uint8_t *g_in = nullptr;
-size_t g_in_size = 0;
-
-[[noreturn]] void fuzz_fail(const char *what) {
-  fprintf(stderr, "fuzz_chat: %s; input (%zu bytes):", what, g_in_size);
-  for (size_t i = 0; i < g_in_size; i++) fprintf(stderr, " %02x", g_in[i]);
-  fprintf(stderr, "\n");
-  abort();
-}
-
-bool valid_utf8(const std::string &s) {
-  for (size_t i = 0; i < s.size();) {
-    const uint8_t b = (uint8_t)s[i];
-    size_t k;
-    uint8_t lo = 0x80, hi = 0xbf;
-    if (b < 0x80) {
-      i++;
-      continue;
-    } else if (b >= 0xc2 && b <= 0xdf) {
-      k = 2;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      k = 3;
-      if (b == 0xe0) lo = 0xa0;
-      if (b == 0xed) hi = 0x9f;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      k = 4;
-      if (b == 0xf0) lo = 0x90;
-      if (b == 0xf4) hi = 0x8f;
-    } else {
-      return false;
-    }
-    if (i + k > s.size()) return false;
-    for (size_t j = 1; j < k; j++) {
-      const uint8_t c = (uint8_t)s[i + j];
-      if (c < (j == 1 ? lo : 0x80) || c > (j == 1 ? hi : 0xbf)) return false;
-    }
-    i += k;
-  }
-  return true;
-}
 
 void check_template(gb_chat_template t) {
   const char *name = gb_chat_template_name(t);
@@ -184,8 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_fail("two renderings differ");
   // Valid UTF-8 in, valid UTF-8 out; untrimmed contents appear as given.
   bool all_valid = true;
-  for (const gb_chat_message &m : msgs) all_valid = all_valid && valid_utf8(m.content) && valid_utf8(m.role);
-  if (all_valid && !valid_utf8(text)) fuzz_fail("valid UTF-8 contents gave invalid UTF-8 text");
+  for (const gb_chat_message &m : msgs) all_valid = all_valid && gbt::utf8_well_formed(m.content) && gbt::utf8_well_formed(m.role);
+  if (all_valid && !gbt::utf8_well_formed(text)) fuzz_fail("valid UTF-8 contents gave invalid UTF-8 text");
   if (!trims(tv))
     for (const gb_chat_message &m : msgs)
       if (text.find(m.content) == std::string::npos) fuzz_fail("a content is missing from the text");

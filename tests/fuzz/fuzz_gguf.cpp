@@ -32,25 +32,12 @@
 #include "quant.h"
 #include "sample_files.h"
 
+static const char kFuzzName[] = "fuzz_gguf";
+#include "fuzz/fuzz_util.h"
+
 namespace {
 
 void quiet(void *, gb_log_level, const char *) {}
-
-[[noreturn]] void fuzz_fail(const char *what) {
-  fprintf(stderr, "fuzz_gguf: %s\n", what);
-  abort();
-}
-
-std::vector<uint8_t> read_all(const std::string &path) {
-  std::vector<uint8_t> b;
-  FILE *f = fopen(path.c_str(), "rb");
-  if (!f) return b;
-  uint8_t buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
-  fclose(f);
-  return b;
-}
 
 // Per-process scratch files, removed at exit.
 struct Scratch {

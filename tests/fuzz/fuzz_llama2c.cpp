@@ -16,21 +16,13 @@
 #include "convert.h"
 #include "sample_files.h"
 
+static const char kFuzzName[] = "fuzz_llama2c";
+#include "fuzz/fuzz_util.h"
+
 namespace {
 
 constexpr uint32_t kVocab = 300;
 constexpr uint32_t kVocabReal = 512;  // stories260K / stories5M_distilled
-
-std::vector<uint8_t> read_all(const std::string &path) {
-  std::vector<uint8_t> b;
-  FILE *f = fopen(path.c_str(), "rb");
-  if (!f) return b;
-  uint8_t buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
-  fclose(f);
-  return b;
-}
 
 void quiet(void *, gb_log_level, const char *) {}
 

@@ -1,6 +1,6 @@
-// fuzz_tok_common.h — what the tokenizer fuzz targets share: the failure
-// report (the input as hex, then abort) and a fixture vocabulary loaded into
-// an engine. Include after defining `static const char kFuzzName[]`.
+// fuzz_tok_common.h — what the tokenizer fuzz targets share beyond
+// fuzz_util.h: a fixture vocabulary loaded into an engine. Include after
+// defining `static const char kFuzzName[]`.
 #pragma once
 
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bytes.h"
+#include "fuzz/fuzz_util.h"
 #include "convert_util.h"
 #include "gguf_parse.h"
 #include "tok/engine.h"
@@ -20,16 +21,6 @@
 namespace {
 
 void quiet(void *, gb_log_level, const char *) {}
-
-const uint8_t *g_in = nullptr;  // the input being run (printed on failure)
-size_t g_in_size = 0;
-
-[[noreturn]] void fuzz_fail(const char *what) {
-  fprintf(stderr, "%s: %s; input (%zu bytes):", kFuzzName, what, g_in_size);
-  for (size_t i = 0; i < g_in_size; i++) fprintf(stderr, " %02x", g_in[i]);
-  fprintf(stderr, "\n");
-  abort();
-}
 
 struct Loaded {
   std::vector<uint8_t> img;

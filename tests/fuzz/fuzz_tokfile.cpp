@@ -14,22 +14,14 @@
 #include "convert.h"
 #include "sample_files.h"
 
+static const char kFuzzName[] = "fuzz_tokfile";
+#include "fuzz/fuzz_util.h"
+
 namespace {
 
 constexpr uint32_t kVocab = 512;
 
 void quiet(void *, gb_log_level, const char *) {}
-
-std::vector<uint8_t> read_all(const std::string &path) {
-  std::vector<uint8_t> b;
-  FILE *f = fopen(path.c_str(), "rb");
-  if (!f) return b;
-  uint8_t buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
-  fclose(f);
-  return b;
-}
 
 // Per-process scratch files, removed at exit.
 struct Scratch {

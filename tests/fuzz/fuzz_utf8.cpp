@@ -21,36 +21,11 @@
 #include "gearbx.h"
 #include "sample_files.h"
 
+static const char kFuzzName[] = "fuzz_utf8";
+#include "fuzz/fuzz_util.h"
+#include "utf8_check.h"
+
 namespace {
-
-const uint8_t *g_in = nullptr;
-size_t g_in_size = 0;
-
-[[noreturn]] void fuzz_fail(const char *what) {
-  fprintf(stderr, "fuzz_utf8: %s; input (%zu bytes):", what, g_in_size);
-  for (size_t i = 0; i < g_in_size; i++) fprintf(stderr, " %02x", g_in[i]);
-  fprintf(stderr, "\n");
-  abort();
-}
-
-// Second-byte range of a sequence starting with lead b (Unicode Table 3-7),
-// and its length; 0 for a byte that starts no multi-byte sequence.
-size_t lead(uint8_t b, uint8_t *lo, uint8_t *hi) {
-  *lo = 0x80;
-  *hi = 0xbf;
-  if (b >= 0xc2 && b <= 0xdf) return 2;
-  if (b >= 0xe0 && b <= 0xef) {
-    if (b == 0xe0) *lo = 0xa0;
-    if (b == 0xed) *hi = 0x9f;
-    return 3;
-  }
-  if (b >= 0xf0 && b <= 0xf4) {
-    if (b == 0xf0) *lo = 0x90;
-    if (b == 0xf4) *hi = 0x8f;
-    return 4;
-  }
-  return 0;
-}
 
 // The whole input at once: well-formed sequences copied, each maximal
 // ill-formed subpart replaced by EF BF BD.
@@ -65,7 +40,7 @@ std::string reference(const uint8_t *p, size_t n) {
       continue;
     }
     uint8_t lo, hi;
-    const size_t k = lead(b, &lo, &hi);
+    const size_t k = gbt::utf8_lead(b, &lo, &hi);
     if (k == 0) {
       o += "\xef\xbf\xbd";
       i++;
@@ -81,23 +56,6 @@ std::string reference(const uint8_t *p, size_t n) {
     i += j;
   }
   return o;
-}
-
-bool well_formed(const std::string &s) {
-  const uint8_t *p = reinterpret_cast<const uint8_t *>(s.data());
-  for (size_t i = 0; i < s.size();) {
-    if (p[i] < 0x80) {
-      i++;
-      continue;
-    }
-    uint8_t lo, hi;
-    const size_t k = lead(p[i], &lo, &hi);
-    if (k == 0 || i + k > s.size()) return false;
-    for (size_t j = 1; j < k; j++)
-      if (p[i + j] < (j == 1 ? lo : 0x80) || p[i + j] > (j == 1 ? hi : 0xbf)) return false;
-    i += k;
-  }
-  return true;
 }
 
 struct Lcg {
@@ -168,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *p = data + 1;
   const size_t n = size - 1;
   const std::string want = reference(p, n);
-  if (!well_formed(want)) fuzz_fail("the reference is not well-formed (fuzz target bug)");
+  if (!gbt::utf8_well_formed(want)) fuzz_fail("the reference is not well-formed (fuzz target bug)");
   const std::string a = streamed(p, n, mode);
   if (a != want) fuzz_fail("streamed text differs from the reference");
   // One push of everything.
