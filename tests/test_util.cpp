@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,16 +21,32 @@ namespace gbt {
 
 std::string shared_path(const char *rel) { return std::string(GB_SHARED_DIR) + "/" + rel; }
 
+namespace {
+std::string g_temp_dir;
+pid_t g_temp_owner = 0;
+
+int remove_entry(const char *path, const struct stat *, int, struct FTW *) { return remove(path); }
+
+// ctest runs every test in its own process, so each process removes its
+// directory (converted models, up to ~100 MB) when it exits. Forked children
+// inherit the atexit handler but not the ownership.
+void remove_temp_dir() {
+  if (!g_temp_dir.empty() && getpid() == g_temp_owner && !getenv("GB_TEST_KEEP_TMP"))
+    nftw(g_temp_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+}  // namespace
+
 std::string temp_dir() {
-  static std::string dir;
-  if (dir.empty()) {
+  if (g_temp_dir.empty()) {
     std::string tmpl = ::testing::TempDir() + "gearbx-test-XXXXXX";
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back(0);
     if (!mkdtemp(buf.data())) abort();
-    dir = buf.data();
+    g_temp_dir = buf.data();
+    g_temp_owner = getpid();
+    atexit(remove_temp_dir);
   }
-  return dir;
+  return g_temp_dir;
 }
 
 std::vector<uint8_t> read_file(const std::string &path) {

@@ -24,7 +24,7 @@ extern "C" gb_status gbt_c_chat_eot_strings(int t, const char *const **strings, 
 namespace gbt {
 
 std::string shared_path(const char *rel);  // GB_SHARED_DIR "/" rel
-std::string temp_dir();                    // one per process, created on demand
+std::string temp_dir();                    // one per process, created on demand, removed at exit (GB_TEST_KEEP_TMP=1 keeps it)
 std::vector<uint8_t> read_file(const std::string &path);
 bool write_file(const std::string &path, const std::vector<uint8_t> &data);
 
