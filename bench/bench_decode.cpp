@@ -104,7 +104,7 @@ void print_usage() {
   printf("usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
          "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
          "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
-         "                           [--spec-adapt 0|1]\n"
+         "                           [--spec-adapt 0|1|2]\n"
          "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
          "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]\n");
 }

@@ -610,14 +610,19 @@ typedef struct gb_session_options {
   gb_kv_options kv;       /* the KV pool                                   */
   /* Batched prefill. gb_prefill runs its positions in chunks of up to
    * prefill_batch; each weight matrix then multiplies the whole chunk at
-   * once (a GEMM): panels of prefill_panel_rows weight rows of the current
-   * gear's tier are expanded to f32 in the arena and multiplied by OpenBLAS
-   * (cblas_sgemm) or by the built-in GEMM. Activations of q8/q4 matrices are
-   * quantized exactly as the decode kernels quantize them, so prefill
-   * matches token-by-token decoding up to float summation order. Attention
-   * runs per position, causally, over the KV cache. Panels sit at fixed row
-   * offsets and each is multiplied by one thread, so results do not depend
-   * on n_threads (they do depend on the GEMM: built-in or OpenBLAS). */
+   * once. Quantized and f16 matrices go through the multi-position GEMV
+   * kernels when the CPU has SIMD ones (AVX-512 here): every weight read
+   * once per 16 positions, integer products for the quantized formats, and
+   * each position's result bit for bit that of token-by-token decoding.
+   * Otherwise (and always with deterministic = 1) panels of
+   * prefill_panel_rows weight rows of the current gear's tier are expanded
+   * to f32 in the arena and multiplied by OpenBLAS (cblas_sgemm) or by the
+   * built-in GEMM; activations of q8/q4 matrices are quantized exactly as
+   * the decode kernels quantize them, so prefill matches token-by-token
+   * decoding up to float summation order. Attention runs per position,
+   * causally, over the KV cache. Each output row is computed by one thread,
+   * so results do not depend on n_threads (they do depend on the kernels:
+   * SIMD, built-in GEMM or OpenBLAS). */
   uint32_t prefill_batch;      /* positions per chunk, 1..4096 (capped at
                                   n_ctx); 1 = token by token through the
                                   decode kernels, no scratch. A chunk of one
@@ -633,8 +638,9 @@ typedef struct gb_session_options {
                                   the arena holds max(1, n_threads) panels of
                                   prefill_panel_rows * max(dim, q_dim,
                                   hidden_dim) floats. Default 64             */
-  uint32_t prefill_blas;       /* 0: the built-in GEMM (portable, same
-                                  results on every CPU, but slow: about a
+  uint32_t prefill_blas;       /* for the panels (above): 0: the built-in
+                                  GEMM (portable, same results on every CPU
+                                  with deterministic = 1, but slow: about a
                                   third of token-by-token speed for q4/q8
                                   tiers on an AVX2 host); 1: OpenBLAS when
                                   the library was built with it (CMake
@@ -674,6 +680,18 @@ typedef struct gb_session_options {
                                   k may be 0 (the verifier's own decode step)
                                   when drafts do not pay, with a one-draft
                                   probe every 16th such round.
+                                  2: the same rule on measured times instead
+                                  of bytes (decayed averages of one draft
+                                  position's pass and of the verify pass per
+                                  draft length, from the port's clock; bytes
+                                  until the first draft is timed): it counts
+                                  that a verify pass of k + 1 positions costs
+                                  more than one of a single position where
+                                  the CPU, not memory, is the limit. The draft
+                                  lengths then depend on timing, so sampled
+                                  (T > 0) output is no longer reproducible
+                                  from the seed alone (greedy output is the
+                                  verifier's either way).
                                   0: always spec_k. Default 1 (measured: fewer
                                   bytes per token on both shared models)     */
   /* Generation control (all off by default). Penalties and bias change the

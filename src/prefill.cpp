@@ -89,4 +89,27 @@ void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const f
   gb_port_pool_run(e.pool, n, gemm_task, &task);
 }
 
+// The multi-position kernels (matmul_gemvm): every weight read once per
+// group of up to GB_GEMVM_MAX_M positions, integer products for the
+// quantized formats, and per position bit for bit the decode GEMV. Used for
+// the quantized formats and f16 where this CPU has a SIMD gemvm: on the
+// AVX-512 host a 128-token prefill ran 1.8x (q8), 3.5x (q4r16) and 1.1x (f16)
+// faster than OpenBLAS on panels expanded to f32 (docs/RESULTS.md, "Decode
+// and prefill against llama.cpp"). The generic gemvm kernels are slower than
+// the panels, and f32 weights go to the GEMM in place.
+bool prefill_by_gemvm(const Exec &e, uint32_t format) {
+  return (is_block_format(format) || format == kFmtF16) && e.k->gemvm_name[format] &&
+         !strstr(e.k->gemvm_name[format], "__generic");
+}
+
+void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+  if (!prefill_by_gemvm(e, w.format) || sc.xq_rows < 2) {
+    matmul_panels(e, sc, cost, Y, X, m, w);
+    return;
+  }
+  const uint32_t g = sc.xq_rows < GB_GEMVM_MAX_M ? sc.xq_rows : GB_GEMVM_MAX_M;
+  for (uint32_t i = 0; i < m; i += g)
+    matmul_gemvm(e, sc, cost, Y + (size_t)i * w.rows, X + (size_t)i * w.cols, m - i < g ? m - i : g, w);
+}
+
 }  // namespace gb

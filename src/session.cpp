@@ -49,7 +49,7 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
                  "session options: spec_draft_gear %d must be a tier below spec_verify_gear %d", dg, vg);
     GB_RETURN_IF(!(o->spec_stop_entropy >= 0.0f) || isinf(o->spec_stop_entropy), *log, GB_ERR_INVALID_ARGUMENT,
                  "session options: spec_stop_entropy must be a finite number >= 0");
-    GB_RETURN_IF(o->spec_adapt > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: spec_adapt must be 0 or 1");
+    GB_RETURN_IF(o->spec_adapt > 2, *log, GB_ERR_INVALID_ARGUMENT, "session options: spec_adapt must be 0, 1 or 2");
     GB_RETURN_IF(o->kv.evict, *log, GB_ERR_INVALID_ARGUMENT, "session options: the spec gear cannot roll back an evicting KV pool (kv.evict)");
   }
   GB_RETURN_IF((uint32_t)raw_enum(o->managed) > GB_MANAGED_ATTENTION, *log, GB_ERR_INVALID_ARGUMENT, "session options: managed set %d unknown",
@@ -126,7 +126,10 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   ScratchShape shape;
   shape.m_max = M > S ? M : S;
   shape.logit_rows = calibrating && M > S ? M : S;
-  shape.xq_rows = S;
+  // Batched prefill of quantized tiers quantizes up to GB_GEMVM_MAX_M
+  // positions at a time (matmul_prefill).
+  const uint32_t G = M < GB_GEMVM_MAX_M ? M : GB_GEMVM_MAX_M;
+  shape.xq_rows = S > G ? S : G;
   if (M > 1) {
     shape.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
     shape.panel_rows = o.prefill_panel_rows;
@@ -535,7 +538,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     int32_t *chunk = m == 1 ? &one : s->pf_tok;
     for (uint32_t j = 0; j < m; j++) chunk[j] = token_at(i + j);
     PassCost cost;
-    GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, m == 1 ? matmul_gemv : matmul_panels, calib, &cost));
+    GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, m == 1 ? matmul_gemv : matmul_prefill, calib, &cost));
     s->pos += m;
     for (uint32_t j = 0; j < m; j++) control_push(&s->ctl, chunk[j]);
     for (uint32_t j = 0; calib && j < m; j++) {

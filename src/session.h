@@ -76,6 +76,10 @@ struct gb_session {
   uint64_t sp_round_bytes, sp_round_weights;  // weights read by the last round
   double sp_succ, sp_trials;  // decayed counts of accepted drafts / drafts judged (spec_adapt)
   uint32_t sp_idle;           // rounds without drafts since the last probe (spec_adapt)
+  // spec_adapt 2: measured pass times, ns (0 = not measured yet): one draft
+  // position, and a verify pass with j drafts (j + 1 positions), decayed.
+  double sp_t_draft;
+  double sp_t_verify[GB_GEMVM_MAX_M];
 
   // Precision manager state.
   float *calib;                 // (n_ctx) prefill entropies for calibration (auto only)

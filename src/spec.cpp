@@ -4,9 +4,9 @@
 // A round, with pos tokens in the verifier's KV pool and t the pending token:
 //
 //   1. The draft length k: spec_k, or with spec_adapt the k that minimizes
-//      the expected weight bytes per token at the acceptance rate so far
-//      (0: the verifier alone, with a one-token probe every 16th such
-//      round). When k > 0 the draft catches up (its pool lags by the tokens
+//      the expected weight bytes (spec_adapt 1) or measured time (2) per
+//      token at the acceptance rate so far (0: the verifier alone, with a
+//      one-token probe every 16th such round). When k > 0 the draft catches up (its pool lags by the tokens
 //      of rounds without drafts: batched passes) and runs t, d1, ... on the
 //      draft tier, one position at a time, each draft token sampled from the
 //      draft's distribution q_i (argmax when greedy); it stops after k
@@ -94,18 +94,27 @@ gb_status draft_forward(gb_session *s, const int32_t *tokens, uint32_t m, bool w
 // D bytes and one verify pass of V bytes yield 1 + a(1 - a^k)/(1 - a)
 // tokens. k = 0 (the verifier alone: V bytes, one token) wins when drafts
 // are accepted too rarely to pay for themselves.
-uint32_t best_k(double a, uint32_t kmax, double D, double V) {
+// V[k]: the cost of a verify pass with k drafts.
+uint32_t best_k(double a, uint32_t kmax, double D, const double *V) {
   uint32_t best = 0;
-  double best_cost = V;
+  double best_cost = V[0];
   for (uint32_t k = 1; k <= kmax; k++) {
     const double tokens = a >= 1.0 ? 1.0 + k : 1.0 + a * (1.0 - pow(a, (double)k)) / (1.0 - a);
-    const double cost = (k * D + V) / tokens;
+    const double cost = (k * D + V[k]) / tokens;
     if (cost < best_cost) {
       best_cost = cost;
       best = k;
     }
   }
   return best;
+}
+
+// A pass's time (t0..t1, ns) into a decayed average (the first measurement
+// as it is); clocks that read 0 (ports without one) leave it unmeasured.
+void ema_time(double *avg, uint64_t t0, uint64_t t1) {
+  if (t1 <= t0) return;
+  const double t = (double)(t1 - t0);
+  *avg = *avg > 0.0 ? 0.8 * *avg + 0.2 * t : t;
 }
 
 // While the adaptive rule says k = 0, every kProbeRounds-th round still
@@ -138,7 +147,22 @@ gb_status round(gb_session *s) {
   if (s->opt.spec_adapt && s->sp_trials > 0.0) {
     const gb_model *m = s->model;
     const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
-    k = best_k(s->sp_succ / s->sp_trials, k, db, vb > 0.0 ? vb : 1.0);
+    double Vk[GB_GEMVM_MAX_M];
+    double D = db;
+    for (uint32_t j = 0; j <= k; j++) Vk[j] = vb > 0.0 ? vb : 1.0;  // bytes: the same for every k
+    if (s->opt.spec_adapt == 2 && s->sp_t_draft > 0.0) {
+      // Measured times; a length not measured yet takes the time of the
+      // nearest shorter one that was (so longer drafts get tried), and the
+      // plain decode step (k = 0) counts as one draft position's bytes
+      // scaled by the verifier's until measured.
+      D = s->sp_t_draft;
+      double last = s->sp_t_verify[0] > 0.0 ? s->sp_t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
+      for (uint32_t j = 0; j <= k; j++) {
+        if (s->sp_t_verify[j] > 0.0) last = s->sp_t_verify[j];
+        Vk[j] = last;
+      }
+    }
+    k = best_k(s->sp_succ / s->sp_trials, k, D, Vk);
     if (k > 0 || ++s->sp_idle >= kProbeRounds) {
       k = k > 0 ? k : 1;
       s->sp_idle = 0;
@@ -150,8 +174,11 @@ gb_status round(gb_session *s) {
   s->sp_tok[0] = s->pending;
   uint32_t n = 0;  // drafted
   const float *dl = s->sc.logits;  // the draft's logits of its last position
+  const bool timed = s->opt.spec_adapt == 2;
   for (int32_t cur = s->pending; n < k;) {
+    const uint64_t t0 = timed ? gb_port_now_ns() : 0;
     GB_TRY(draft_forward(s, &cur, 1, true));
+    if (timed) ema_time(&s->sp_t_draft, t0, gb_port_now_ns());
     nan_guard(s->sc.logits, V);
     if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(dl, V) > s->opt.spec_stop_entropy) break;
     if (greedy) {
@@ -166,7 +193,9 @@ gb_status round(gb_session *s) {
   // 2. Verify the pending token and the n drafts in one pass (no drafts:
   // the verifier's ordinary decode step, the same logits bit for bit).
   PassCost cost;
+  const uint64_t t0 = timed ? gb_port_now_ns() : 0;
   GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, s->sp_tok, n + 1, pos, n == 0 ? matmul_gemv : matmul_gemvm, true, &cost));
+  if (timed) ema_time(&s->sp_t_verify[n], t0, gb_port_now_ns());
   for (uint32_t i = 0; i <= n; i++) nan_guard(s->sc.logits + (size_t)i * V, V);
   s->sp_round_bytes += cost.bytes;
   s->sp_round_weights += cost.weights;

@@ -400,6 +400,56 @@ TEST(Convert, SyntheticIsDeterministicPerSeed) {
   EXPECT_EQ(g.secs[4].kind, kSecGearBase + GB_GEAR_LOW);
 }
 
+// q4grid = 1: the low tier (q4, and the q4r16 it is stored as) expands to
+// exactly the high tier's fp16 weights and the f32 tier's floats; noise moves
+// the high tier off the grid by at most noise/1000 of a block's step.
+TEST(Convert, SyntheticQ4GridLowEqualsHigh) {
+  for (const int noise : {0, 200}) {
+    const std::string out = tmp(noise ? "grid-noise.gbx" : "grid.gbx");
+    ConvertOptions o = quiet_opts();
+    const std::string spec = std::string(kTinySpec) + ",q4grid=1,noise=" + std::to_string(noise);
+    ASSERT_EQ(convert_synthetic(spec.c_str(), out.c_str(), o), GB_OK);
+    Gbx g;
+    ASSERT_NO_FATAL_FAILURE(load(out, &g));
+    int compared = 0;
+    for (const Entry &t : g.tensors) {
+      if (t.tier != GB_GEAR_LOW) continue;
+      const Entry *hi = g.find(t.kind, t.layer, GB_GEAR_HIGH), *f = g.find(t.kind, t.layer, GB_GEAR_F32);
+      ASSERT_TRUE(hi && f);
+      std::vector<uint8_t> rowmajor;
+      const uint8_t *lo = g.data(t);
+      if (t.fmt == kFmtQ4R16) {
+        rowmajor.resize((size_t)t.rows * row_bytes(kFmtQ4, t.cols));
+        q4_rows_from_rows16(rowmajor.data(), lo, t.rows, t.cols);
+        lo = rowmajor.data();
+      } else {
+        ASSERT_EQ(t.fmt, (uint32_t)kFmtQ4);
+      }
+      std::vector<float> a(t.cols), b(t.cols), c(t.cols);
+      double max_off = 0, step = 0;
+      for (uint32_t r = 0; r < t.rows; r++) {
+        dequantize_row(kFmtQ4, a.data(), lo + r * row_bytes(kFmtQ4, t.cols), t.cols);
+        dequantize_row(kFmtF16, b.data(), g.data(*hi) + r * row_bytes(kFmtF16, t.cols), t.cols);
+        dequantize_row(kFmtF32, c.data(), g.data(*f) + r * row_bytes(kFmtF32, t.cols), t.cols);
+        for (uint32_t j = 0; j < t.cols; j++) {
+          if (noise == 0) {
+            ASSERT_EQ(a[j], b[j]) << "kind " << t.kind << " row " << r << " col " << j;
+            ASSERT_EQ(a[j], c[j]) << "kind " << t.kind << " row " << r << " col " << j;
+          }
+          max_off = fmax(max_off, fabs((double)a[j] - b[j]));
+          step = fmax(step, fabs((double)a[j]) / 8);
+        }
+      }
+      if (noise) {
+        EXPECT_GT(max_off, 0.0) << "kind " << t.kind;
+        EXPECT_LT(max_off, 0.5 * step) << "kind " << t.kind;  // within the noise (+-0.2 d) plus d's shift
+      }
+      compared++;
+    }
+    EXPECT_GE(compared, 7 * 2 + 1) << "every matrix of every layer and the classifier";
+  }
+}
+
 TEST(Convert, SyntheticSpecErrors) {
   const std::string out = tmp("bad-spec.gbx");
   const char *bad[] = {"",
@@ -413,7 +463,9 @@ TEST(Convert, SyntheticSpecErrors) {
                        "dim=64,layers=0,hidden=100,heads=4,kv_heads=2,vocab=300",
                        "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=100",      // < 259
                        "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,seq_len=99999999999",
-                       "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,tinyllama-1.1b"};
+                       "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,tinyllama-1.1b",
+                       "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,q4grid=2",
+                       "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,q4grid=1,noise=1001"};
   for (const char *spec : bad) {
     EXPECT_EQ(convert_synthetic(spec, out.c_str(), quiet_opts()), GB_ERR_INVALID_ARGUMENT) << spec;
     EXPECT_FALSE(exists(out)) << spec;

@@ -131,6 +131,7 @@ TEST(Spec, GreedyIdentityAcrossOptions) {
                {"entropy stop 1.5 bits", GB_GEAR_HIGH, 15, 1, 0, 1.5f, 1},
                {"k = 1", GB_GEAR_HIGH, 1, 1, 0, 0.0f, 1},
                {"fixed k = 8", GB_GEAR_HIGH, 8, 1, 0, 0.0f, 0},
+               {"k by measured time", GB_GEAR_HIGH, 8, 1, 0, 0.0f, 2},
                {"generic kernels", GB_GEAR_HIGH, 4, 1, 1, 0.0f, 1}};
   for (const Case &c : cases) {
     if (c.threads > 1 && !gbt::threads_available()) continue;  // GB_TEST_NO_THREADS: this emulator cannot start threads
@@ -377,6 +378,11 @@ TEST(Spec, BadOptionsAreRefused) {
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
   so = spec_options();
   so.kv.evict = 1;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
+  so = spec_options();
+  so.spec_adapt = 2;
+  EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_OK);
+  so.spec_adapt = 3;
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
 }
 

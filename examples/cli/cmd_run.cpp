@@ -71,7 +71,7 @@ int run_usage() {
           "                  [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--gumbel]\n"
           "                  [--ctx N] [--threads N] [--trace FILE.csv] [--plot FILE.svg] [--quiet]\n"
           "                  [--deterministic] [--spec-k K] [--spec-verify mid|high|f32] [--spec-draft low|mid]\n"
-          "                  [--spec-stop BITS] [--spec-adapt 0|1] [--color auto|always|never] [--json]\n"
+          "                  [--spec-stop BITS] [--spec-adapt 0|1|2] [--color auto|always|never] [--json]\n"
           "  --gear default    (the default) the file's default tier: mid, or a quantized GGUF's own tier\n"
           "  --gear spec       draft on the low tier, verify on high in one batched pass: high's tokens\n"
           "  --trace FILE.csv  one row of telemetry per decode step\n"

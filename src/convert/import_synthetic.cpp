@@ -24,26 +24,27 @@ uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+enum { kDim, kLayers, kHidden, kHeads, kKvHeads, kVocab, kSeed, kSeqLen, kQ4Grid, kNoise, kKeys };
+const char *const kKeyNames[kKeys] = {"dim",  "layers",  "hidden", "heads", "kv_heads",
+                                      "vocab", "seed", "seq_len", "q4grid", "noise"};
 struct Spec {
-  uint64_t v[8];
-  bool set[8];
+  uint64_t v[kKeys];
+  bool set[kKeys];
 };
-enum { kDim, kLayers, kHidden, kHeads, kKvHeads, kVocab, kSeed, kSeqLen, kKeys };
-const char *const kKeyNames[kKeys] = {"dim", "layers", "hidden", "heads", "kv_heads", "vocab", "seed", "seq_len"};
 
 struct Preset {
   const char *name;
   uint64_t v[kKeys];
 };
 const Preset kPresets[] = {
-    {"tinyllama-1.1b", {2048, 22, 5632, 32, 4, 32000, 1, 2048}},
+    {"tinyllama-1.1b", {2048, 22, 5632, 32, 4, 32000, 1, 2048, 0, 0}},
 };
 
 gb_status parse_spec(const char *spec, const Logger &log, Spec *s, std::string *name) {
   memset(s, 0, sizeof *s);
   s->v[kSeed] = 1;
   s->v[kSeqLen] = 2048;
-  s->set[kSeed] = s->set[kSeqLen] = true;
+  s->set[kSeed] = s->set[kSeqLen] = s->set[kQ4Grid] = s->set[kNoise] = true;
   *name = "synthetic";
   GB_RETURN_IF(!spec || !*spec, log, GB_ERR_INVALID_ARGUMENT, "synthetic: empty spec");
   const std::string all = spec;
@@ -76,13 +77,15 @@ gb_status parse_spec(const char *spec, const Logger &log, Spec *s, std::string *
     for (int i = 0; i < kKeys; i++)
       if (key == kKeyNames[i]) k = i;
     GB_RETURN_IF(k < 0, log, GB_ERR_INVALID_ARGUMENT,
-                 "synthetic: unknown key '%.64s' (dim, layers, hidden, heads, kv_heads, vocab, seed, seq_len)", key.c_str());
+                 "synthetic: unknown key '%.64s' (dim, layers, hidden, heads, kv_heads, vocab, seed, seq_len, q4grid, noise)", key.c_str());
     char *e = nullptr;
     errno = 0;
     const unsigned long long x = strtoull(val.c_str(), &e, 10);
     GB_RETURN_IF(val.empty() || val[0] < '0' || val[0] > '9' || errno != 0 || *e != 0, log, GB_ERR_INVALID_ARGUMENT,
                  "synthetic: %s = '%.64s' is not a non-negative integer", key.c_str(), val.c_str());
     GB_RETURN_IF(k != kSeed && x > 0xFFFFFFFFull, log, GB_ERR_INVALID_ARGUMENT, "synthetic: %s = %llu is too large", key.c_str(), x);
+    GB_RETURN_IF(k == kQ4Grid && x > 1, log, GB_ERR_INVALID_ARGUMENT, "synthetic: q4grid = %llu is not 0 or 1", x);
+    GB_RETURN_IF(k == kNoise && x > 1000, log, GB_ERR_INVALID_ARGUMENT, "synthetic: noise = %llu is over 1000 (per mille of a block's step)", x);
     s->v[k] = x;
     s->set[k] = true;
   }
@@ -91,10 +94,20 @@ gb_status parse_spec(const char *spec, const Logger &log, Spec *s, std::string *
   return GB_OK;
 }
 
+// Weights: uniform in +-1/sqrt(cols), or with q4grid = 1 on the q4 grid:
+// every 32-weight block is d * (q - 8) with codes q uniform in 0..15, one of
+// them 0, and d = (1 + k/4) 2^e (k in 0..3) near the uniform weights' step:
+// every weight has at most 5 significant bits, so fp16 holds it exactly, and
+// the q4 quantizer (d = the largest magnitude / -8) gives back d and q: the
+// low tier equals the high tier exactly. noise = N then adds uniform noise of
+// +-N/1000 of the block's d to every weight (both tiers are made from the
+// noisy values), which sets how often the low tier's greedy token differs from
+// the high tier's: the speculative gear's acceptance.
 class SyntheticSource : public TensorSource {
  public:
   // The seed is scrambled first so nearby seeds give unrelated streams.
-  SyntheticSource(uint64_t seed, const GbxModelDesc &d) : seed_(splitmix64(&seed)), d_(d) {}
+  SyntheticSource(uint64_t seed, const GbxModelDesc &d, bool q4grid, uint32_t noise)
+      : seed_(splitmix64(&seed)), d_(d), q4grid_(q4grid), noise_((float)noise / 1000.0f) {}
   gb_status read_f32(uint32_t kind, uint32_t layer, uint32_t row0, uint32_t n_rows, float *out) override {
     uint32_t rows, cols;
     tensor_shape(d_, kind, &rows, &cols);
@@ -103,21 +116,36 @@ class SyntheticSource : public TensorSource {
       return GB_OK;
     }
     const float a = 1.0f / sqrtf((float)cols);
+    const int e = (int)floorf(log2f(a / 8.0f));
     for (uint32_t r = 0; r < n_rows; r++) {
       uint64_t st = seed_ ^ ((uint64_t)kind << 56) ^ ((uint64_t)layer << 40) ^ (uint64_t)(row0 + r);
       st = splitmix64(&st);
       float *o = out + (size_t)r * cols;
-      for (uint32_t c = 0; c < cols; c++) {
-        const float u = (float)(splitmix64(&st) >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-        o[c] = (2.0f * u - 1.0f) * a;
+      if (!q4grid_) {
+        for (uint32_t c = 0; c < cols; c++) o[c] = (2.0f * unit(&st) - 1.0f) * a;
+        continue;
+      }
+      for (uint32_t c0 = 0; c0 < cols; c0 += 32) {
+        const uint64_t z = splitmix64(&st);
+        const float d = ldexpf(1.0f + (float)(z & 3) / 4.0f, e);
+        const uint32_t n = cols - c0 < 32 ? cols - c0 : 32, zero = (uint32_t)(z >> 8) % n;
+        for (uint32_t j = 0; j < n; j++) {
+          const uint64_t q = j == zero ? 0 : splitmix64(&st) >> 60;
+          o[c0 + j] = d * (float)((int)q - 8);
+          if (noise_ > 0.0f) o[c0 + j] += d * noise_ * (2.0f * unit(&st) - 1.0f);
+        }
       }
     }
     return GB_OK;
   }
 
  private:
+  static float unit(uint64_t *st) { return (float)(splitmix64(st) >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
+ private:
   uint64_t seed_;
   const GbxModelDesc &d_;
+  bool q4grid_;
+  float noise_;
 };
 
 }  // namespace
@@ -170,7 +198,7 @@ gb_status convert_synthetic(const char *spec, const char *out_path, const Conver
   }
   ConvertOptions o = opt;
   if (o.embd_format < 0) o.embd_format = kFmtF16;
-  SyntheticSource src(s.v[kSeed], d);
+  SyntheticSource src(s.v[kSeed], d, s.v[kQ4Grid] != 0, (uint32_t)s.v[kNoise]);
   return write_gbx(out_path, d, v, src, o);
 }
 

@@ -21,48 +21,65 @@ inline __m512 load16h(const uint8_t *p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
 }
 
-// Rows w[0..R) against x; per row two accumulators (the two halves of each
-// 32-column step), the tail's 16-column steps into the first and the masked
-// remainder into the second, then a0 + a1 reduced: the same operations per
-// row whatever R, so a row's result does not depend on its group.
-template <int R>
-__attribute__((always_inline)) inline void f16_rows(float *y, const uint8_t *const *w, const float *x, size_t cols) {
-  __m512 a0[R], a1[R];
-  for (int i = 0; i < R; i++) a0[i] = a1[i] = _mm512_setzero_ps();
+// Rows w[0..R) against positions x[0..P): per (row, position) two
+// accumulators (the two halves of each 32-column step), the tail's
+// 16-column steps into the first and the masked remainder into the second,
+// then a0 + a1 reduced; each 16 weights are widened once and applied to the
+// P positions. The same operations per (row, position) whatever R and P, so a
+// row's result depends only on the row and x: not on its group, and the
+// multi-position kernel equals the one-position one bit for bit.
+// Y[p * ldy + i] = row i . x[p].
+template <int R, int P>
+__attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const uint8_t *const *w, const float *const *x,
+                                                    size_t cols) {
+  __m512 a0[R][P], a1[R][P];
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm512_setzero_ps();
   size_t c = 0;
   for (; c + 32 <= cols; c += 32) {
-    const __m512 x0 = _mm512_loadu_ps(x + c), x1 = _mm512_loadu_ps(x + c + 16);
+    __m512 w0[R], w1[R];
     for (int i = 0; i < R; i++) {
-      a0[i] = _mm512_fmadd_ps(load16h(w[i] + 2 * c), x0, a0[i]);
-      a1[i] = _mm512_fmadd_ps(load16h(w[i] + 2 * c + 32), x1, a1[i]);
+      w0[i] = load16h(w[i] + 2 * c);
+      w1[i] = load16h(w[i] + 2 * c + 32);
+    }
+    for (int p = 0; p < P; p++) {
+      const __m512 x0 = _mm512_loadu_ps(x[p] + c), x1 = _mm512_loadu_ps(x[p] + c + 16);
+      for (int i = 0; i < R; i++) {
+        a0[i][p] = _mm512_fmadd_ps(w0[i], x0, a0[i][p]);
+        a1[i][p] = _mm512_fmadd_ps(w1[i], x1, a1[i][p]);
+      }
     }
   }
-  for (; c + 16 <= cols; c += 16) {
-    const __m512 x0 = _mm512_loadu_ps(x + c);
-    for (int i = 0; i < R; i++) a0[i] = _mm512_fmadd_ps(load16h(w[i] + 2 * c), x0, a0[i]);
-  }
+  for (; c + 16 <= cols; c += 16)
+    for (int i = 0; i < R; i++) {
+      const __m512 w0 = load16h(w[i] + 2 * c);
+      for (int p = 0; p < P; p++) a0[i][p] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[p] + c), a0[i][p]);
+    }
   if (c < cols) {
     const __mmask16 k = (__mmask16)((1u << (cols - c)) - 1);
-    const __m512 xt = _mm512_maskz_loadu_ps(k, x + c);
-    for (int i = 0; i < R; i++) a1[i] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, w[i] + 2 * c)), xt, a1[i]);
+    for (int i = 0; i < R; i++) {
+      const __m512 wt = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, w[i] + 2 * c));
+      for (int p = 0; p < P; p++) a1[i][p] = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(k, x[p] + c), a1[i][p]);
+    }
   }
-  for (int i = 0; i < R; i++) y[i] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i], a1[i]));
+  for (int p = 0; p < P; p++)
+    for (int i = 0; i < R; i++) Y[p * ldy + i] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i][p], a1[i][p]));
 }
 
-// Rows [r0, r1) of W (row stride 2 * cols) into y[r - r0], R rows at a time
-// (then one at a time).
-template <int R>
-inline void f16_range(float *y, const uint8_t *W, const float *x, size_t r0, size_t r1, size_t cols) {
+// Rows [r0, r1) of W (row stride 2 * cols), R rows at a time and then one at
+// a time, against positions x[0..P): Y[p * ldy + r - r0].
+template <int R, int P>
+inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r0, size_t r1, size_t cols) {
   const size_t rb = 2 * cols;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    f16_rows<R>(y + (r - r0), w, x, cols);
+    f16_tile<R, P>(Y + (r - r0), ldy, w, x, cols);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
-    f16_rows<1>(y + (r - r0), w, x, cols);
+    f16_tile<1, P>(Y + (r - r0), ldy, w, x, cols);
   }
 }
 
@@ -72,28 +89,40 @@ inline void f16_range(float *y, const uint8_t *W, const float *x, size_t r0, siz
 // L2 for every row, and four rows sharing each load of x are faster
 // (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
 constexpr size_t kLongRow = 6144;
-inline void f16_any(float *y, const uint8_t *W, const float *x, size_t r0, size_t r1, size_t cols) {
-  if (cols <= kLongRow) {
-    f16_range<1>(y, W, x, r0, r1, cols);
-  } else {
-    f16_range<4>(y, W, x, r0, r1, cols);
-  }
-}
 
 }  // namespace
 
 extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
                                     size_t row_begin, size_t row_end, size_t cols) {
-  f16_any(y + row_begin, W, x, row_begin, row_end, cols);
+  const float *xs[1] = {x};
+  if (cols <= kLongRow) {
+    f16_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
+  } else {
+    f16_range<4, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
+  }
 }
 
-// Multi-position: the row from memory once, from cache for the other
-// positions; per (row, position) the gemv's function: bit-identical to it.
+// Multi-position: tiles of 2 rows x 4 positions (16 accumulators), each row
+// read from memory once and from cache once per 4 positions; the last 1-3
+// positions in a tile of their own width.
 extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
                                      const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
                                      size_t cols) {
-  for (size_t r = row_begin; r < row_end; r += 4) {
-    const size_t e = r + 4 < row_end ? r + 4 : row_end;
-    for (size_t p = 0; p < m; p++) f16_any(Y + p * ldy + r, W, X + p * ldx, r, e, cols);
+  constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
+  for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
+    const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
+    size_t p = 0;
+    for (; p + 4 <= m; p += 4) {
+      const float *xs[4] = {X + p * ldx, X + (p + 1) * ldx, X + (p + 2) * ldx, X + (p + 3) * ldx};
+      f16_range<2, 4>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+    }
+    const size_t left = m - p;
+    const float *xs[3] = {X + p * ldx, X + (p + (left > 1 ? 1 : 0)) * ldx, X + (p + (left > 2 ? 2 : 0)) * ldx};
+    switch (left) {
+      case 3: f16_range<2, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
+      case 2: f16_range<2, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
+      case 1: f16_range<2, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
+      default: break;
+    }
   }
 }

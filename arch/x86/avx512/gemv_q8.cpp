@@ -37,47 +37,95 @@ inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// One block: acc += (d_w * d_x) * (float)(lanes of sum w x).
-__attribute__((always_inline)) inline __m256 q8_block(__m256 acc, const uint8_t *p, const gb_q8x_block &xb) {
+// Block b of rows w[0..R) into acc[i][p] for positions xq[0..P): the
+// position's bytes, bias start and scale are shared by the rows.
+template <int R, int P>
+__attribute__((always_inline)) inline void q8_block(__m256 (*acc)[P], const uint8_t *const *w, const gb_q8x_block *const *xq,
+                                                    size_t b) {
   const __m256i bias = _mm256_set1_epi8((char)0x80);
-  const __m256i w = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 2)), bias);
-  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
-  const __m256i start = _mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * xb.sum));
-  const __m256i isum = _mm256_dpbusd_epi32(start, w, x);
-  const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi16((short)(p[0] | (p[1] << 8))));
-  const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(xb.d));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc);
+  __m256i wb[R];
+  __m256 dw[R];
+  for (int i = 0; i < R; i++) {
+    const uint8_t *q = w[i] + b * GB_Q8_BLOCK_BYTES;
+    wb[i] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + 2)), bias);
+    dw[i] = _mm256_cvtph_ps(_mm_set1_epi16((short)(q[0] | (q[1] << 8))));
+  }
+  for (int p = 0; p < P; p++) {
+    const gb_q8x_block &xb = xq[p][b];
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xb.qs));
+    const __m256i start = _mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * xb.sum));
+    const __m256 xd = _mm256_set1_ps(xb.d);
+    for (int i = 0; i < R; i++) {
+      const __m256i isum = _mm256_dpbusd_epi32(start, wb[i], x);
+      acc[i][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw[i], xd), acc[i][p]);
+    }
+  }
 }
 
-// One row of nb blocks at w.
-inline float q8_row(const uint8_t *w, const gb_q8x_block *xq, size_t nb) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+// Rows w[0..R) of nb blocks against positions xq[0..P): per block each row's
+// weights are loaded and biased once; per (row, position) the block's
+// acc += (d_w * d_x) * (float)(lanes of sum w x), blocks alternating between
+// two accumulators, then a0 + a1 reduced. The same operations per (row,
+// position) whatever R and P: the multi-position kernel equals the gemv bit
+// for bit. Y[p * ldy + i] = row i . x[p].
+template <int R, int P>
+__attribute__((always_inline)) inline void q8_tile(float *Y, size_t ldy, const uint8_t *const *w, const gb_q8x_block *const *xq,
+                                                   size_t nb) {
+  __m256 a0[R][P], a1[R][P];
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm256_setzero_ps();
   size_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    a0 = q8_block(a0, w + b * GB_Q8_BLOCK_BYTES, xq[b]);
-    a1 = q8_block(a1, w + (b + 1) * GB_Q8_BLOCK_BYTES, xq[b + 1]);
+    q8_block<R, P>(a0, w, xq, b);
+    q8_block<R, P>(a1, w, xq, b + 1);
   }
-  if (b < nb) a0 = q8_block(a0, w + b * GB_Q8_BLOCK_BYTES, xq[b]);
-  return hsum8(_mm256_add_ps(a0, a1));
+  if (b < nb) q8_block<R, P>(a0, w, xq, b);
+  for (int p = 0; p < P; p++)
+    for (int i = 0; i < R; i++) Y[p * ldy + i] = hsum8(_mm256_add_ps(a0[i][p], a1[i][p]));
+}
+
+// Rows [r0, r1), R at a time then one at a time, against positions xq[0..P):
+// Y[p * ldy + r - r0].
+template <int R, int P>
+inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1, size_t nb) {
+  const size_t rb = nb * GB_Q8_BLOCK_BYTES;
+  size_t r = r0;
+  for (; r + R <= r1; r += R) {
+    const uint8_t *w[R];
+    for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
+    q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb);
+  }
+  for (; r < r1; r++) {
+    const uint8_t *w[1] = {W + r * rb};
+    q8_tile<1, P>(Y + (r - r0), ldy, w, xq, nb);
+  }
 }
 
 }  // namespace
 
 extern "C" void gb_q8_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                    size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nb = (cols + 31) / 32;
-  const size_t rb = nb * GB_Q8_BLOCK_BYTES;
-  for (size_t r = row_begin; r < row_end; r++) y[r] = q8_row(W + r * rb, xq, nb);
+  const gb_q8x_block *xs[1] = {xq};
+  q8_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, (cols + 31) / 32);
 }
 
-// Multi-position: each row is read from memory once and from cache for the
-// other positions; per (row, position) the same function as the gemv, so
-// bit-identical to it.
+// Multi-position: tiles of 4 rows x 4 positions; 16 rows at a time stay in
+// cache while the positions pass over them (each row read from memory once).
 extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,
                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
                                     size_t cols) {
   const size_t nb = (cols + 31) / 32;
-  const size_t rb = nb * GB_Q8_BLOCK_BYTES;
-  for (size_t r = row_begin; r < row_end; r++)
-    for (size_t p = 0; p < m; p++) Y[p * ldy + r] = q8_row(W + r * rb, XQ + p * ldxq, nb);
+  constexpr size_t kRowsPerBlock = 16;
+  for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
+    const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
+    size_t p = 0;
+    for (; p + 4 <= m; p += 4) {
+      const gb_q8x_block *xs[4] = {XQ + p * ldxq, XQ + (p + 1) * ldxq, XQ + (p + 2) * ldxq, XQ + (p + 3) * ldxq};
+      q8_range<4, 4>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
+    }
+    for (; p < m; p++) {
+      const gb_q8x_block *xs[1] = {XQ + p * ldxq};
+      q8_range<2, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
+    }
+  }
 }
