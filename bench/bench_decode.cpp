@@ -2,6 +2,7 @@
 // thread count, against the machine's read bandwidth and the fp16 (high) gear.
 //
 // decode:  for each gear, a warm-up run, then --reps runs of --tokens greedy
+//          (or sampled: --temp T, --seed S)
 //          gb_decode_step() calls from BOS (session reset between runs); the
 //          median tokens/s is kept. Weight bytes per token come from
 //          gb_step_info, so the table shows the effective weight bandwidth
@@ -104,7 +105,7 @@ void print_usage() {
   printf("usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
          "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
          "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
-         "                           [--spec-adapt 0|1|2]\n"
+         "                           [--spec-adapt 0|1|2] [--temp T] [--seed S]\n"
          "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
          "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]\n");
 }
@@ -116,6 +117,8 @@ int main(int argc, char **argv) {
   int prompt_tokens = 16, spec_k = 0;
   float spec_stop = -1.0f;
   int spec_adapt = -1;
+  float temp = 0.0f;
+  uint64_t seed = 1;
   int tokens = -1, prefill = -1, reps = -1;
   bool quick = false, keep = false;
   std::vector<uint32_t> threads = {1, 2};
@@ -145,6 +148,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--spec-k")) spec_k = atoi(v);
     else if (!strcmp(o, "--spec-stop")) spec_stop = (float)atof(v);
     else if (!strcmp(o, "--spec-adapt")) spec_adapt = atoi(v);
+    else if (!strcmp(o, "--temp")) temp = (float)atof(v);
+    else if (!strcmp(o, "--seed")) seed = strtoull(v, nullptr, 10);
     else if (!strcmp(o, "--threads")) {
       if (!gbbench::parse_uint_list(v, &threads)) return fprintf(stderr, "--threads: a list like 1,2\n"), 1;
     } else return fprintf(stderr, "unknown option %s\n", o), 1;
@@ -263,7 +268,8 @@ int main(int argc, char **argv) {
         if (spec_adapt >= 0) so.spec_adapt = (uint32_t)spec_adapt;
         const uint32_t want = (uint32_t)std::max(tokens + prompt_tokens + 16, prefill) + 2;
         so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
-        so.sampler.temperature = 0.0f;
+        so.sampler.temperature = temp;
+        so.sampler.seed = seed;
         if (blas >= 0) set_prefill_blas(so, blas == 1);
         gb_session *s = nullptr;
         if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)

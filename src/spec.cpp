@@ -151,16 +151,28 @@ gb_status round(gb_session *s) {
     double D = db;
     for (uint32_t j = 0; j <= k; j++) Vk[j] = vb > 0.0 ? vb : 1.0;  // bytes: the same for every k
     if (s->opt.spec_adapt == 2 && s->sp_t_draft > 0.0) {
-      // Measured times; a length not measured yet takes the time of the
-      // nearest shorter one that was (so longer drafts get tried), and the
-      // plain decode step (k = 0) counts as one draft position's bytes
-      // scaled by the verifier's until measured.
+      // Measured times. The verify pass without drafts (a decode step) is
+      // taken as one draft position's time scaled by the bytes until it is
+      // measured; between measured lengths the time is interpolated
+      // linearly, and past the longest one extended with the last slope
+      // (a verify pass costs more per added position where it becomes
+      // compute-bound: the time is convex in k, and the interpolation follows it).
       D = s->sp_t_draft;
-      double last = s->sp_t_verify[0] > 0.0 ? s->sp_t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
-      for (uint32_t j = 0; j <= k; j++) {
-        if (s->sp_t_verify[j] > 0.0) last = s->sp_t_verify[j];
-        Vk[j] = last;
+      const double t0 = s->sp_t_verify[0] > 0.0 ? s->sp_t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
+      uint32_t pk = 0, qk = 0;  // the last two measured lengths (qk < pk), 0 = the decode step
+      double pt = t0, qt = t0;
+      Vk[0] = t0;
+      for (uint32_t j = 1; j <= k; j++) {
+        if (s->sp_t_verify[j] <= 0.0) continue;
+        for (uint32_t i = pk + 1; i < j; i++) Vk[i] = pt + (s->sp_t_verify[j] - pt) * (double)(i - pk) / (double)(j - pk);
+        qk = pk;
+        qt = pt;
+        pk = j;
+        pt = s->sp_t_verify[j];
+        Vk[j] = pt;
       }
+      const double slope = pk > qk ? (pt - qt) / (double)(pk - qk) : 0.0;
+      for (uint32_t i = pk + 1; i <= k; i++) Vk[i] = pt + slope * (double)(i - pk);
     }
     k = best_k(s->sp_succ / s->sp_trials, k, D, Vk);
     if (k > 0 || ++s->sp_idle >= kProbeRounds) {

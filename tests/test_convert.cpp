@@ -465,7 +465,7 @@ TEST(Convert, SyntheticSpecErrors) {
                        "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,seq_len=99999999999",
                        "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,tinyllama-1.1b",
                        "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,q4grid=2",
-                       "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,q4grid=1,noise=1001"};
+                       "dim=64,layers=2,hidden=100,heads=4,kv_heads=2,vocab=300,q4grid=1,noise=100001"};
   for (const char *spec : bad) {
     EXPECT_EQ(convert_synthetic(spec, out.c_str(), quiet_opts()), GB_ERR_INVALID_ARGUMENT) << spec;
     EXPECT_FALSE(exists(out)) << spec;

@@ -85,7 +85,7 @@ gb_status parse_spec(const char *spec, const Logger &log, Spec *s, std::string *
                  "synthetic: %s = '%.64s' is not a non-negative integer", key.c_str(), val.c_str());
     GB_RETURN_IF(k != kSeed && x > 0xFFFFFFFFull, log, GB_ERR_INVALID_ARGUMENT, "synthetic: %s = %llu is too large", key.c_str(), x);
     GB_RETURN_IF(k == kQ4Grid && x > 1, log, GB_ERR_INVALID_ARGUMENT, "synthetic: q4grid = %llu is not 0 or 1", x);
-    GB_RETURN_IF(k == kNoise && x > 1000, log, GB_ERR_INVALID_ARGUMENT, "synthetic: noise = %llu is over 1000 (per mille of a block's step)", x);
+    GB_RETURN_IF(k == kNoise && x > 100000, log, GB_ERR_INVALID_ARGUMENT, "synthetic: noise = %llu is over 100000 (per mille of a block's step)", x);
     s->v[k] = x;
     s->set[k] = true;
   }
@@ -95,11 +95,14 @@ gb_status parse_spec(const char *spec, const Logger &log, Spec *s, std::string *
 }
 
 // Weights: uniform in +-1/sqrt(cols), or with q4grid = 1 on the q4 grid:
-// every 32-weight block is d * (q - 8) with codes q uniform in 0..15, one of
-// them 0, and d = (1 + k/4) 2^e (k in 0..3) near the uniform weights' step:
-// every weight has at most 5 significant bits, so fp16 holds it exactly, and
-// the q4 quantizer (d = the largest magnitude / -8) gives back d and q: the
-// low tier equals the high tier exactly. noise = N then adds uniform noise of
+// every 32-weight block is d * (q - 8) with d = +-(1 + k/4) 2^e (k in 0..3,
+// random sign) near the uniform weights' step, one anchor code q = 0 (the
+// block's largest magnitude, 8|d|) and the others uniform in 1..15 (values
+// -7..7: zero mean, as the uniform weights; codes 0..15 would give every row
+// the same negative mean and a degenerate model). Every weight has at most 6
+// significant bits, so fp16 holds it exactly, and the q4 quantizer (scale =
+// the value of largest magnitude / -8) gives back d and q: the low tier
+// equals the high tier exactly. noise = N then adds uniform noise of
 // +-N/1000 of the block's d to every weight (both tiers are made from the
 // noisy values), which sets how often the low tier's greedy token differs from
 // the high tier's: the speculative gear's acceptance.
@@ -127,10 +130,10 @@ class SyntheticSource : public TensorSource {
       }
       for (uint32_t c0 = 0; c0 < cols; c0 += 32) {
         const uint64_t z = splitmix64(&st);
-        const float d = ldexpf(1.0f + (float)(z & 3) / 4.0f, e);
-        const uint32_t n = cols - c0 < 32 ? cols - c0 : 32, zero = (uint32_t)(z >> 8) % n;
+        const float d = ldexpf((z & 4 ? -1.0f : 1.0f) * (1.0f + (float)(z & 3) / 4.0f), e);
+        const uint32_t n = cols - c0 < 32 ? cols - c0 : 32, anchor = (uint32_t)(z >> 8) % n;
         for (uint32_t j = 0; j < n; j++) {
-          const uint64_t q = j == zero ? 0 : splitmix64(&st) >> 60;
+          const uint64_t q = j == anchor ? 0 : 1 + splitmix64(&st) % 15;
           o[c0 + j] = d * (float)((int)q - 8);
           if (noise_ > 0.0f) o[c0 + j] += d * noise_ * (2.0f * unit(&st) - 1.0f);
         }

@@ -123,9 +123,17 @@ extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, cons
       const gb_q8x_block *xs[4] = {XQ + p * ldxq, XQ + (p + 1) * ldxq, XQ + (p + 2) * ldxq, XQ + (p + 3) * ldxq};
       q8_range<4, 4>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
     }
-    for (; p < m; p++) {
-      const gb_q8x_block *xs[1] = {XQ + p * ldxq};
-      q8_range<2, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
+    // The last 1-3 positions one row at a time (one read stream: the row
+    // tiles above read four rows side by side, which from memory runs at
+    // about half the bandwidth, so a verify pass of 2-3 positions would cost
+    // twice a decode step).
+    const size_t left = m - p;
+    const gb_q8x_block *xs[3] = {XQ + p * ldxq, XQ + (p + (left > 1 ? 1 : 0)) * ldxq, XQ + (p + (left > 2 ? 2 : 0)) * ldxq};
+    switch (left) {
+      case 3: q8_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
+      case 2: q8_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
+      case 1: q8_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
+      default: break;
     }
   }
 }
