@@ -5,7 +5,7 @@
 // follow at the full single-core read bandwidth. The AVX2 kernel reads four
 // rows side by side (four streams) and reduces them together; on this
 // memory system that stays near half the bandwidth even with software
-// prefetch (docs/RESULTS.md, "Decode kernels against llama.cpp").
+// prefetch (docs/RESULTS.md, "Decode and prefill against llama.cpp").
 //
 // Per 32-weight block: vpdpbusd needs one unsigned operand, so the weights
 // are biased to u8 (w ^ 0x80 = w + 128) and the activations stay signed:
