@@ -107,7 +107,8 @@ void print_usage() {
          "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
          "                           [--spec-adapt 0|1|2] [--temp T] [--seed S]\n"
          "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
-         "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..]\n");
+         "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..];\n"
+         "      then optionally q4grid=1 (low tier = high tier exactly), noise=N (per mille of a q4 step)\n");
 }
 
 }  // namespace

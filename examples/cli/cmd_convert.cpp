@@ -24,7 +24,11 @@ const char kUsage[] =
     "               plain row-major rows\n"
     "  --to-gguf: write one tier of a .gbx (default: the file's default tier) as a GGUF with its\n"
     "             tokenizer: f32 as F32, f16 as F16, q8 as Q8_0, q4 as Q4_0, a GGUF's own formats as\n"
-    "             themselves, byte for byte\n";
+    "             themselves, byte for byte\n"
+    "  --synthetic: random weights; SPEC = tinyllama-1.1b or dim=,layers=,hidden=,heads=,kv_heads=,\n"
+    "               vocab= (and seed=, seq_len=), then optionally q4grid=1 (weights on the q4 grid:\n"
+    "               the low tier equals the high tier exactly) and noise=N (N/1000 of a block's q4\n"
+    "               step of uniform noise: sets the speculative gear's acceptance)\n";
 
 int err(const char *fmt, const char *arg) {
   char msg[512];

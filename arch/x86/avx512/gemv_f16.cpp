@@ -29,8 +29,7 @@ inline __m512 load16h(const uint8_t *p) {
 // row's result depends only on the row and x: not on its group, and the
 // multi-position kernel equals the one-position one bit for bit.
 // Y[p * ldy + i] = row i . x[p].
-// pf > 0: prefetch each row's line pf bytes ahead (the multi-position
-// kernel's next block of rows).
+// pf > 0: prefetch each row's line pf bytes ahead.
 template <int R, int P>
 __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const uint8_t *const *w, const float *const *x,
                                                     size_t cols, size_t pf) {
@@ -71,19 +70,20 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
 
 // Rows [r0, r1) of W (row stride 2 * cols), R rows at a time and then one at
 // a time, against positions x[0..P): Y[p * ldy + r - r0].
+// pf: prefetch distance in bytes, kept to rows before pf_end.
 template <int R, int P>
 inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r0, size_t r1, size_t cols,
-                      size_t pf = 0) {
+                      size_t pf = 0, size_t pf_end = 0) {
   const size_t rb = 2 * cols;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    f16_tile<R, P>(Y + (r - r0), ldy, w, x, cols, pf);
+    f16_tile<R, P>(Y + (r - r0), ldy, w, x, cols, (r + R) * rb + pf <= pf_end * rb ? pf : 0);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
-    f16_tile<1, P>(Y + (r - r0), ldy, w, x, cols, pf);
+    f16_tile<1, P>(Y + (r - r0), ldy, w, x, cols, (r + 1) * rb + pf <= pf_end * rb ? pf : 0);
   }
 }
 
@@ -93,6 +93,9 @@ inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const
 // L2 for every row, and four rows sharing each load of x are faster
 // (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
 constexpr size_t kLongRow = 6144;
+// The one-row stream also prefetches 4 KiB ahead: 23 -> 26 GB/s on a
+// 2048x5632 matrix from memory (2, 8 and 16 KiB: less).
+constexpr size_t kPrefetch = 4096;
 
 }  // namespace
 
@@ -100,7 +103,7 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
                                     size_t row_begin, size_t row_end, size_t cols) {
   const float *xs[1] = {x};
   if (cols <= kLongRow) {
-    f16_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
+    f16_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols, kPrefetch, row_end);
   } else {
     f16_range<4, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
   }
@@ -117,21 +120,20 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
   constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
-    // The first pass over the block prefetches the next block (the rows'
-    // lines kRowsPerBlock rows ahead): with two rows per tile the hardware
-    // prefetchers alone left the block at about half the read bandwidth.
-    const size_t pf = e + kRowsPerBlock <= row_end ? kRowsPerBlock * 2 * cols : 0;
+    // The first pass over the block prefetches as the gemv does (the next
+    // block's rows 16 rows ahead instead: slower for 1-2 positions).
+    const size_t pf = kPrefetch;
     size_t p = 0;
     for (; p + 4 <= m; p += 4) {
       const float *xs[4] = {X + p * ldx, X + (p + 1) * ldx, X + (p + 2) * ldx, X + (p + 3) * ldx};
-      f16_range<2, 4>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0);
+      f16_range<2, 4>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end);
     }
     const size_t left = m - p;
     const float *xs[3] = {X + p * ldx, X + (p + (left > 1 ? 1 : 0)) * ldx, X + (p + (left > 2 ? 2 : 0)) * ldx};
     switch (left) {
-      case 3: f16_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0); break;
-      case 2: f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0); break;
-      case 1: f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0); break;
+      case 3: f16_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end); break;
+      case 2: f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end); break;
+      case 1: f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end); break;
       default: break;
     }
   }
