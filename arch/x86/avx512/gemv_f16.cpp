@@ -93,9 +93,10 @@ inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const
 // L2 for every row, and four rows sharing each load of x are faster
 // (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
 constexpr size_t kLongRow = 6144;
-// The one-row stream also prefetches 4 KiB ahead: 23 -> 26 GB/s on a
-// 2048x5632 matrix from memory (2, 8 and 16 KiB: less).
-constexpr size_t kPrefetch = 4096;
+// Software prefetch distance of the one-row stream: off. 4 KiB ahead read
+// one 2048x5632 matrix from memory faster (23 -> 26 GB/s) but made the 1.1B
+// model's decode slower (12.0 -> 10.1 tok/s, same run).
+constexpr size_t kPrefetch = 0;
 
 }  // namespace
 
@@ -121,7 +122,7 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
     // The first pass over the block prefetches as the gemv does (the next
-    // block's rows 16 rows ahead instead: slower for 1-2 positions).
+    // block's rows 16 rows ahead: slower for 1-2 positions).
     const size_t pf = kPrefetch;
     size_t p = 0;
     for (; p + 4 <= m; p += 4) {
