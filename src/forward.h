@@ -91,7 +91,8 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
 // not counted in *cost: prefill is not a decode step).
 void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 // A prefill chunk: matmul_gemvm in groups of up to sc.xq_rows positions for
-// quantized formats with SIMD multi-position kernels, else matmul_panels.
+// quantized and f16 formats with SIMD multi-position kernels, else
+// matmul_panels.
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 
 // Run tokens[0..m) at positions pos..pos+m-1 through the model: each enters

@@ -93,7 +93,7 @@ void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const f
 // group of up to GB_GEMVM_MAX_M positions, integer products for the
 // quantized formats, and per position bit for bit the decode GEMV. Used for
 // the quantized formats and f16 where this CPU has a SIMD gemvm: on the
-// AVX-512 host a 128-token prefill ran 1.8x (q8), 3.5x (q4r16) and 1.1x (f16)
+// AVX-512 host a 128-token prefill ran 1.8x (q8), 3.4x (q4r16) and 1.1x (f16)
 // faster than OpenBLAS on panels expanded to f32 (docs/RESULTS.md, "Decode
 // and prefill against llama.cpp"). The generic gemvm kernels are slower than
 // the panels, and f32 weights go to the GEMM in place.

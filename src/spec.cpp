@@ -6,8 +6,9 @@
 //   1. The draft length k: spec_k, or with spec_adapt the k that minimizes
 //      the expected weight bytes (spec_adapt 1) or measured time (2) per
 //      token at the acceptance rate so far (0: the verifier alone, with a
-//      one-token probe every 16th such round). When k > 0 the draft catches up (its pool lags by the tokens
-//      of rounds without drafts: batched passes) and runs t, d1, ... on the
+//      one-token probe every 16th such round). When k > 0 the draft
+//      catches up (its pool lags by the tokens of rounds without drafts:
+//      batched passes) and runs t, d1, ... on the
 //      draft tier, one position at a time, each draft token sampled from the
 //      draft's distribution q_i (argmax when greedy); it stops after k
 //      tokens, or before a position whose draft entropy exceeds

@@ -144,7 +144,6 @@ class SyntheticSource : public TensorSource {
 
  private:
   static float unit(uint64_t *st) { return (float)(splitmix64(st) >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
- private:
   uint64_t seed_;
   const GbxModelDesc &d_;
   bool q4grid_;

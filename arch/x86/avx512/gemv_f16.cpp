@@ -1,10 +1,13 @@
 // AVX-512 f16 GEMV: one row at a time (one sequential read stream, as in
 // gemv_q8.cpp), binary16 widened 16 at a time with the 512-bit vcvtph2ps and
-// fused into four f32 accumulators, 64 columns (two cache lines) per step;
-// then 16-column steps and a masked tail (masked loads read no byte past the
-// row). The row's result is (a0 + a1) + (a2 + a3) reduced in a fixed order:
-// it depends only on the row and x, never on the row range or the other
-// rows, and differs from the generic kernel's only by rounding.
+// fused into two f32 accumulators per row (the two halves of each 32-column
+// step); then 16-column steps and a masked tail (masked loads read no byte
+// past the row). A row's result depends only on the row and x, never on the
+// row range or the other rows, and differs from the generic kernel's only by
+// rounding. No software prefetch: 4 KiB ahead read one 2048x5632 matrix from
+// memory faster (23 -> 26 GB/s) but made the 1.1B model's decode slower
+// (12.0 -> 10.1 tok/s, same run), and prefetching the next block of rows in
+// the multi-position kernel slowed 1-2 positions.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -13,7 +16,6 @@
 #include <stdint.h>
 
 #include "kernels.h"
-
 
 namespace {
 
@@ -29,10 +31,9 @@ inline __m512 load16h(const uint8_t *p) {
 // row's result depends only on the row and x: not on its group, and the
 // multi-position kernel equals the one-position one bit for bit.
 // Y[p * ldy + i] = row i . x[p].
-// pf > 0: prefetch each row's line pf bytes ahead.
 template <int R, int P>
 __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const uint8_t *const *w, const float *const *x,
-                                                    size_t cols, size_t pf) {
+                                                    size_t cols) {
   __m512 a0[R][P], a1[R][P];
   for (int i = 0; i < R; i++)
     for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm512_setzero_ps();
@@ -40,7 +41,6 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
   for (; c + 32 <= cols; c += 32) {
     __m512 w0[R], w1[R];
     for (int i = 0; i < R; i++) {
-      if (pf) _mm_prefetch(reinterpret_cast<const char *>(w[i] + 2 * c + pf), _MM_HINT_T0);
       w0[i] = load16h(w[i] + 2 * c);
       w1[i] = load16h(w[i] + 2 * c + 32);
     }
@@ -70,20 +70,18 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
 
 // Rows [r0, r1) of W (row stride 2 * cols), R rows at a time and then one at
 // a time, against positions x[0..P): Y[p * ldy + r - r0].
-// pf: prefetch distance in bytes, kept to rows before pf_end.
 template <int R, int P>
-inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r0, size_t r1, size_t cols,
-                      size_t pf = 0, size_t pf_end = 0) {
+inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r0, size_t r1, size_t cols) {
   const size_t rb = 2 * cols;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    f16_tile<R, P>(Y + (r - r0), ldy, w, x, cols, (r + R) * rb + pf <= pf_end * rb ? pf : 0);
+    f16_tile<R, P>(Y + (r - r0), ldy, w, x, cols);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
-    f16_tile<1, P>(Y + (r - r0), ldy, w, x, cols, (r + 1) * rb + pf <= pf_end * rb ? pf : 0);
+    f16_tile<1, P>(Y + (r - r0), ldy, w, x, cols);
   }
 }
 
@@ -93,10 +91,6 @@ inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const
 // L2 for every row, and four rows sharing each load of x are faster
 // (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
 constexpr size_t kLongRow = 6144;
-// Software prefetch distance of the one-row stream: off. 4 KiB ahead read
-// one 2048x5632 matrix from memory faster (23 -> 26 GB/s) but made the 1.1B
-// model's decode slower (12.0 -> 10.1 tok/s, same run).
-constexpr size_t kPrefetch = 0;
 
 }  // namespace
 
@@ -104,7 +98,7 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
                                     size_t row_begin, size_t row_end, size_t cols) {
   const float *xs[1] = {x};
   if (cols <= kLongRow) {
-    f16_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols, kPrefetch, row_end);
+    f16_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
   } else {
     f16_range<4, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
   }
@@ -121,20 +115,17 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
   constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
-    // The first pass over the block prefetches as the gemv does (the next
-    // block's rows 16 rows ahead: slower for 1-2 positions).
-    const size_t pf = kPrefetch;
     size_t p = 0;
     for (; p + 4 <= m; p += 4) {
       const float *xs[4] = {X + p * ldx, X + (p + 1) * ldx, X + (p + 2) * ldx, X + (p + 3) * ldx};
-      f16_range<2, 4>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end);
+      f16_range<2, 4>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
     }
     const size_t left = m - p;
     const float *xs[3] = {X + p * ldx, X + (p + (left > 1 ? 1 : 0)) * ldx, X + (p + (left > 2 ? 2 : 0)) * ldx};
     switch (left) {
-      case 3: f16_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end); break;
-      case 2: f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end); break;
-      case 1: f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == 0 ? pf : 0, row_end); break;
+      case 3: f16_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
+      case 2: f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
+      case 1: f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
       default: break;
     }
   }
