@@ -12,9 +12,12 @@
 // prefill: gb_prefill() of BOS + --prefill random tokens (that many forward
 //          passes), warm-up + --reps runs, median tokens/s. On an `auto`
 //          session the first prefill also calibrates the monitor, as in use.
-//          Twice: with OpenBLAS sgemm (gb_session_options.prefill_blas = 1;
-//          the built-in GEMM when the library was built without OpenBLAS)
-//          and with the built-in GEMM (0).
+//          Three times, by gb_session_options.prefill_blas: 1 ("on":
+//          OpenBLAS sgemm on panels, or no panels when the library was built
+//          without OpenBLAS), 0 ("off": the built-in GEMM on panels) and 3
+//          ("none": no panels, every matrix through the multi-position
+//          kernels). Quantized and f16 matrices use the multi-position
+//          kernels in all three where the CPU has SIMD ones.
 // Model: -m/--model FILE, else --synthetic SPEC converted to a temporary
 // .gbx (tiers --tiers, default low,mid,high), deleted after opening unless
 // --keep. `--synthetic tinyllama-1.1b` is TinyLlama-1.1B's shape with random
@@ -44,7 +47,8 @@ namespace {
 using gbbench::median;
 
 // ---- the with/without-BLAS prefill toggle --------------------------------------
-void set_prefill_blas(gb_session_options &o, bool on) { o.prefill_blas = on ? 1 : 0; }
+void set_prefill_blas(gb_session_options &o, int mode) { o.prefill_blas = (uint32_t)mode; }
+const char *blas_label(int mode) { return mode == 1 ? "on" : mode == 3 ? "none" : "off"; }
 
 
 struct Row {
@@ -251,7 +255,7 @@ int main(int argc, char **argv) {
     return p;
   };
   double w_pass = 0;  // weights of one forward pass, from a plain gear's row
-  const std::vector<int> blas_modes = {0, 1};
+  const std::vector<int> blas_modes = {0, 1, 3};
 
   std::vector<Row> rows;
   for (size_t ti = 0; ti < threads.size(); ti++)
@@ -271,7 +275,7 @@ int main(int argc, char **argv) {
         so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
         so.sampler.temperature = temp;
         so.sampler.seed = seed;
-        if (blas >= 0) set_prefill_blas(so, blas == 1);
+        if (blas >= 0) set_prefill_blas(so, blas);
         gb_session *s = nullptr;
         if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)
           return fprintf(stderr, "session (%s, %u threads): %s\n", gb_gear_name(g), threads[ti], gb_status_str(st)), 1;
@@ -337,7 +341,7 @@ int main(int argc, char **argv) {
           row.phase = "prefill";
           row.threads = threads[ti];
           row.bw = bw[ti].bytes_per_s;
-          if (blas >= 0) row.blas = blas ? "on" : "off";
+          if (blas >= 0) row.blas = blas_label(blas);
           std::vector<double> rates;
           for (int r = 0; r < reps + 1; r++) {
             gb_session_reset(s);

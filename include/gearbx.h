@@ -614,10 +614,14 @@ typedef struct gb_session_options {
    * kernels when the CPU has SIMD ones (AVX-512 here): every weight read
    * once per 16 positions, integer products for the quantized formats, and
    * each position's result bit for bit that of token-by-token decoding.
-   * Otherwise (and always with deterministic = 1) panels of
+   * Other matrices (f32 tiers, formats without SIMD multi-position
+   * kernels, every matrix with deterministic = 1) go through panels:
    * prefill_panel_rows weight rows of the current gear's tier are expanded
    * to f32 in the arena and multiplied by OpenBLAS (cblas_sgemm) or by the
-   * built-in GEMM; activations of q8/q4 matrices are quantized exactly as
+   * built-in GEMM; or, with prefill_blas 3 (and 1 where OpenBLAS is not
+   * built in or deterministic = 1), they too go through the multi-position
+   * kernels (generic ones where the CPU has no SIMD ones) and no panels are
+   * carved; activations of q8/q4 matrices are quantized exactly as
    * the decode kernels quantize them, so prefill matches token-by-token
    * decoding up to float summation order. Attention runs per position,
    * causally, over the KV cache. Each output row is computed by one thread,
@@ -637,7 +641,8 @@ typedef struct gb_session_options {
   uint32_t prefill_panel_rows; /* weight rows expanded per panel, 1..65536;
                                   the arena holds max(1, n_threads) panels of
                                   prefill_panel_rows * max(dim, q_dim,
-                                  hidden_dim) floats. Default 64             */
+                                  hidden_dim) floats (none when prefill_blas
+                                  runs as 3). Default 64                     */
   uint32_t prefill_blas;       /* for the panels (above): 0: the built-in
                                   GEMM (portable, same results on every CPU
                                   with deterministic = 1, but slow: about a
@@ -645,10 +650,14 @@ typedef struct gb_session_options {
                                   tiers on an AVX2 host); 1: OpenBLAS when
                                   the library was built with it (CMake
                                   GEARBX_WITH_OPENBLAS, posix builds), else
-                                  token by token; 2: OpenBLAS, or
-                                  GB_ERR_UNAVAILABLE when it is not built in.
-                                  With deterministic = 1, 1 runs token by
-                                  token (and 2 is GB_ERR_INVALID_ARGUMENT).
+                                  as 3; 2: OpenBLAS, or GB_ERR_UNAVAILABLE
+                                  when it is not built in; 3: no panels,
+                                  every matrix through the multi-position
+                                  kernels: each position's result is bit for
+                                  bit token-by-token decoding's, and the
+                                  arena holds no panels. With deterministic
+                                  = 1, 1 runs as 3 on the generic kernels
+                                  (and 2 is GB_ERR_INVALID_ARGUMENT).
                                   OpenBLAS allocates its own buffers outside
                                   the arena (at its load and first use, not
                                   counted by gb_session_mem_size), and a

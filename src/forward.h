@@ -69,7 +69,7 @@ struct Exec {
   const gb_kernels *k;
   gb_port_pool *pool;
   gb_gemm_fn gemm;
-  uint32_t panel_rows, panel_slots;
+  uint32_t panel_rows, panel_slots;  // panel_slots 0: no panels, every prefill matrix through the gemvm kernels
   const float *rope_freq;  // (rope_dim / 2) inverse frequencies
   Logger log;
 };
@@ -91,7 +91,8 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
 // not counted in *cost: prefill is not a decode step).
 void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 // A prefill chunk: matmul_gemvm in groups of up to sc.xq_rows positions for
-// quantized and f16 formats with SIMD multi-position kernels, else
+// quantized and f16 formats with SIMD multi-position kernels, and for every
+// format when the session has no panels (e.panel_slots 0); else
 // matmul_panels.
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 

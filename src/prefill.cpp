@@ -103,11 +103,15 @@ bool prefill_by_gemvm(const Exec &e, uint32_t format) {
 }
 
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
-  if (!prefill_by_gemvm(e, w.format) || sc.xq_rows < 2) {
+  const bool panels = e.panel_slots > 0 && sc.panel;
+  if (panels && (!prefill_by_gemvm(e, w.format) || sc.xq_rows < 2)) {
     matmul_panels(e, sc, cost, Y, X, m, w);
     return;
   }
-  const uint32_t g = sc.xq_rows < GB_GEMVM_MAX_M ? sc.xq_rows : GB_GEMVM_MAX_M;
+  // Without panels (prefill_blas 1, no OpenBLAS) every format comes here,
+  // through the table's gemvm, SIMD or generic.
+  const uint32_t cap = sc.xq_rows > 1 ? sc.xq_rows : 1;
+  const uint32_t g = cap < GB_GEMVM_MAX_M ? cap : GB_GEMVM_MAX_M;
   for (uint32_t i = 0; i < m; i += g)
     matmul_gemvm(e, sc, cost, Y + (size_t)i * w.rows, X + (size_t)i * w.cols, m - i < g ? m - i : g, w);
 }

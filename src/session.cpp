@@ -62,7 +62,7 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
                "session options: prefill_batch %u must be in 1..4096 (1 = token by token)", o->prefill_batch);
   GB_RETURN_IF(o->prefill_panel_rows == 0 || o->prefill_panel_rows > 65536, *log, GB_ERR_INVALID_ARGUMENT,
                "session options: prefill_panel_rows %u must be in 1..65536", o->prefill_panel_rows);
-  GB_RETURN_IF(o->prefill_blas > 2, *log, GB_ERR_INVALID_ARGUMENT, "session options: prefill_blas %u must be 0, 1 or 2",
+  GB_RETURN_IF(o->prefill_blas > 3, *log, GB_ERR_INVALID_ARGUMENT, "session options: prefill_blas %u must be 0, 1, 2 or 3",
                o->prefill_blas);
   GB_RETURN_IF(o->prefill_blas == 2 && o->deterministic, *log, GB_ERR_INVALID_ARGUMENT,
                "session options: prefill_blas 2 (OpenBLAS required) conflicts with deterministic 1 (portable kernels only)");
@@ -93,15 +93,21 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   return GB_OK;
 }
 
-// Whether prefill runs batched through OpenBLAS (else the built-in GEMM, or
-// token by token). prefill_blas 0 asks for the built-in GEMM; 1 and 2 for
-// OpenBLAS, which deterministic sessions never use. Without OpenBLAS,
-// prefill_blas 1 runs token by token: the built-in GEMM is portable, not
-// fast (a third of the decode kernels' speed on q4/q8 on an AVX2 host).
-bool prefill_uses_blas(const gb_session_options &o) { return o.prefill_blas >= 1 && !o.deterministic && gb_gemm_blas(); }
-bool prefill_batched(const gb_session_options &o) {
-  return o.prefill_batch > 1 && o.n_ctx > 1 && (o.prefill_blas == 0 || prefill_uses_blas(o));
+// How prefill runs batched. prefill_blas 0 asks for the built-in GEMM on
+// panels; 1 and 2 for OpenBLAS, which deterministic sessions never use; 3
+// for no panels: every matrix through the multi-position GEMV kernels, each
+// weight read once per group of positions and each position's result bit
+// for bit token-by-token decoding's (the built-in GEMM on panels runs at
+// about a third of the decode kernels' speed). prefill_blas 1 falls back to
+// 3 without OpenBLAS (the usual cross-compiled ARM build) and in
+// deterministic sessions (whose kernel table is the generic one).
+bool prefill_uses_blas(const gb_session_options &o) {
+  return (o.prefill_blas == 1 || o.prefill_blas == 2) && !o.deterministic && gb_gemm_blas();
 }
+bool prefill_gemvm_only(const gb_session_options &o) {
+  return o.prefill_blas == 3 || (o.prefill_blas == 1 && !prefill_uses_blas(o));
+}
+bool prefill_batched(const gb_session_options &o) { return o.prefill_batch > 1 && o.n_ctx > 1; }
 
 // The arena layout of a session (counting when a is counting).
 gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, const KvPlan &kvp) {
@@ -130,7 +136,7 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   // positions at a time (matmul_prefill).
   const uint32_t G = M < GB_GEMVM_MAX_M ? M : GB_GEMVM_MAX_M;
   shape.xq_rows = S > G ? S : G;
-  if (M > 1) {
+  if (M > 1 && !prefill_gemvm_only(o)) {
     shape.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
     shape.panel_rows = o.prefill_panel_rows;
   }
@@ -448,7 +454,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->ex.pool = s->pool;
   s->ex.gemm = s->k.gemm_f32;
   s->ex.panel_rows = o.prefill_panel_rows;
-  s->ex.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
+  s->ex.panel_slots = prefill_gemvm_only(o) ? 0 : o.n_threads > 1 ? o.n_threads : 1;
   s->ex.rope_freq = s->rope_freq;
   s->ex.log = log;
   if (prefill_uses_blas(o)) {

@@ -219,7 +219,7 @@ TEST(Prefill, ArenaAccountsForScratchAndNothingAllocates) {
     gb_session_destroy(s);
   }
 
-  for (uint32_t blas : {0u, 1u})
+  for (uint32_t blas : {0u, 1u, 3u})
     for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_HIGH, GB_GEAR_AUTO}) {
       o = options(g, 7, 40, blas, gbt::threads_available() ? 4 : 1);
       size_t need = 0;
@@ -245,6 +245,50 @@ TEST(Prefill, ArenaAccountsForScratchAndNothingAllocates) {
   gb_model_close(m);
 }
 
+// prefill_blas 3 (and 1 in deterministic sessions): no panels, every matrix
+// of every gear through the multi-position kernels, so the logits after the
+// prompt and over the greedy steps are bit for bit token-by-token
+// decoding's, for chunks that are and are not multiples of the kernels'
+// group of 16; the arena is smaller than with panels by at least the panels.
+TEST(Prefill, NoPanelsEqualsDecodeBitForBit) {
+  gb_model *m = nullptr;
+  gb_model_options mo = gbt::quiet_model_options();
+  ASSERT_EQ(gb_model_open_file(gbt::stories260k_gbx().c_str(), &mo, &m), GB_OK);
+  const std::vector<int32_t> prompt = tokenize(m, kPrompt);
+  const std::vector<uint32_t> batches = gbt::test_scale() >= 1.0 ? std::vector<uint32_t>{7, 16, 40} : std::vector<uint32_t>{40};
+  for (uint32_t det : {0u, 1u})
+    for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32}) {
+      gb_session_options o = options(g, 1, 64, 0);
+      o.deterministic = det;
+      const Trace ref = run(m, o, prompt, nullptr);
+      ASSERT_EQ(ref.logits.size(), (size_t)steps() + 1);
+      for (uint32_t batch : batches) {
+        o = options(g, batch, 64, det ? 1 : 3);
+        o.deterministic = det;
+        gb_session *s = nullptr;
+        ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
+        EXPECT_EQ(s->pf_batch, batch);
+        EXPECT_EQ(s->sc.panel, nullptr);
+        gb_session_destroy(s);
+        const Trace b = run(m, o, prompt, nullptr);
+        EXPECT_EQ(b.tokens, ref.tokens) << "gear " << g << " batch " << batch << " deterministic " << det;
+        ASSERT_EQ(b.logits.size(), ref.logits.size());
+        for (size_t i = 0; i < ref.logits.size(); i++)
+          ASSERT_EQ(0, memcmp(b.logits[i].data(), ref.logits[i].data(), ref.logits[i].size() * sizeof(float)))
+              << "gear " << g << " batch " << batch << " deterministic " << det << " step " << i;
+      }
+    }
+  size_t panels = 0, none = 0;
+  gb_session_options o = options(GB_GEAR_HIGH, 32, 64, 0, 2);
+  ASSERT_EQ(gb_session_mem_size(m, &o, &panels), GB_OK);
+  o.prefill_blas = 3;
+  ASSERT_EQ(gb_session_mem_size(m, &o, &none), GB_OK);
+  // stories260K: dim 64, hidden 172; two panels of 64 rows x 172 floats and
+  // 32 expanded activation rows.
+  EXPECT_GE(panels - none, (size_t)2 * 64 * 172 * 4) << panels << " " << none;
+  gb_model_close(m);
+}
+
 TEST(Prefill, BadOptionsGetSpecificStatuses) {
   gb_model *m = nullptr;
   gb_model_options mo = gbt::quiet_model_options();
@@ -258,7 +302,7 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   EXPECT_EQ(gb_session_mem_size(m, &o, &bytes), GB_ERR_INVALID_ARGUMENT);
   o = options(GB_GEAR_HIGH, 32, 65537, 1);
   EXPECT_EQ(gb_session_mem_size(m, &o, &bytes), GB_ERR_INVALID_ARGUMENT);
-  o = options(GB_GEAR_HIGH, 32, 64, 3);
+  o = options(GB_GEAR_HIGH, 32, 64, 4);
   gb_session *s = nullptr;
   EXPECT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(s, nullptr);
@@ -277,27 +321,35 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   EXPECT_EQ(gb_prefill(s, prompt.data(), 64), GB_OK);  // one chunk of 63 positions
   EXPECT_EQ(gb_decode_step(s, nullptr, nullptr), GB_OK);
   gb_session_destroy(s);
-  // Deterministic sessions never use OpenBLAS: token by token by default,
-  // the portable built-in GEMM when asked for.
+  // Deterministic sessions never use OpenBLAS: by default no panels (the
+  // generic multi-position kernels), the portable built-in GEMM on panels
+  // when asked for.
   o = options(GB_GEAR_HIGH, 32, 64, 1);
   o.deterministic = 1;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 1u);
+  EXPECT_EQ(s->pf_batch, 32u);
+  EXPECT_EQ(s->ex.panel_slots, 0u);
+  EXPECT_EQ(s->sc.panel, nullptr);
   gb_session_destroy(s);
   o.prefill_blas = 0;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf_batch, 32u);
   EXPECT_EQ(s->ex.gemm, s->k.gemm_f32);
+  EXPECT_NE(s->sc.panel, nullptr);
   gb_session_destroy(s);
   // Callers built against the header before the prefill options get the
-  // defaults: batches of 64 through OpenBLAS, or token by token without it.
+  // defaults: batches of 64, through OpenBLAS on panels, or without it
+  // through the multi-position kernels and no panels.
   o = options(GB_GEAR_HIGH, 0, 0, 9);
   o.struct_size = offsetof(gb_session_options, prefill_batch);
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, gb_gemm_blas() ? 64u : 1u);
+  EXPECT_EQ(s->pf_batch, 64u);
   EXPECT_EQ(s->ex.panel_rows, 64u);
   if (gb_gemm_blas()) {
     EXPECT_EQ(s->ex.gemm, gb_gemm_blas());
+    EXPECT_NE(s->sc.panel, nullptr);
+  } else {
+    EXPECT_EQ(s->sc.panel, nullptr);
   }
   gb_session_destroy(s);
   gb_model_close(m);

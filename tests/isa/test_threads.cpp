@@ -119,12 +119,13 @@ void expect_thread_invariant(const std::string &path) {
   size_t n = 0;
   ASSERT_EQ(gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, toks, 256, &n), GB_OK);
   const std::vector<int32_t> prompt(toks, toks + n);
-  // Both prefill GEMMs: the built-in one and OpenBLAS (when linked).
+  // Both prefill GEMMs (the built-in one and OpenBLAS when linked) and no
+  // panels (prefill_blas 3).
   // Emulated runs (GB_TEST_SCALE < 1): fewer steps and thread counts 2 and 4.
   const bool full = gbt::test_scale() >= 1.0;
   const uint32_t steps = full ? 24 : 8;
   const std::vector<uint32_t> counts = full ? std::vector<uint32_t>{2, 3, 4} : std::vector<uint32_t>{2, 4};
-  for (uint32_t blas : {0u, 1u})
+  for (uint32_t blas : {0u, 1u, 3u})
     for (gb_gear g : {GB_GEAR_LOW, GB_GEAR_MID, GB_GEAR_HIGH, GB_GEAR_F32, GB_GEAR_AUTO}) {
       const Trace ref = run(m, g, 1, blas, prompt, steps);
       ASSERT_FALSE(ref.logits.empty());
