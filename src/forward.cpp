@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "f16.h"
 #include "format.h"
 
 namespace gb {
@@ -90,12 +91,38 @@ void gemv_task(void *ctx, uint32_t t, uint32_t n) {
 
 }  // namespace
 
+namespace {
+
+// f to the nearest f16 (ties to even), as an f32; |f| > 65504 and NaN as they
+// are. Normal f16 range: round the f32 mantissa to 10 bits in place (a carry
+// into the exponent is the correct result); below it through f16.h.
+inline float round_f16(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  const uint32_t a = b & 0x7fffffffu;
+  if (a > 0x477fe000u) return f;  // beyond 65504 (and inf, NaN): unchanged
+  if (a < 0x38800000u) return f16_to_f32(f32_to_f16(f));  // f16 subnormals and zero
+  b = (b + 0xfffu + ((b >> 13) & 1u)) & ~0x1fffu;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
+}  // namespace
+
+const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols) {
+  const size_t n = (size_t)m * cols;
+  for (size_t i = 0; i < n; i++) sc.xh[i] = round_f16(X[i]);
+  return sc.xh;
+}
+
 void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *y, const float *x, uint32_t m, const TensorRef &w) {
   (void)m;  // always 1
   const gb_q8x_block *xq = nullptr;
   if (is_block_format(w.format)) {  // block formats first quantize x
     e.k->quantize_act(sc.xq, x, w.cols);
     xq = sc.xq;
+  } else if (w.format == kFmtF16) {
+    x = f16_activations(sc, x, 1, w.cols);
   }
   GemvTask task{e.k, &w, y, x, xq};
   gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, w.cols), gemv_task, &task);
@@ -122,6 +149,7 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   sc->xq_rows = sh.xq_rows;
   sc->xq_stride = (wide + 31) / 32;
   sc->xq = a.array<gb_q8x_block>((size_t)sh.xq_rows * sc->xq_stride);
+  sc->xh = a.array<float>(M * wide);
   if (sh.panel_slots) {
     sc->xa = a.array<float>(M * wide);
     sc->panel = a.array<float>((size_t)sh.panel_slots * sh.panel_rows * wide);

@@ -51,6 +51,7 @@ struct Scratch {
   gb_q8x_block *xq;  // (xq_rows, xq_stride) activations quantized for the integer kernels
   uint32_t xq_rows, xq_stride;
   float *xa;         // (m_max, wide) q8/q4 activations expanded back to f32 (panel GEMM), or nullptr
+  float *xh;         // (m_max, wide) activations of f16 matrices rounded to f16 (f16_activations)
   float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
 };
 
@@ -82,6 +83,14 @@ struct PassCost {
 // Y (m, w.rows) = X (m, w.cols) W^T on W's format, through sc's activation
 // buffers; adds what it streamed to *cost.
 typedef void (*MatmulFn)(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+// The activations an f16 matrix multiplies: X's m rows of cols values, each
+// rounded to the nearest f16 (ties to even) where its magnitude is at most
+// 65504 (larger ones, and NaNs, stay as they are), in sc.xh. f16 weights
+// times f16 activations with f32 sums, on every ISA and in every pass
+// (decode, verify, prefill): the SIMD kernels can then read x at 2 bytes a
+// column without changing a product (arch/x86/avx512/gemv_f16.cpp).
+const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols);
+
 // One position, one GEMV per matrix (decode).
 void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 // m positions through the multi-position GEMV: each weight read once, each

@@ -68,6 +68,8 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
   if (is_block_format(w.format)) {  // each position's activations quantized as matmul_gemv does
     for (uint32_t i = 0; i < m; i++) e.k->quantize_act(sc.xq + i * stride, X + (size_t)i * w.cols, w.cols);
     XQ = sc.xq;
+  } else if (w.format == kFmtF16) {
+    X = f16_activations(sc, X, m, w.cols);
   }
   GemvmTask task{e.k, &w, Y, X, XQ, stride, m};
   gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);

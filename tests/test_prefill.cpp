@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "f16.h"
 #include "kernels.h"
 #include "session.h"
 #include "test_util.h"
@@ -287,6 +288,43 @@ TEST(Prefill, NoPanelsEqualsDecodeBitForBit) {
   // 32 expanded activation rows.
   EXPECT_GE(panels - none, (size_t)2 * 64 * 172 * 4) << panels << " " << none;
   gb_model_close(m);
+}
+
+// The activations of f16 matrices: each value rounded to the nearest f16,
+// ties to even (f16.h's portable conversion is the reference), where its
+// magnitude is at most 65504; larger values, infinities and NaNs unchanged.
+// Edges: the largest f16, the halfway points around it, the smallest normal
+// and the subnormals below it, ties both ways; then random bit patterns.
+TEST(F16Activations, RoundToNearestEvenWithinRange) {
+  auto bits = [](uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+  };
+  std::vector<float> in = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, -65504.0f, 65505.0f, 65519.0f, 65520.0f, 1e6f,
+                           INFINITY, -INFINITY, NAN, 6.103515625e-05f /* 2^-14 */, 6.0e-05f, 5.96e-08f, 2.98e-08f,
+                           1e-30f, bits(0x3f801000u) /* 1 + 2^-11: tie, to even (down) */,
+                           bits(0x3f803000u) /* 1 + 3 x 2^-11: tie, to even (up) */, bits(0x477fe000u), bits(0x477fe001u),
+                           bits(0x387fffffu), bits(0x38800000u), bits(0x38801000u)};
+  uint32_t s = 12345;
+  for (int i = 0; i < 100000; i++) {
+    s = s * 1664525u + 1013904223u;
+    in.push_back(bits(s));
+  }
+  gb::Scratch sc;
+  memset(&sc, 0, sizeof sc);
+  std::vector<float> buf(in.size());
+  sc.xh = buf.data();
+  const float *out = gb::f16_activations(sc, in.data(), 1, (uint32_t)in.size());
+  ASSERT_EQ(out, buf.data());
+  for (size_t i = 0; i < in.size(); i++) {
+    uint32_t b;
+    memcpy(&b, &in[i], 4);
+    const bool keep = (b & 0x7fffffffu) > 0x477fe000u;  // beyond 65504, inf, NaN
+    const float want = keep ? in[i] : gb::f16_to_f32(gb::f32_to_f16(in[i]));
+    ASSERT_EQ(0, memcmp(&want, &out[i], 4)) << "input " << std::hexfloat << in[i] << " (0x" << std::hex << b
+                                            << "): got " << out[i] << ", want " << want;
+  }
 }
 
 TEST(Prefill, BadOptionsGetSpecificStatuses) {

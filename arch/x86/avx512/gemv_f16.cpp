@@ -31,9 +31,26 @@ inline __m512 load16h(const uint8_t *p) {
 // row's result depends only on the row and x: not on its group, and the
 // multi-position kernel equals the one-position one bit for bit.
 // Y[p * ldy + i] = row i . x[p].
-template <int R, int P>
-__attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const uint8_t *const *w, const float *const *x,
-                                                    size_t cols) {
+// Activations as the tiles read them: f32 (XF32) or, in the one-position
+// kernel, an f16 copy of x that equals it exactly (XF16, see the gemv).
+struct XF32 {
+  using T = float;
+  static inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
+  static inline __m512 load_masked(__mmask16 k, const float *p) { return _mm512_maskz_loadu_ps(k, p); }
+};
+struct XF16 {
+  using T = uint16_t;
+  static inline __m512 load16(const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  }
+  static inline __m512 load_masked(__mmask16 k, const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p));
+  }
+};
+
+template <int R, int P, class X = XF32>
+__attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const uint8_t *const *w,
+                                                    const typename X::T *const *x, size_t cols) {
   __m512 a0[R][P], a1[R][P];
   for (int i = 0; i < R; i++)
     for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm512_setzero_ps();
@@ -45,7 +62,7 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
       w1[i] = load16h(w[i] + 2 * c + 32);
     }
     for (int p = 0; p < P; p++) {
-      const __m512 x0 = _mm512_loadu_ps(x[p] + c), x1 = _mm512_loadu_ps(x[p] + c + 16);
+      const __m512 x0 = X::load16(x[p] + c), x1 = X::load16(x[p] + c + 16);
       for (int i = 0; i < R; i++) {
         a0[i][p] = _mm512_fmadd_ps(w0[i], x0, a0[i][p]);
         a1[i][p] = _mm512_fmadd_ps(w1[i], x1, a1[i][p]);
@@ -55,13 +72,13 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
   for (; c + 16 <= cols; c += 16)
     for (int i = 0; i < R; i++) {
       const __m512 w0 = load16h(w[i] + 2 * c);
-      for (int p = 0; p < P; p++) a0[i][p] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[p] + c), a0[i][p]);
+      for (int p = 0; p < P; p++) a0[i][p] = _mm512_fmadd_ps(w0, X::load16(x[p] + c), a0[i][p]);
     }
   if (c < cols) {
     const __mmask16 k = (__mmask16)((1u << (cols - c)) - 1);
     for (int i = 0; i < R; i++) {
       const __m512 wt = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, w[i] + 2 * c));
-      for (int p = 0; p < P; p++) a1[i][p] = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(k, x[p] + c), a1[i][p]);
+      for (int p = 0; p < P; p++) a1[i][p] = _mm512_fmadd_ps(wt, X::load_masked(k, x[p] + c), a1[i][p]);
     }
   }
   for (int p = 0; p < P; p++)
@@ -70,32 +87,68 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
 
 // Rows [r0, r1) of W (row stride 2 * cols), R rows at a time and then one at
 // a time, against positions x[0..P): Y[p * ldy + r - r0].
-template <int R, int P>
-inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const float *const *x, size_t r0, size_t r1, size_t cols) {
+template <int R, int P, class X = XF32>
+inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const typename X::T *const *x, size_t r0, size_t r1,
+                      size_t cols) {
   const size_t rb = 2 * cols;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    f16_tile<R, P>(Y + (r - r0), ldy, w, x, cols);
+    f16_tile<R, P, X>(Y + (r - r0), ldy, w, x, cols);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
-    f16_tile<1, P>(Y + (r - r0), ldy, w, x, cols);
+    f16_tile<1, P, X>(Y + (r - r0), ldy, w, x, cols);
   }
 }
 
 // One row at a time reads the matrix as one stream, the fastest way from
-// memory here while x (4 bytes a column) stays in the 32-48 KiB L1 data
-// cache next to the weights streaming through; longer rows re-read x from
-// L2 for every row, and four rows sharing each load of x are faster
-// (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
+// memory here while x stays in the 32-48 KiB L1 data cache next to the
+// weights streaming through. At 4 bytes a column, rows of 5632 columns
+// (TinyLlama's FFN down projection) already re-read x from L2 for every row
+// and streamed 16 GB/s where 2048 columns streamed 24; at 2 bytes a column
+// the same rows stream 24-27 GB/s. So when x holds only values an f16
+// represents exactly (the session rounds the activations of f16 matrices,
+// forward.cpp), and cols <= kF16X, the gemv reads an f16 copy of it from
+// the stack: the products, and so the result, are bit for bit those of the
+// f32 path. Otherwise rows longer than kLongRow go four at a time, sharing
+// each load of x (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
 constexpr size_t kLongRow = 6144;
+constexpr size_t kF16X = 8192;  // 16 KiB of stack
+
+// x[0..cols) to f16 in xh; whether every value came through exactly.
+bool f16_exact(uint16_t *xh, const float *x, size_t cols) {
+  __mmask16 bad = 0;
+  size_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const __m512 v = _mm512_loadu_ps(x + c);
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(xh + c), h);
+    bad |= _mm512_cmp_ps_mask(_mm512_cvtph_ps(h), v, _CMP_NEQ_UQ);
+  }
+  if (c < cols) {
+    const __mmask16 k = (__mmask16)((1u << (cols - c)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + c);
+    const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_mask_storeu_epi16(xh + c, k, h);
+    bad |= _mm512_mask_cmp_ps_mask(k, _mm512_cvtph_ps(h), v, _CMP_NEQ_UQ);
+  }
+  return bad == 0;
+}
 
 }  // namespace
 
 extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
                                     size_t row_begin, size_t row_end, size_t cols) {
+  if (cols <= kF16X) {
+    alignas(64) uint16_t xh[kF16X];
+    if (f16_exact(xh, x, cols)) {
+      const uint16_t *xs[1] = {xh};
+      f16_range<1, 1, XF16>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
+      return;
+    }
+  }
   const float *xs[1] = {x};
   if (cols <= kLongRow) {
     f16_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
