@@ -147,7 +147,7 @@ typedef enum gb_gear {
                        or a GGUF source's own blocks under 6.5 bits/weight */
   GB_GEAR_MID = 1,  /* q8: 32-weight blocks, fp16 scale (8.5 bits/weight);
                        or a GGUF source's own blocks under 12 bits/weight  */
-  GB_GEAR_HIGH = 2, /* fp16                                               */
+  GB_GEAR_HIGH = 2, /* fp16; its activations are rounded to fp16 too      */
   GB_GEAR_F32 = 3,  /* f32 reference tier (optional in a .gbx)            */
   GB_GEAR_COUNT = 4,
   /* Session policies, not tiers: */
