@@ -632,7 +632,9 @@ typedef struct gb_session_options {
                                   decode kernels, no scratch. A chunk of one
                                   position always runs that way. The arena
                                   grows by about prefill_batch * (5 * dim +
-                                  3 * hidden_dim) floats, plus
+                                  4 * hidden_dim) floats (per position, one
+                                  hidden_dim-wide row holds the activations
+                                  rounded for the f16 tier), plus
                                   prefill_batch * vocab_size floats of logits
                                   for sessions that calibrate the monitor
                                   (GB_GEAR_AUTO, monitor.calibrate = 1: the

@@ -110,8 +110,9 @@ void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const 
     matmul_panels(e, sc, cost, Y, X, m, w);
     return;
   }
-  // Without panels (prefill_blas 1, no OpenBLAS) every format comes here,
-  // through the table's gemvm, SIMD or generic.
+  // Without panels (prefill_blas 3, or 1 without OpenBLAS or in a
+  // deterministic session) every format comes here, through the table's
+  // gemvm, SIMD or generic.
   const uint32_t cap = sc.xq_rows > 1 ? sc.xq_rows : 1;
   const uint32_t g = cap < GB_GEMVM_MAX_M ? cap : GB_GEMVM_MAX_M;
   for (uint32_t i = 0; i < m; i += g)
