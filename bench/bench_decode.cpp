@@ -46,8 +46,7 @@ namespace {
 
 using gbbench::median;
 
-// ---- the with/without-BLAS prefill toggle --------------------------------------
-void set_prefill_blas(gb_session_options &o, int mode) { o.prefill_blas = (uint32_t)mode; }
+// ---- the prefill modes (gb_session_options.prefill_blas) -----------------------
 const char *blas_label(int mode) { return mode == 1 ? "on" : mode == 3 ? "none" : "off"; }
 
 
@@ -275,7 +274,7 @@ int main(int argc, char **argv) {
         so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
         so.sampler.temperature = temp;
         so.sampler.seed = seed;
-        if (blas >= 0) set_prefill_blas(so, blas);
+        if (blas >= 0) so.prefill_blas = (uint32_t)blas;
         gb_session *s = nullptr;
         if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)
           return fprintf(stderr, "session (%s, %u threads): %s\n", gb_gear_name(g), threads[ti], gb_status_str(st)), 1;

@@ -113,8 +113,7 @@ void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const 
   // Without panels (prefill_blas 3, or 1 without OpenBLAS or in a
   // deterministic session) every format comes here, through the table's
   // gemvm, SIMD or generic.
-  const uint32_t cap = sc.xq_rows > 1 ? sc.xq_rows : 1;
-  const uint32_t g = cap < GB_GEMVM_MAX_M ? cap : GB_GEMVM_MAX_M;
+  const uint32_t g = sc.xq_rows < GB_GEMVM_MAX_M ? sc.xq_rows : GB_GEMVM_MAX_M;
   for (uint32_t i = 0; i < m; i += g)
     matmul_gemvm(e, sc, cost, Y + (size_t)i * w.rows, X + (size_t)i * w.cols, m - i < g ? m - i : g, w);
 }
