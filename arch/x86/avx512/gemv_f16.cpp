@@ -19,6 +19,12 @@
 
 namespace {
 
+// Keeps v in a register: without it the compiler folds the load of x into
+// every FMA that uses it, loading each x vector once per row of the tile
+// (R times) instead of once; with x in L2 (multi-position tiles) that load
+// traffic, not the FMAs, set the speed.
+inline void pin(__m512 &v) { __asm__("" : "+v"(v)); }
+
 inline __m512 load16h(const uint8_t *p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
 }
@@ -56,16 +62,21 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
     for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm512_setzero_ps();
   size_t c = 0;
   for (; c + 32 <= cols; c += 32) {
-    __m512 w0[R], w1[R];
-    for (int i = 0; i < R; i++) {
-      w0[i] = load16h(w[i] + 2 * c);
-      w1[i] = load16h(w[i] + 2 * c + 32);
-    }
-    for (int p = 0; p < P; p++) {
-      const __m512 x0 = X::load16(x[p] + c), x1 = X::load16(x[p] + c + 16);
-      for (int i = 0; i < R; i++) {
-        a0[i][p] = _mm512_fmadd_ps(w0[i], x0, a0[i][p]);
-        a1[i][p] = _mm512_fmadd_ps(w1[i], x1, a1[i][p]);
+    // The two 16-column halves one after the other: R weight registers live
+    // at a time, so 2 R P accumulators + R + 1 fit the 32 zmm registers.
+    for (int h = 0; h < 2; h++) {
+      __m512 wv[R];
+      for (int i = 0; i < R; i++) wv[i] = load16h(w[i] + 2 * (c + 16 * h));
+      for (int p = 0; p < P; p++) {
+        __m512 xv = X::load16(x[p] + c + 16 * h);
+        pin(xv);
+        for (int i = 0; i < R; i++) {
+          if (h == 0) {
+            a0[i][p] = _mm512_fmadd_ps(wv[i], xv, a0[i][p]);
+          } else {
+            a1[i][p] = _mm512_fmadd_ps(wv[i], xv, a1[i][p]);
+          }
+        }
       }
     }
   }
@@ -157,11 +168,17 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
   }
 }
 
-// Multi-position: tiles of 2 rows x 4 positions (16 accumulators), each row
-// read from memory once and from cache once per 4 positions; the last 1-3
-// positions one row at a time (one read stream, as the gemv: two rows side
-// by side from memory ran a 2-position verify at 1.4x a decode step's time,
-// one row at 1.1x on the 1.1B shapes).
+// Multi-position: tiles of 4 rows x 3 positions (24 accumulators, 4
+// weight registers, one x register), each row read from memory once and
+// from cache once per 3 positions; 1-2 positions left over go 4 rows at a
+// time too when a tile of 3 has brought the rows into cache, and one row at
+// a time otherwise (one read stream, as the gemv: two rows side by side from
+// memory ran a 2-position verify at 1.4x a decode step's time, one row at
+// 1.1x on the 1.1B shapes). Per 16 columns a 4 x 3 tile loads 4 weight and 3
+// x vectors for 12 FMAs; the 2 x 4 tile before it loaded 2 and 4 for 8 (8 x
+// loads once the compiler folded them into the FMAs). On the 1.1B model a
+// 128-token prefill ran 1.2-1.4x faster (docs/RESULTS.md, session 15); a
+// 3 x 4 tile ran 10 % slower than 4 x 3 in a standalone test.
 extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
                                      const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
                                      size_t cols) {
@@ -169,17 +186,18 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
     size_t p = 0;
-    for (; p + 4 <= m; p += 4) {
-      const float *xs[4] = {X + p * ldx, X + (p + 1) * ldx, X + (p + 2) * ldx, X + (p + 3) * ldx};
-      f16_range<2, 4>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+    for (; p + 3 <= m; p += 3) {
+      const float *xs[3] = {X + p * ldx, X + (p + 1) * ldx, X + (p + 2) * ldx};
+      f16_range<4, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
     }
     const size_t left = m - p;
-    const float *xs[3] = {X + p * ldx, X + (p + (left > 1 ? 1 : 0)) * ldx, X + (p + (left > 2 ? 2 : 0)) * ldx};
-    switch (left) {
-      case 3: f16_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
-      case 2: f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
-      case 1: f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols); break;
-      default: break;
+    const float *xs[2] = {X + p * ldx, X + (p + (left > 1 ? 1 : 0)) * ldx};
+    if (p > 0) {  // the block's rows are in cache: 4 at a time again
+      if (left == 2) f16_range<4, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+      if (left == 1) f16_range<4, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+    } else {
+      if (left == 2) f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+      if (left == 1) f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
     }
   }
 }
