@@ -65,18 +65,13 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
     // The two 16-column halves one after the other: R weight registers live
     // at a time, so 2 R P accumulators + R + 1 fit the 32 zmm registers.
     for (int h = 0; h < 2; h++) {
+      __m512(&a)[R][P] = h == 0 ? a0 : a1;
       __m512 wv[R];
       for (int i = 0; i < R; i++) wv[i] = load16h(w[i] + 2 * (c + 16 * h));
       for (int p = 0; p < P; p++) {
         __m512 xv = X::load16(x[p] + c + 16 * h);
         pin(xv);
-        for (int i = 0; i < R; i++) {
-          if (h == 0) {
-            a0[i][p] = _mm512_fmadd_ps(wv[i], xv, a0[i][p]);
-          } else {
-            a1[i][p] = _mm512_fmadd_ps(wv[i], xv, a1[i][p]);
-          }
-        }
+        for (int i = 0; i < R; i++) a[i][p] = _mm512_fmadd_ps(wv[i], xv, a[i][p]);
       }
     }
   }
@@ -177,8 +172,8 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
 // 1.1x on the 1.1B shapes). Per 16 columns a 4 x 3 tile loads 4 weight and 3
 // x vectors for 12 FMAs; the 2 x 4 tile before it loaded 2 and 4 for 8 (8 x
 // loads once the compiler folded them into the FMAs). On the 1.1B model a
-// 128-token prefill ran 1.2-1.4x faster (docs/RESULTS.md, session 15); a
-// 3 x 4 tile ran 10 % slower than 4 x 3 in a standalone test.
+// 128-token prefill ran 1.16-1.44x faster (docs/RESULTS.md, session 15); a
+// 3 x 4 tile ran 8-16 % slower than 4 x 3 in a standalone test.
 extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
                                      const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
                                      size_t cols) {
