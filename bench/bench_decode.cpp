@@ -25,7 +25,8 @@
 //   usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]
 //                              [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]
 //                              [--prompt-file TEXT] [--prompt-tokens N]
-//                              [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]
+//                              [--prefill N] [--prefill-batch B] [--reps R] [--quick] [--keep] [--json FILE]
+// --prefill-batch sets gb_session_options.prefill_batch (default: the library's).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,7 @@ void print_usage() {
          "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
          "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
          "                           [--spec-adapt 0|1|2] [--temp T] [--seed S]\n"
-         "                           [--prefill N] [--reps R] [--quick] [--keep] [--json FILE]\n"
+         "                           [--prefill N] [--prefill-batch B] [--reps R] [--quick] [--keep] [--json FILE]\n"
          "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..];\n"
          "      then optionally q4grid=1 (low tier = high tier exactly), noise=N (per mille of a q4 step)\n");
 }
@@ -123,7 +124,7 @@ int main(int argc, char **argv) {
   int spec_adapt = -1;
   float temp = 0.0f;
   uint64_t seed = 1;
-  int tokens = -1, prefill = -1, reps = -1;
+  int tokens = -1, prefill = -1, reps = -1, prefill_batch = 0;
   bool quick = false, keep = false;
   std::vector<uint32_t> threads = {1, 2};
   for (int i = 1; i < argc; i++) {
@@ -145,6 +146,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--gears")) gear_list = v;
     else if (!strcmp(o, "--tokens")) tokens = atoi(v);
     else if (!strcmp(o, "--prefill")) prefill = atoi(v);
+    else if (!strcmp(o, "--prefill-batch")) prefill_batch = atoi(v);
     else if (!strcmp(o, "--reps")) reps = atoi(v);
     else if (!strcmp(o, "--json")) json = v;
     else if (!strcmp(o, "--prompt-file")) prompt_file = v;
@@ -275,6 +277,7 @@ int main(int argc, char **argv) {
         so.sampler.temperature = temp;
         so.sampler.seed = seed;
         if (blas >= 0) so.prefill_blas = (uint32_t)blas;
+        if (prefill_batch > 0) so.prefill_batch = (uint32_t)prefill_batch;
         gb_session *s = nullptr;
         if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)
           return fprintf(stderr, "session (%s, %u threads): %s\n", gb_gear_name(g), threads[ti], gb_status_str(st)), 1;

@@ -612,7 +612,7 @@ typedef struct gb_session_options {
    * prefill_batch; each weight matrix then multiplies the whole chunk at
    * once. Quantized and f16 matrices go through the multi-position GEMV
    * kernels when the CPU has SIMD ones (AVX-512 here): every weight read
-   * once per 16 positions, integer products for the quantized formats, and
+   * from memory once per chunk, integer products for the quantized formats, and
    * each position's result bit for bit that of token-by-token decoding.
    * Other matrices (f32 tiers, formats without SIMD multi-position
    * kernels, every matrix with deterministic = 1) go through panels:
@@ -634,7 +634,10 @@ typedef struct gb_session_options {
                                   grows by about prefill_batch * (5 * dim +
                                   4 * hidden_dim) floats (per position, one
                                   hidden_dim-wide row holds the activations
-                                  rounded for the f16 tier), plus
+                                  rounded for the f16 tier) and 36 bytes
+                                  per 32 hidden_dim columns per position
+                                  (the activations quantized for the q8/q4
+                                  tiers), plus
                                   prefill_batch * vocab_size floats of logits
                                   for sessions that calibrate the monitor
                                   (GB_GEAR_AUTO, monitor.calibrate = 1: the

@@ -93,14 +93,17 @@ const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t c
 
 // One position, one GEMV per matrix (decode).
 void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// m positions through the multi-position GEMV: each weight read once, each
-// position's result bit for bit matmul_gemv's (speculative verification).
+// m positions through the multi-position GEMV: each weight read from memory
+// once (past GB_GEMVM_MAX_M positions, in L2-sized blocks of rows that every
+// group of positions multiplies in turn), each position's result bit for bit
+// matmul_gemv's (speculative verification, prefill chunks). Block formats
+// need sc.xq_rows >= m.
 void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 // m positions as GEMMs on weight panels expanded to f32 (batched prefill;
 // not counted in *cost: prefill is not a decode step).
 void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// A prefill chunk: matmul_gemvm in groups of up to sc.xq_rows positions for
-// quantized and f16 formats with SIMD multi-position kernels, and for every
+// A prefill chunk: matmul_gemvm (every position of the chunk in one pass over
+// the weights; sc.xq_rows >= m) for quantized and f16 formats with SIMD multi-position kernels, and for every
 // format when the session has no panels (e.panel_slots 0); else
 // matmul_panels.
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);

@@ -91,8 +91,9 @@ void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const f
   gb_port_pool_run(e.pool, n, gemm_task, &task);
 }
 
-// The multi-position kernels (matmul_gemvm): every weight read once per
-// group of up to GB_GEMVM_MAX_M positions, integer products for the
+// The multi-position kernels (matmul_gemvm): every weight read from memory
+// once per chunk (in L2-sized blocks of rows, each multiplied by every group
+// of up to GB_GEMVM_MAX_M positions), integer products for the
 // quantized formats, and per position bit for bit the decode GEMV. Used for
 // the quantized formats and f16 where this CPU has a SIMD gemvm: on the
 // AVX-512 host a 128-token prefill ran 1.8x (q8), 3.4x (q4r16) and 1.1x (f16)
@@ -106,16 +107,14 @@ bool prefill_by_gemvm(const Exec &e, uint32_t format) {
 
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
   const bool panels = e.panel_slots > 0 && sc.panel;
-  if (panels && (!prefill_by_gemvm(e, w.format) || sc.xq_rows < 2)) {
+  if (panels && !prefill_by_gemvm(e, w.format)) {
     matmul_panels(e, sc, cost, Y, X, m, w);
     return;
   }
   // Without panels (prefill_blas 3, or 1 without OpenBLAS or in a
   // deterministic session) every format comes here, through the table's
-  // gemvm, SIMD or generic.
-  const uint32_t g = sc.xq_rows < GB_GEMVM_MAX_M ? sc.xq_rows : GB_GEMVM_MAX_M;
-  for (uint32_t i = 0; i < m; i += g)
-    matmul_gemvm(e, sc, cost, Y + (size_t)i * w.rows, X + (size_t)i * w.cols, m - i < g ? m - i : g, w);
+  // gemvm, SIMD or generic: the whole chunk in one pass over the weights.
+  matmul_gemvm(e, sc, cost, Y, X, m, w);
 }
 
 }  // namespace gb

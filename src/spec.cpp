@@ -48,16 +48,35 @@ struct GemvmTask {
   const gb_q8x_block *XQ;    // (m, xq_stride)
   size_t xq_stride;
   uint32_t m;
+  size_t block_rows;         // rows per kernel call, whole row tiles
 };
 
-// Rows in whole kernel tiles per task, as the one-position GEMV splits them.
+// Weight bytes per kernel call when m exceeds one kernel call's positions:
+// the block stays in the core's L2 (1 MiB on the Zen 4 host, 512 KiB on
+// Cortex-A76) while every group of GB_GEMVM_MAX_M positions passes over it,
+// so the matrix is read from memory once per pass instead of once per group.
+// The 4x3 f16 tile on a 2048 x 5632 matrix ran at 40 GMAC/s with 15
+// positions per weight read and 49-52 with 48-120 (docs/RESULTS.md,
+// "Session 16").
+constexpr uint64_t kGemvmBlockBytes = 192 * 1024;
+
+// Rows in whole kernel tiles per task, as the one-position GEMV splits them;
+// within them, blocks of block_rows rows, each multiplied by every group of
+// positions before the next block.
 void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
   const GemvmTask *g = static_cast<const GemvmTask *>(ctx);
-  const size_t rows = g->w->rows;
+  const TensorRef &w = *g->w;
+  const size_t rows = w.rows;
   size_t r0, r1;
   task_rows(rows, t, n, &r0, &r1);
-  if (r0 < r1)
-    g->k->gemvm[g->w->format](g->Y, rows, g->w->data, g->X, g->w->cols, g->XQ, g->xq_stride, g->m, r0, r1, g->w->cols);
+  for (size_t b = r0; b < r1; b += g->block_rows) {
+    const size_t be = r1 - b < g->block_rows ? r1 : b + g->block_rows;
+    for (uint32_t i = 0; i < g->m; i += GB_GEMVM_MAX_M) {
+      const uint32_t mi = g->m - i < GB_GEMVM_MAX_M ? g->m - i : GB_GEMVM_MAX_M;
+      g->k->gemvm[w.format](g->Y + (size_t)i * rows, rows, w.data, g->X + (size_t)i * w.cols, w.cols,
+                            g->XQ ? g->XQ + (size_t)i * g->xq_stride : nullptr, g->xq_stride, mi, b, be, w.cols);
+    }
+  }
 }
 
 }  // namespace
@@ -71,7 +90,14 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
   } else if (w.format == kFmtF16) {
     X = f16_activations(sc, X, m, w.cols);
   }
-  GemvmTask task{e.k, &w, Y, X, XQ, stride, m};
+  size_t block_rows = GB_GEMV_ROW_TILE;
+  if (m > GB_GEMVM_MAX_M) {
+    const uint64_t tiles = kGemvmBlockBytes / (row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE);
+    if (tiles > 1) block_rows = (size_t)tiles * GB_GEMV_ROW_TILE;
+  } else {
+    block_rows = w.rows;  // one group of positions: one call per task
+  }
+  GemvmTask task{e.k, &w, Y, X, XQ, stride, m, block_rows};
   gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
   cost->bytes += w.nbytes;
   cost->weights += (uint64_t)w.rows * w.cols;
