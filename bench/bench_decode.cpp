@@ -57,10 +57,12 @@ struct Row {
   double tok_s = 0, bytes_per_tok = 0, bits_per_weight = 0, bw = 0;
   uint64_t mix[3] = {0, 0, 0};  // auto: decode steps per gear (low, mid, high)
   double vs_high = 0, vs_1t = 0;
-  // spec: tokens per verify pass, accepted / drafted, and the weight bits
-  // read per generated token per weight of one pass (= bits/weight for the
-  // other gears).
-  double tokens_per_verify = 0, acceptance = 0, bits_per_token = 0;
+  // spec: tokens per verify pass; drafts kept (accepted / drafted); the
+  // acceptance rate (accepted / drafts the verifier judged: the drafts after
+  // a round's first rejection are never judged); and the weight bits read
+  // per generated token per weight of one pass (= bits/weight for the other
+  // gears).
+  double tokens_per_verify = 0, acceptance = 0, acceptance_rate = 0, bits_per_token = 0;
 };
 
 // Bytes of a synthetic model's file, from its spec (preset and key=value
@@ -291,7 +293,7 @@ int main(int argc, char **argv) {
           row.threads = threads[ti];
           row.bw = bw[ti].bytes_per_s;
           std::vector<double> rates;
-          uint64_t rounds = 0, drafted = 0, accepted = 0, made = 0, bytes_all = 0;
+          uint64_t rounds = 0, drafted = 0, accepted = 0, judged = 0, made = 0, bytes_all = 0;
           for (int r = 0; r < reps + 1; r++) {  // run 0 warms up
             gb_session_reset(s);
             const std::vector<int32_t> dp = decode_prompt(r);
@@ -311,6 +313,7 @@ int main(int argc, char **argv) {
                 rounds++;
                 drafted += info.spec_drafted;
                 accepted += info.spec_accepted;
+                judged += info.spec_accepted + (info.spec_accepted < info.spec_drafted ? 1 : 0);
               }
             }
             const uint64_t t1 = gb_port_now_ns();
@@ -330,6 +333,7 @@ int main(int argc, char **argv) {
           if (g == GB_GEAR_SPEC) {
             row.tokens_per_verify = rounds ? (double)made / rounds : 0;
             row.acceptance = drafted ? (double)accepted / drafted : 0;
+            row.acceptance_rate = judged ? (double)accepted / judged : 0;
             row.bits_per_weight = w_pass > 0 ? 8.0 * row.bytes_per_tok / w_pass : 0;
           }
           row.bits_per_token = row.bits_per_weight;
@@ -377,7 +381,7 @@ int main(int argc, char **argv) {
            bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
   printf("load average (1 min) at start %.2f, at end %.2f on %ld online CPUs\n\n", load0, gbbench::loadavg(),
          sysconf(_SC_NPROCESSORS_ONLN));
-  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, acceptance |\n",
+  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, drafts kept, acceptance rate |\n",
          threads[0]);
   printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Row &r : rows) {
@@ -386,7 +390,8 @@ int main(int argc, char **argv) {
     if (r.gear == "auto" && r.phase == "decode")
       snprintf(mix, sizeof mix, "%llu/%llu/%llu", (unsigned long long)r.mix[0], (unsigned long long)r.mix[1],
                (unsigned long long)r.mix[2]);
-    if (r.gear == "spec" && r.phase == "decode") snprintf(mix, sizeof mix, "%.2f, %.1f%%", r.tokens_per_verify, 100.0 * r.acceptance);
+    if (r.gear == "spec" && r.phase == "decode") snprintf(mix, sizeof mix, "%.2f, %.1f%%, %.1f%%", r.tokens_per_verify, 100.0 * r.acceptance,
+               100.0 * r.acceptance_rate);
     if (r.phase == "decode")
       printf("| decode | %s | %s | %u | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.2fx | %.2fx | %s |\n", r.gear.c_str(), r.blas.c_str(),
              r.threads, r.bits_per_weight, r.bytes_per_tok * 1e-6, r.tok_s, gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0,
@@ -406,12 +411,12 @@ int main(int argc, char **argv) {
               "  {\"gear\": \"%s\", \"threads\": %u, \"phase\": \"%s\", \"tok_s\": %.4f, \"blas\": \"%s\", \"model\": %s, "
               "\"tokens\": %d, \"reps\": %d, \"bytes_per_token\": %.0f, \"bits_per_weight\": %.4f, \"weight_gbps\": %.4f, "
               "\"pct_bw\": %.3f, \"bw_gbps\": %.4f, \"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
-              "\"tokens_per_verify\": %.4f, \"acceptance\": %.4f, \"bits_per_token\": %.4f, \"quick\": %s}%s\n",
+              "\"tokens_per_verify\": %.4f, \"acceptance\": %.4f, \"acceptance_rate\": %.4f, \"bits_per_token\": %.4f, \"quick\": %s}%s\n",
               r.gear.c_str(), r.threads, r.phase.c_str(), r.tok_s, r.blas.c_str(), gbbench::json_str(mi.name).c_str(),
               r.phase == "decode" ? tokens : prefill, reps, r.phase == "decode" ? r.bytes_per_tok : 0.0, r.bits_per_weight,
               gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0, r.bw * 1e-9, r.vs_high, threads[0], r.vs_1t,
               (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2], r.tokens_per_verify,
-              r.acceptance, r.phase == "decode" ? r.bits_per_token : 0.0, quick ? "true" : "false",
+              r.acceptance, r.acceptance_rate, r.phase == "decode" ? r.bits_per_token : 0.0, quick ? "true" : "false",
               i + 1 < rows.size() ? "," : "");
     }
     fprintf(f, "]\n");

@@ -77,7 +77,7 @@ for f in ("f16", "q8", "q4"):
     assert any(r["format"] == f for r in g), "gemv: no %s rows" % f
 
 # decode: gear, threads, phase (decode|prefill), tok_s; spec rows add
-# tokens_per_verify, acceptance, bits_per_token
+# tokens_per_verify, acceptance (drafts kept), acceptance_rate, bits_per_token
 r2 = load("decode")
 seen = set()
 for r in r2:
@@ -86,9 +86,10 @@ for r in r2:
     num(r, "tok_s", "decode", positive=True)
     seen.add((r["gear"], r["threads"], r["phase"]))
     if r["gear"] == "spec" and r["phase"] == "decode":
-        for k in ("tokens_per_verify", "acceptance", "bits_per_token"):
+        for k in ("tokens_per_verify", "acceptance", "acceptance_rate", "bits_per_token"):
             num(r, k, "decode spec")
-        assert r["tokens_per_verify"] >= 1 and 0 <= r["acceptance"] <= 1 and r["bits_per_token"] > 0, "decode spec: %r" % r
+        assert r["tokens_per_verify"] >= 1 and 0 <= r["acceptance"] <= r["acceptance_rate"] <= 1 and r["bits_per_token"] > 0, \
+            "decode spec: %r" % r
 for gear in ("low", "mid", "high", "auto", "spec"):
     for t in (1, 2):
         for ph in ("decode", "prefill"):

@@ -211,16 +211,28 @@ gb_status round(gb_session *s) {
   }
   if (pos + k + 1 > s->n_ctx) k = s->n_ctx - pos - 1;  // the verify pass must fit the context
   if (kv_room(&s->kv) < k + 1) k = kv_room(&s->kv) > 0 ? kv_room(&s->kv) - 1 : 0;
-  if (k > 0) GB_TRY(draft_catch_up(s, pos));
+  // The draft lags behind the verifier by the tokens of rounds without
+  // drafts, and by one after a round that kept all its drafts (the last
+  // draft was sampled, never run). Up to sp_m - 1 of those ride along with
+  // the pending token in the first draft pass: one read of the draft tier
+  // instead of two (a multi-position pass, per position bit for bit single
+  // steps), the rest goes in batched catch-up passes first.
+  if (k > 0) {
+    const uint32_t lag = pos - s->dpos, carry = lag < s->sp_m - 1 ? lag : s->sp_m - 1;
+    GB_TRY(draft_catch_up(s, pos - carry));
+    if (carry > 0 && !kv_batchable(&s->dkv, carry + 1)) GB_TRY(draft_catch_up(s, pos));
+  }
   s->sp_tok[0] = s->pending;
+  s->hist[pos] = s->pending;  // the first draft pass reads hist[dpos..pos]
   uint32_t n = 0;  // drafted
-  const float *dl = s->sc.logits;  // the draft's logits of its last position
   const bool timed = s->opt.spec_adapt == 2;
   for (int32_t cur = s->pending; n < k;) {
+    const uint32_t mp = n == 0 ? pos + 1 - s->dpos : 1;
     const uint64_t t0 = timed ? gb_port_now_ns() : 0;
-    GB_TRY(draft_forward(s, &cur, 1, true));
-    if (timed) ema_time(&s->sp_t_draft, t0, gb_port_now_ns());
-    nan_guard(s->sc.logits, V);
+    GB_TRY(draft_forward(s, n == 0 ? s->hist + s->dpos : &cur, mp, true));
+    if (timed && mp == 1) ema_time(&s->sp_t_draft, t0, gb_port_now_ns());
+    float *dl = s->sc.logits + (size_t)(mp - 1) * V;  // the draft's logits of its last position
+    nan_guard(dl, V);
     if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(dl, V) > s->opt.spec_stop_entropy) break;
     if (greedy) {
       cur = sampler_sample(&s->sampler, dl);
