@@ -130,6 +130,79 @@ void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *y, const flo
   cost->weights += (uint64_t)w.rows * w.cols;
 }
 
+namespace {
+
+// Up to three matrices that read the same activations, as one pool run.
+constexpr uint32_t kMaxGroup = 3;
+struct GemvGroupTask {
+  const gb_kernels *k;
+  uint32_t n;
+  const TensorRef *w[kMaxGroup];
+  float *y[kMaxGroup];
+  const float *x[kMaxGroup];
+  uint32_t tasks[kMaxGroup];
+  const gb_q8x_block *xq;
+};
+
+// Task t: its rows of every matrix, split as matmul_gemv splits each one
+// (tasks[j] tasks for matrix j; the tasks past tasks[j] have none of it).
+void gemv_group_task(void *ctx, uint32_t t, uint32_t) {
+  const GemvGroupTask *g = static_cast<const GemvGroupTask *>(ctx);
+  for (uint32_t j = 0; j < g->n; j++) {
+    if (t >= g->tasks[j]) continue;
+    const TensorRef &w = *g->w[j];
+    size_t r0, r1;
+    task_rows(w.rows, t, g->tasks[j], &r0, &r1);
+    if (r0 < r1) g->k->gemv[w.format](g->y[j], w.data, g->x[j], is_block_format(w.format) ? g->xq : nullptr, r0, r1, w.cols);
+  }
+}
+
+// Decode: n matrices with the same input in one pool run (one wait for the
+// threads instead of n) and the input quantized or rounded once for all of
+// them; each row is computed exactly as matmul_gemv computes it.
+void matmul_gemv_group(const Exec &e, Scratch &sc, PassCost *cost, float *const *Y, const float *x, const TensorRef *const *W,
+                       uint32_t n) {
+  GemvGroupTask task;
+  task.k = e.k;
+  task.n = n;
+  task.xq = nullptr;
+  const float *xh = nullptr;
+  uint32_t most = 1;
+  for (uint32_t j = 0; j < n; j++) {
+    const TensorRef &w = *W[j];
+    task.w[j] = &w;
+    task.y[j] = Y[j];
+    task.x[j] = x;
+    if (is_block_format(w.format)) {
+      if (!task.xq) {
+        e.k->quantize_act(sc.xq, x, w.cols);
+        task.xq = sc.xq;
+      }
+    } else if (w.format == kFmtF16) {
+      if (!xh) xh = f16_activations(sc, x, 1, w.cols);
+      task.x[j] = xh;
+    }
+    task.tasks[j] = gemv_tasks(e.pool, w.rows, w.cols);
+    if (task.tasks[j] > most) most = task.tasks[j];
+    cost->bytes += w.nbytes;
+    cost->weights += (uint64_t)w.rows * w.cols;
+  }
+  gb_port_pool_run(e.pool, most, gemv_group_task, &task);
+}
+
+// Y[j] = X W[j]^T for matrices sharing X: one group run for decode steps,
+// else one mm call per matrix.
+void matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, float *const *Y, const float *X, uint32_t m,
+                   const TensorRef *const *W, uint32_t n) {
+  if (mm == matmul_gemv) {
+    matmul_gemv_group(e, sc, cost, Y, X, W, n);
+    return;
+  }
+  for (uint32_t j = 0; j < n; j++) mm(e, sc, cost, Y[j], X, m, *W[j]);
+}
+
+}  // namespace
+
 void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh) {
   const uint32_t qd = c.q_dim(), kvd = c.kv_dim(), xbw = qd > c.dim ? qd : c.dim;
   const uint32_t wide = c.hidden_dim > xbw ? c.hidden_dim : xbw;
@@ -186,9 +259,11 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     const TensorRef *Wb = attn_only ? w.base_mats + (size_t)l * kMatsPerLayer : W;
 
     for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->attn_norm[l], dim, c.norm_eps);
-    mm(e, sc, cost, sc.q, XB, m, W[kMatQ]);
-    mm(e, sc, cost, sc.k, XB, m, W[kMatK]);
-    mm(e, sc, cost, sc.v, XB, m, W[kMatV]);
+    {
+      float *const Y[3] = {sc.q, sc.k, sc.v};
+      const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
+      matmul_shared(e, sc, cost, mm, Y, XB, m, Ws, 3);
+    }
     if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
     if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
     if (mod->bias[2][l].data) add_bias(sc.v, kvd, m, mod->bias[2][l]);
@@ -208,8 +283,11 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
 
     for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->ffn_norm[l], dim, c.norm_eps);
-    mm(e, sc, cost, HB, XB, m, Wb[kMat1]);
-    mm(e, sc, cost, HB2, XB, m, Wb[kMat3]);
+    {
+      float *const Y[2] = {HB, HB2};
+      const TensorRef *const Ws[2] = {&Wb[kMat1], &Wb[kMat3]};
+      matmul_shared(e, sc, cost, mm, Y, XB, m, Ws, 2);
+    }
     for (size_t i = 0; i < (size_t)m * hid; i++) {
       const float g = HB[i];
       HB[i] = g / (1.0f + expf(-g)) * HB2[i];
