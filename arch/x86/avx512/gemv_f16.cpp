@@ -4,10 +4,11 @@
 // step); then 16-column steps and a masked tail (masked loads read no byte
 // past the row). A row's result depends only on the row and x, never on the
 // row range or the other rows, and differs from the generic kernel's only by
-// rounding. No software prefetch: 4 KiB ahead read one 2048x5632 matrix from
-// memory faster (23 -> 26 GB/s) but made the 1.1B model's decode slower
-// (12.0 -> 10.1 tok/s, same run), and prefetching the next block of rows in
-// the multi-position kernel slowed 1-2 positions.
+// rounding. The gemv has no software prefetch: 4 KiB ahead read one
+// 2048x5632 matrix from memory faster (23 -> 26 GB/s) but made the 1.1B
+// model's decode slower (12.0 -> 10.1 tok/s, same run). The multi-position
+// kernel prefetches the next block of rows from 3 positions on (see there);
+// for 1-2 positions that was slower.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
