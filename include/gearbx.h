@@ -634,10 +634,10 @@ typedef struct gb_session_options {
                                   grows by about prefill_batch * (5 * dim +
                                   4 * hidden_dim) floats (per position, one
                                   hidden_dim-wide row holds the activations
-                                  rounded for the f16 tier) and 36 bytes
-                                  per 32 hidden_dim columns per position
-                                  (the activations quantized for the q8/q4
-                                  tiers), plus
+                                  rounded for the f16 tier) and 40 bytes
+                                  per 32 columns of max(dim, q_dim,
+                                  hidden_dim) per position (the activations
+                                  quantized for the q8/q4 tiers), plus
                                   prefill_batch * vocab_size floats of logits
                                   for sessions that calibrate the monitor
                                   (GB_GEAR_AUTO, monitor.calibrate = 1: the

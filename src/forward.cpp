@@ -194,7 +194,9 @@ void matmul_gemv_group(const Exec &e, Scratch &sc, PassCost *cost, float *const 
 // else one mm call per matrix.
 void matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, float *const *Y, const float *X, uint32_t m,
                    const TensorRef *const *W, uint32_t n) {
-  if (mm == matmul_gemv) {
+  bool same_cols = n <= kMaxGroup;
+  for (uint32_t j = 1; j < n && same_cols; j++) same_cols = W[j]->cols == W[0]->cols;
+  if (mm == matmul_gemv && same_cols) {
     matmul_gemv_group(e, sc, cost, Y, X, W, n);
     return;
   }

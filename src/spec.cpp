@@ -6,13 +6,15 @@
 //   1. The draft length k: spec_k, or with spec_adapt the k that minimizes
 //      the expected weight bytes (spec_adapt 1) or measured time (2) per
 //      token at the acceptance rate so far (0: the verifier alone, with a
-//      one-token probe every 16th such round). When k > 0 the draft
-//      catches up (its pool lags by the tokens of rounds without drafts:
-//      batched passes) and runs t, d1, ... on the
-//      draft tier, one position at a time, each draft token sampled from the
+//      one-token probe every 16th such round). When k > 0 the draft runs
+//      t, d1, ... on the draft tier, each draft token sampled from the
 //      draft's distribution q_i (argmax when greedy); it stops after k
 //      tokens, or before a position whose draft entropy exceeds
-//      spec_stop_entropy.
+//      spec_stop_entropy. Its pool lags behind the verifier's by the tokens
+//      it has not run (the prompt, fed tokens, rounds without drafts, the
+//      last draft of a round that kept them all): up to spec_k of them go
+//      with t in its first pass (one multi-position pass), any more in
+//      batched catch-up passes before it; d1, d2, ... one position at a time.
 //   2. The verifier runs [t, d1..dk] at positions pos..pos+k in one pass:
 //      every matrix multiplies the k + 1 positions with the multi-position
 //      GEMV (each weight read once), whose per-position arithmetic is the
@@ -91,8 +93,9 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
     X = f16_activations(sc, X, m, w.cols);
   }
   size_t block_rows = GB_GEMV_ROW_TILE;
+  const uint64_t tile_bytes = row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE;
   if (m > GB_GEMVM_MAX_M) {
-    const uint64_t tiles = kGemvmBlockBytes / (row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE);
+    const uint64_t tiles = tile_bytes ? kGemvmBlockBytes / tile_bytes : 1;
     if (tiles > 1) block_rows = (size_t)tiles * GB_GEMV_ROW_TILE;
   } else {
     block_rows = w.rows;  // one group of positions: one call per task
@@ -211,12 +214,18 @@ gb_status round(gb_session *s) {
   }
   if (pos + k + 1 > s->n_ctx) k = s->n_ctx - pos - 1;  // the verify pass must fit the context
   if (kv_room(&s->kv) < k + 1) k = kv_room(&s->kv) > 0 ? kv_room(&s->kv) - 1 : 0;
-  // The draft lags behind the verifier by the tokens of rounds without
-  // drafts, and by one after a round that kept all its drafts (the last
-  // draft was sampled, never run). Up to sp_m - 1 of those ride along with
-  // the pending token in the first draft pass: one read of the draft tier
-  // instead of two (a multi-position pass, per position bit for bit single
-  // steps), the rest goes in batched catch-up passes first.
+  // The draft lags behind the verifier by the tokens it has not run: the
+  // prompt and fed tokens, rounds without drafts, and one after a round
+  // that kept all its drafts (the last draft was sampled, never run). Up
+  // to sp_m - 1 of those ride along with the pending token in the first
+  // draft pass: one read of the draft tier instead of two (a
+  // multi-position pass, per position bit for bit single steps), the rest
+  // goes in batched catch-up passes first. Every path keeps dpos <= pos;
+  // should one not, the draft drops its extra positions here.
+  if (s->dpos > pos) {
+    kv_truncate(&s->dkv, pos);
+    s->dpos = pos;
+  }
   if (k > 0) {
     const uint32_t lag = pos - s->dpos, carry = lag < s->sp_m - 1 ? lag : s->sp_m - 1;
     GB_TRY(draft_catch_up(s, pos - carry));
