@@ -71,28 +71,6 @@ uint32_t gemv_tasks(gb_port_pool *pool, uint64_t rows, uint64_t cols) {
 
 namespace {
 
-struct GemvTask {
-  const gb_kernels *k;
-  const TensorRef *w;
-  float *y;
-  const float *x;
-  const gb_q8x_block *xq;
-};
-
-// Task t of n: rows of whole kernel row tiles (GB_GEMV_ROW_TILE), so each
-// row is computed by one thread exactly as a single-threaded call would:
-// results do not depend on the thread count (no cross-thread reductions).
-void gemv_task(void *ctx, uint32_t t, uint32_t n) {
-  const GemvTask *g = static_cast<const GemvTask *>(ctx);
-  size_t r0, r1;
-  task_rows(g->w->rows, t, n, &r0, &r1);
-  if (r0 < r1) g->k->gemv[g->w->format](g->y, g->w->data, g->x, g->xq, r0, r1, g->w->cols);
-}
-
-}  // namespace
-
-namespace {
-
 // f to the nearest f16 (ties to even), as an f32; |f| > 65504 and NaN as they
 // are. Normal f16 range: round the f32 mantissa to 10 bits in place (a carry
 // into the exponent is the correct result); below it through f16.h.
@@ -115,21 +93,6 @@ const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t c
   return sc.xh;
 }
 
-void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *y, const float *x, uint32_t m, const TensorRef &w) {
-  (void)m;  // always 1
-  const gb_q8x_block *xq = nullptr;
-  if (is_block_format(w.format)) {  // block formats first quantize x
-    e.k->quantize_act(sc.xq, x, w.cols);
-    xq = sc.xq;
-  } else if (w.format == kFmtF16) {
-    x = f16_activations(sc, x, 1, w.cols);
-  }
-  GemvTask task{e.k, &w, y, x, xq};
-  gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, w.cols), gemv_task, &task);
-  cost->bytes += w.nbytes;
-  cost->weights += (uint64_t)w.rows * w.cols;
-}
-
 namespace {
 
 // Up to three matrices that read the same activations, as one pool run.
@@ -144,8 +107,11 @@ struct GemvGroupTask {
   const gb_q8x_block *xq;
 };
 
-// Task t: its rows of every matrix, split as matmul_gemv splits each one
-// (tasks[j] tasks for matrix j; the tasks past tasks[j] have none of it).
+// Task t: its rows of every matrix j, in whole kernel row tiles
+// (task_rows of tasks[j] tasks; the tasks past tasks[j] have none of it), so
+// each row is computed by one thread exactly as a single-threaded call
+// would: results do not depend on the thread count (no cross-thread
+// reductions).
 void gemv_group_task(void *ctx, uint32_t t, uint32_t) {
   const GemvGroupTask *g = static_cast<const GemvGroupTask *>(ctx);
   for (uint32_t j = 0; j < g->n; j++) {
@@ -157,9 +123,9 @@ void gemv_group_task(void *ctx, uint32_t t, uint32_t) {
   }
 }
 
-// Decode: n matrices with the same input in one pool run (one wait for the
-// threads instead of n) and the input quantized or rounded once for all of
-// them; each row is computed exactly as matmul_gemv computes it.
+// Decode: n matrices with the same input (and the same columns) in one pool
+// run (one wait for the threads instead of n), the input quantized (block
+// formats) or rounded to f16 (f16 matrices) once for all of them.
 void matmul_gemv_group(const Exec &e, Scratch &sc, PassCost *cost, float *const *Y, const float *x, const TensorRef *const *W,
                        uint32_t n) {
   GemvGroupTask task;
@@ -205,6 +171,12 @@ void matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, floa
 
 }  // namespace
 
+void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *y, const float *x, uint32_t m, const TensorRef &w) {
+  (void)m;  // always 1
+  const TensorRef *W[1] = {&w};
+  matmul_gemv_group(e, sc, cost, &y, x, W, 1);
+}
+
 void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh) {
   const uint32_t qd = c.q_dim(), kvd = c.kv_dim(), xbw = qd > c.dim ? qd : c.dim;
   const uint32_t wide = c.hidden_dim > xbw ? c.hidden_dim : xbw;
@@ -221,9 +193,8 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   sc->v = a.array<float>(M * kvd);
   sc->logit_rows = sh.logit_rows;
   sc->logits = a.array<float>((size_t)sh.logit_rows * c.vocab_size);
-  sc->xq_rows = sh.xq_rows;
   sc->xq_stride = (wide + 31) / 32;
-  sc->xq = a.array<gb_q8x_block>((size_t)sh.xq_rows * sc->xq_stride);
+  sc->xq = a.array<gb_q8x_block>(M * sc->xq_stride);  // a whole chunk quantized at once (matmul_gemvm)
   sc->xh = a.array<float>(M * wide);
   if (sh.panel_slots) {
     sc->xa = a.array<float>(M * wide);

@@ -48,17 +48,17 @@ struct Scratch {
   float *k, *v;      // (m_max, kv_dim) this pass's keys and values before they are cached
   float *logits;     // (logit_rows, vocab)
   uint32_t logit_rows;
-  gb_q8x_block *xq;  // (xq_rows, xq_stride) activations quantized for the integer kernels
-  uint32_t xq_rows, xq_stride;
+  gb_q8x_block *xq;  // (m_max, xq_stride) activations quantized for the integer kernels
+  uint32_t xq_stride;
   float *xa;         // (m_max, wide) q8/q4 activations expanded back to f32 (panel GEMM), or nullptr
   float *xh;         // (m_max, wide) activations of f16 matrices rounded to f16 (f16_activations)
   float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
 };
 
 // What a session needs of its scratch: positions per pass, rows of logits
-// kept, rows of quantized activations, and the panel GEMM's buffers.
+// kept, and the panel GEMM's buffers.
 struct ScratchShape {
-  uint32_t m_max = 1, logit_rows = 1, xq_rows = 1;
+  uint32_t m_max = 1, logit_rows = 1;
   uint32_t panel_slots = 0, panel_rows = 0;  // 0: no panel GEMM (no xa, no panels)
 };
 // Carve sc from the arena (counting when a is counting; sc is always real).
@@ -96,16 +96,15 @@ void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const flo
 // m positions through the multi-position GEMV: each weight read from memory
 // once (past GB_GEMVM_MAX_M positions, in L2-sized blocks of rows that every
 // group of positions multiplies in turn), each position's result bit for bit
-// matmul_gemv's (speculative verification, prefill chunks). Block formats
-// need sc.xq_rows >= m.
+// matmul_gemv's (speculative verification, prefill chunks).
 void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 // m positions as GEMMs on weight panels expanded to f32 (batched prefill;
 // not counted in *cost: prefill is not a decode step).
 void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// A prefill chunk: matmul_gemvm (every position of the chunk in one pass over
-// the weights; sc.xq_rows >= m) for quantized and f16 formats with SIMD multi-position kernels, and for every
-// format when the session has no panels (e.panel_slots 0); else
-// matmul_panels.
+// A prefill chunk: matmul_gemvm (every position of the chunk in one pass
+// over the weights) for quantized and f16 formats with SIMD multi-position
+// kernels, and for every format when the session has no panels
+// (e.panel_slots 0); else matmul_panels.
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 
 // Run tokens[0..m) at positions pos..pos+m-1 through the model: each enters

@@ -132,9 +132,6 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   ScratchShape shape;
   shape.m_max = M > S ? M : S;
   shape.logit_rows = calibrating && M > S ? M : S;
-  // Batched prefill of quantized tiers quantizes the chunk's M positions
-  // at once (matmul_gemvm).
-  shape.xq_rows = S > M ? S : M;
   if (M > 1 && !prefill_gemvm_only(o)) {
     shape.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
     shape.panel_rows = o.prefill_panel_rows;

@@ -92,13 +92,11 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
   } else if (w.format == kFmtF16) {
     X = f16_activations(sc, X, m, w.cols);
   }
-  size_t block_rows = GB_GEMV_ROW_TILE;
-  const uint64_t tile_bytes = row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE;
+  size_t block_rows = w.rows;  // one group of positions: one call per task
   if (m > GB_GEMVM_MAX_M) {
+    const uint64_t tile_bytes = row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE;
     const uint64_t tiles = tile_bytes ? kGemvmBlockBytes / tile_bytes : 1;
-    if (tiles > 1) block_rows = (size_t)tiles * GB_GEMV_ROW_TILE;
-  } else {
-    block_rows = w.rows;  // one group of positions: one call per task
+    block_rows = (size_t)(tiles > 1 ? tiles : 1) * GB_GEMV_ROW_TILE;
   }
   GemvmTask task{e.k, &w, Y, X, XQ, stride, m, block_rows};
   gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
