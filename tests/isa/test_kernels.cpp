@@ -369,8 +369,14 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         }
       continue;
     }
+    size_t width_i = 0;
     for (size_t cols : e.op == 2 ? cols_for(GB_FMT_F32) : cols_for(e.fmt)) {
       std::vector<float> x = make_vector(cols, rng);
+      // f16 kernels: every other width gets an x that f16 represents
+      // exactly, as a session passes it (forward.cpp), which the AVX-512
+      // gemv reads as f16 (its other path).
+      if (e.fmt == gb::kFmtF16 && (width_i++ & 1))
+        for (float &v : x) v = gb::f16_to_f32(gb::f32_to_f16(v));
       if (e.op == 2) {
         std::vector<gb_q8x_block> a((cols + 31) / 32 + 1), b((cols + 31) / 32 + 1);
         memset(a.data(), kCanary, a.size() * sizeof a[0]);
@@ -496,7 +502,7 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
       const size_t ldx = cols + 5, ldxq = nb + 2;
       // Padding between positions: NaN floats and NaN-scaled blocks, so a
       // kernel reading past a position's vector cannot stay bit-identical.
-      std::vector<float> X(GB_GEMVM_MAX_M * ldx, NAN);
+      std::vector<float> X(GB_GEMVM_MAX_M * ldx, NAN), XE;
       std::vector<gb_q8x_block> XQ(GB_GEMVM_MAX_M * ldxq);
       memset(XQ.data(), 0xff, XQ.size() * sizeof XQ[0]);
       for (size_t i = 0; i < GB_GEMVM_MAX_M; i++) {
@@ -509,26 +515,37 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
         memcpy(&X[i * ldx], x.data(), cols * sizeof(float));
         k.quantize_act(&XQ[i * ldxq], x.data(), cols);
       }
-      const float *Xp = blocks ? nullptr : X.data();
-      const gb_q8x_block *XQp = blocks ? XQ.data() : nullptr;
+      // And every position exact, as a session's f16 verify pass has them
+      // (the AVX-512 gemvm reads one or two such positions as f16 too).
+      const bool f16 = e.fmt == gb::kFmtF16;
+      if (f16) {
+        XE = X;
+        for (float &v : XE)
+          if (v == v) v = gb::f16_to_f32(gb::f32_to_f16(v));
+      }
       for (size_t rows : is_r16(e.fmt) ? rows_for(e.fmt) : row_counts) {
-        const Matrix W = make_matrix(e.fmt, rows, cols, rng);
-        const size_t ranges[2][2] = {{0, rows}, {range_begin(e.fmt, rows), range_end(e.fmt, rows)}};
-        for (const auto &range : ranges) {
-          const size_t r0 = range[0], r1 = range[1];
-          for (size_t m : kMs) {
-            const size_t ldy = rows + 3;
-            std::vector<float> want(m * ldy + 8, -3.0f), got(m * ldy + 8, -3.0f);
-            for (size_t i = 0; i < m; i++)
-              gemv(&want[i * ldy], W.bytes.data(), Xp ? Xp + i * ldx : nullptr, XQp ? XQp + i * ldxq : nullptr, r0, r1,
-                   cols);
-            e.fn(got.data(), ldy, W.bytes.data(), Xp, ldx, XQp, ldxq, m, r0, r1, cols);
-            if (memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
-              size_t j = 0;
-              while (memcmp(&want[j], &got[j], sizeof(float)) == 0) j++;
-              FAIL() << e.name << " cols " << cols << " rows " << rows << " range [" << r0 << ", " << r1 << ") m " << m
-                     << ": first difference at position " << j / ldy << " row " << j % ldy << ": gemv " << want[j]
-                     << ", gemvm " << got[j] << (j % ldy < r0 || j % ldy >= r1 || j >= m * ldy ? " (outside the range)" : "");
+        for (int exact = 0; exact <= (f16 ? 1 : 0); exact++) {
+          const float *Xp = blocks ? nullptr : exact ? XE.data() : X.data();
+          const gb_q8x_block *XQp = blocks ? XQ.data() : nullptr;
+          const Matrix W = make_matrix(e.fmt, rows, cols, rng);
+          const size_t ranges[2][2] = {{0, rows}, {range_begin(e.fmt, rows), range_end(e.fmt, rows)}};
+          for (const auto &range : ranges) {
+            const size_t r0 = range[0], r1 = range[1];
+            for (size_t m : kMs) {
+              const size_t ldy = rows + 3;
+              std::vector<float> want(m * ldy + 8, -3.0f), got(m * ldy + 8, -3.0f);
+              for (size_t i = 0; i < m; i++)
+                gemv(&want[i * ldy], W.bytes.data(), Xp ? Xp + i * ldx : nullptr, XQp ? XQp + i * ldxq : nullptr, r0, r1,
+                     cols);
+              e.fn(got.data(), ldy, W.bytes.data(), Xp, ldx, XQp, ldxq, m, r0, r1, cols);
+              if (memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
+                size_t j = 0;
+                while (memcmp(&want[j], &got[j], sizeof(float)) == 0) j++;
+                FAIL() << e.name << " cols " << cols << " rows " << rows << " range [" << r0 << ", " << r1 << ") m " << m
+                       << ": first difference at position " << j / ldy << " row " << j % ldy << ": gemv " << want[j]
+                       << ", gemvm " << got[j] << (j % ldy < r0 || j % ldy >= r1 || j >= m * ldy ? " (outside the range)" : "")
+                       << (exact ? ", every position f16-exact" : "");
+              }
             }
           }
         }

@@ -4,11 +4,13 @@
 // step); then 16-column steps and a masked tail (masked loads read no byte
 // past the row). A row's result depends only on the row and x, never on the
 // row range or the other rows, and differs from the generic kernel's only by
-// rounding. The gemv has no software prefetch: 4 KiB ahead read one
-// 2048x5632 matrix from memory faster (23 -> 26 GB/s) but made the 1.1B
-// model's decode slower (12.0 -> 10.1 tok/s, same run). The multi-position
-// kernel prefetches the next block of rows from 3 positions on (see there);
-// for 1-2 positions that was slower.
+// rounding. When x is exactly representable in f16 (as the session passes
+// it) the gemv reads an f16 copy of it and prefetches the row 16 rows ahead
+// (f16x_rows); an earlier prefetch 4 KiB ahead with x in f32 made the 1.1B
+// model's decode slower (12.0 -> 10.1 tok/s), this one made it faster (16.3
+// -> 17.3 tok/s, docs/RESULTS.md, session 17). The multi-position kernel
+// reads one or two such positions the same way (a verify pass of one
+// draft), and prefetches the next block of rows from 3 positions on.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -150,13 +152,30 @@ bool f16_exact(uint16_t *xh, const float *x, size_t cols) {
 
 }  // namespace
 
+// Rows [r0, r1) one at a time against P f16 copies of x, in blocks of
+// kPfRows rows: while a block runs, each 32-column step asks for the line of
+// the row kPfRows further on (into L2), never past r1. On the 1.1B shapes
+// (the 22 layers' matrices streamed from memory, standalone, one thread)
+// one position went 56.5 -> 53.5 ms and two 81 -> 52 ms (x in f32 and no
+// prefetch -> this); 4 to 32 rows ahead, or 4 KiB, were within 1 ms.
+constexpr size_t kPfRows = 16;
+template <int P>
+inline void f16x_rows(float *Y, size_t ldy, const uint8_t *W, const uint16_t *const *xh, size_t r0, size_t r1,
+                      size_t cols) {
+  for (size_t r = r0; r < r1; r += kPfRows) {
+    const size_t e = r + kPfRows < r1 ? r + kPfRows : r1;
+    const size_t pf = r + 2 * kPfRows <= r1 ? kPfRows * 2 * cols : 0;
+    f16_range<1, P, XF16>(Y + r, ldy, W, xh, r, e, cols, pf);
+  }
+}
+
 extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
                                     size_t row_begin, size_t row_end, size_t cols) {
   if (cols <= kF16X) {
     alignas(64) uint16_t xh[kF16X];
     if (f16_exact(xh, x, cols)) {
       const uint16_t *xs[1] = {xh};
-      f16_range<1, 1, XF16>(y + row_begin, 0, W, xs, row_begin, row_end, cols);
+      f16x_rows<1>(y, 0, W, xs, row_begin, row_end, cols);
       return;
     }
   }
@@ -174,7 +193,11 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
 // time too when a tile of 3 has brought the rows into cache, and one row at
 // a time otherwise (one read stream, as the gemv: two rows side by side from
 // memory ran a 2-position verify at 1.4x a decode step's time, one row at
-// 1.1x on the 1.1B shapes). Per 16 columns a 4 x 3 tile loads 4 weight and 3
+// 1.1x on the 1.1B shapes). One or two positions alone, when f16-exact, go
+// through f16x_rows like the gemv: on the 1.1B shapes' matrices two
+// positions took 52-54 ms against 81-85 with x in f32 and no prefetch (one
+// position: 53-56), so a verify pass of one draft costs what a decode step
+// does. Per 16 columns a 4 x 3 tile loads 4 weight and 3
 // x vectors for 12 FMAs; the 2 x 4 tile before it loaded 2 and 4 for 8 (8 x
 // loads once the compiler folded them into the FMAs). On the 1.1B model a
 // 128-token prefill ran 1.16-1.44x faster (docs/RESULTS.md, session 15); a
@@ -187,11 +210,24 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
   // block's rows into L2, so the next block's first tile reads them from
   // cache rather than memory: in a standalone test on 2048 x 5632 this tile
   // went from 36-42 to 48-51 GMAC/s at 6-15 positions. Not for 1-2
-  // positions (an earlier test: slower there) and not past row_end, so the
+  // positions in f32 (an earlier test: slower there; f16-exact ones take
+  // f16x_rows, which prefetches row by row) and not past row_end, so the
   // last block of a call never prefetches (a prefill chunk calls once per
   // ~192 KiB block: rows of 5632 f16 columns, one 16-row block per call,
   // get none).
   const size_t pf_tile = m >= 6 ? 3 : 0;
+  if (m == 1) {
+    gb_f16_gemv__avx512(Y, W, X, nullptr, row_begin, row_end, cols);
+    return;
+  }
+  if (m == 2 && cols <= kF16X) {  // a verify pass of one draft: f16 copies of x, one row at a time
+    alignas(64) uint16_t xh[2][kF16X];
+    if (f16_exact(xh[0], X, cols) && f16_exact(xh[1], X + ldx, cols)) {
+      const uint16_t *xs[2] = {xh[0], xh[1]};
+      f16x_rows<2>(Y, ldy, W, xs, row_begin, row_end, cols);
+      return;
+    }
+  }
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
     const size_t pf = r + 2 * kRowsPerBlock <= row_end ? kRowsPerBlock * 2 * cols : 0;
