@@ -589,7 +589,9 @@ typedef struct gb_session_options {
   uint32_t deterministic; /* 1: the portable generic kernels only, so logits
                              do not depend on the CPU model (they never depend
                              on n_threads: each output row is computed by one
-                             thread); default 0 = fastest kernels present    */
+                             thread), and the spec gear's draft lengths do
+                             not depend on the clock (spec_adapt 2 acts as
+                             1); default 0 = fastest kernels present         */
   uint32_t lazy_tiers;    /* 1: a low or mid tier missing from the file is
                              quantized from its f32 or high tier into the
                              session's arena on first entry and cached (a
@@ -695,19 +697,24 @@ typedef struct gb_session_options {
                                   when drafts do not pay, with a one-draft
                                   probe every 16th such round.
                                   2: the same rule on measured times instead
-                                  of bytes (decayed averages of one draft
+                                  of bytes (running estimates of one draft
                                   position's pass and of the verify pass per
                                   draft length, from the port's clock; bytes
-                                  until the first draft is timed): it counts
-                                  that a verify pass of k + 1 positions costs
-                                  more than one of a single position where
-                                  the CPU, not memory, is the limit. The draft
+                                  where the port has no clock). It starts at
+                                  one draft and tries one length more than
+                                  it has measured at a time, and counts that
+                                  a verify pass of k + 1 positions costs more
+                                  than one of a single position where the
+                                  CPU, not memory, is the limit. The draft
                                   lengths then depend on timing, so sampled
-                                  (T > 0) output is no longer reproducible
-                                  from the seed alone (greedy output is the
-                                  verifier's either way).
-                                  0: always spec_k. Default 1 (measured: fewer
-                                  bytes per token on both shared models)     */
+                                  (T > 0) output is not reproducible from
+                                  the seed alone (greedy output is the
+                                  verifier's either way); with
+                                  deterministic = 1 it acts as 1.
+                                  0: always spec_k. Default 2 (measured:
+                                  1.3-1.6x the high gear's tokens/s on a
+                                  DRAM-bound 1.1B model where 1 gave
+                                  1.1-1.4x, and equal on the shared models) */
   /* Generation control (all off by default). Penalties and bias change the
    * logits the sampler draws from (and gb_step_info.logits), after the NaN
    * guard and after the entropy the gear monitor reads; bias first, then

@@ -367,11 +367,11 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->kv.rank_threshold = 0.05f;
   o->kv.rank_intervals = 2;
   o->kv.drift_kl = 0.02f;
-  o->spec_k = 15;  // with spec_adapt: measured best bytes/token (docs/RESULTS.md, "Lossless speculative gear")
+  o->spec_k = 15;  // an upper bound: spec_adapt picks each round's length (docs/RESULTS.md, "Lossless speculative gear")
   o->spec_verify_gear = GB_GEAR_HIGH;
   o->spec_draft_gear = GB_GEAR_LOW;
   o->spec_stop_entropy = 0.0f;
-  o->spec_adapt = 1;
+  o->spec_adapt = 2;  // measured time per token (docs/RESULTS.md, session 17)
   o->prefill_batch = 64;
   o->prefill_panel_rows = 64;
   o->prefill_blas = 1;

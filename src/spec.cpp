@@ -139,12 +139,18 @@ uint32_t best_k(double a, uint32_t kmax, double D, const double *V) {
   return best;
 }
 
-// A pass's time (t0..t1, ns) into a decayed average (the first measurement
-// as it is); clocks that read 0 (ports without one) leave it unmeasured.
+// A pass's time (t0..t1, ns) into a running estimate: a faster pass
+// replaces it, a slower one moves it a fifth of the way. Interference from
+// other work only ever adds time, and the first pass of a length can be
+// several times slower than the rest (pages and cache lines touched for the
+// first time: 260 ms against 58 for the second verify pass of one draft on
+// the 1.1B model), so a plain average would keep that length looking too
+// expensive to try again. Clocks that read 0 (ports without one) leave it
+// unmeasured.
 void ema_time(double *avg, uint64_t t0, uint64_t t1) {
   if (t1 <= t0) return;
   const double t = (double)(t1 - t0);
-  *avg = *avg > 0.0 ? 0.8 * *avg + 0.2 * t : t;
+  *avg = *avg > 0.0 && t > *avg ? 0.8 * *avg + 0.2 * t : t;
 }
 
 // While the adaptive rule says k = 0, every kProbeRounds-th round still
@@ -173,38 +179,47 @@ gb_status round(gb_session *s) {
   s->sp_round_bytes = s->sp_round_weights = 0;
   s->sp_pos0 = pos;
   // 1. The draft length, then (when drafting) catch up and draft.
+  // The timed rule (spec_adapt 2) makes the draft lengths, and so a
+  // sampled run's random draws, depend on the clock: with deterministic = 1
+  // (output independent of the machine), or on a port whose clock reads 0,
+  // it counts bytes instead.
+  const bool timed = s->opt.spec_adapt == 2 && !s->opt.deterministic && gb_port_now_ns() != 0;
   uint32_t k = s->opt.spec_k;
+  if (timed && s->sp_trials <= 0.0) k = 1;  // start short, lengthen as measured
   if (s->opt.spec_adapt && s->sp_trials > 0.0) {
     const gb_model *m = s->model;
     const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
     double Vk[GB_GEMVM_MAX_M];
     double D = db;
+    uint32_t kmax = k;
     for (uint32_t j = 0; j <= k; j++) Vk[j] = vb > 0.0 ? vb : 1.0;  // bytes: the same for every k
-    if (s->opt.spec_adapt == 2 && s->sp_t_draft > 0.0) {
-      // Measured times. The verify pass without drafts (a decode step) is
-      // taken as one draft position's time scaled by the bytes until it is
-      // measured; between measured lengths the time is interpolated
-      // linearly, and past the longest one extended with the last slope
-      // (a verify pass costs more per added position where it becomes
-      // compute-bound: the time is convex in k, and the interpolation follows it).
-      D = s->sp_t_draft;
-      const double t0 = s->sp_t_verify[0] > 0.0 ? s->sp_t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
-      uint32_t pk = 0, qk = 0;  // the last two measured lengths (qk < pk), 0 = the decode step
-      double pt = t0, qt = t0;
-      Vk[0] = t0;
-      for (uint32_t j = 1; j <= k; j++) {
-        if (s->sp_t_verify[j] <= 0.0) continue;
-        for (uint32_t i = pk + 1; i < j; i++) Vk[i] = pt + (s->sp_t_verify[j] - pt) * (double)(i - pk) / (double)(j - pk);
-        qk = pk;
-        qt = pt;
-        pk = j;
-        pt = s->sp_t_verify[j];
-        Vk[j] = pt;
+    if (timed) {
+      // Measured times. A verify pass's time is not linear in its
+      // positions: one position (a decode step) and two both read the
+      // weights once and cost about the same; from three on, the f16 tier's
+      // arithmetic adds ~15-30 % of a decode step per position
+      // (docs/RESULTS.md, session 17). So the rule uses the lengths it has
+      // measured and looks one length past the longest of them, guessing
+      // that one from the last step's growth (none when only the decode
+      // step is below it, so that two positions are tried). It starts at
+      // one draft, so the measured lengths are 1..longest with no gaps. The
+      // decode step, until measured, is one draft pass scaled by the bytes;
+      // until a single-position draft pass is timed (the first round's
+      // draft also runs the prompt), bytes stand in for every time.
+      uint32_t longest = 0;
+      while (longest < k && s->sp_t_verify[longest + 1] > 0.0) longest++;
+      kmax = longest + 1 < k ? longest + 1 : k;
+      if (s->sp_t_draft > 0.0) {
+        D = s->sp_t_draft;
+        Vk[0] = s->sp_t_verify[0] > 0.0 ? s->sp_t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
+        for (uint32_t j = 1; j <= longest; j++) Vk[j] = s->sp_t_verify[j];
+        if (longest < k) {
+          const double step = longest >= 2 ? Vk[longest] - Vk[longest - 1] : 0.0;
+          Vk[longest + 1] = Vk[longest] + (step > 0.0 ? step : 0.0);
+        }
       }
-      const double slope = pk > qk ? (pt - qt) / (double)(pk - qk) : 0.0;
-      for (uint32_t i = pk + 1; i <= k; i++) Vk[i] = pt + slope * (double)(i - pk);
     }
-    k = best_k(s->sp_succ / s->sp_trials, k, D, Vk);
+    k = best_k(s->sp_succ / s->sp_trials, kmax, D, Vk);
     if (k > 0 || ++s->sp_idle >= kProbeRounds) {
       k = k > 0 ? k : 1;
       s->sp_idle = 0;
@@ -232,7 +247,6 @@ gb_status round(gb_session *s) {
   s->sp_tok[0] = s->pending;
   s->hist[pos] = s->pending;  // the first draft pass reads hist[dpos..pos]
   uint32_t n = 0;  // drafted
-  const bool timed = s->opt.spec_adapt == 2;
   for (int32_t cur = s->pending; n < k;) {
     const uint32_t mp = n == 0 ? pos + 1 - s->dpos : 1;
     const uint64_t t0 = timed ? gb_port_now_ns() : 0;

@@ -170,6 +170,7 @@ TEST(Spec, PoorDraftFallsBackToTheVerifier) {
   const std::vector<int32_t> prompt = {1, 300, 301, 302};
   const size_t n = scaled(300, 120);
   gb_session_options ps = plain_options(GB_GEAR_HIGH), ss = spec_options();
+  ss.spec_adapt = 1;  // the rule on bytes, which this test counts (the timed one depends on the clock)
   const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
   // The same loop as generate(), counting rounds by draft length and bytes.
   ss.sampler.temperature = 0.0f;
@@ -215,6 +216,57 @@ TEST(Spec, PoorDraftFallsBackToTheVerifier) {
   EXPECT_GT(zero, 0u);
   EXPECT_GT(probes, 0u);
   EXPECT_LT(per_token, 1.15 * high_bytes);
+}
+
+// The timed rule (the default) starts with one draft and never drafts more
+// than one token past the longest round it has measured; with
+// deterministic = 1 it counts bytes instead, whose first round drafts
+// spec_k. Either way the tokens are the verifier's.
+TEST(Spec, TimedRuleLengthensOneStepAtATime) {
+  Model md(gbt::stories5m_gbx());
+  const std::vector<int32_t> prompt = prompt_tokens(md.m, kPrompts[0]);
+  const size_t n = scaled(160, 40);
+  gb_session_options ps = plain_options(GB_GEAR_HIGH);
+  const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
+  for (uint32_t det : {0u, 1u}) {
+    SCOPED_TRACE(det ? "deterministic" : "timed");
+    gb_session_options ss = spec_options();
+    gb_session_options defaults;
+    gb_session_options_init(&defaults);
+    ASSERT_EQ(defaults.spec_adapt, 2u);
+    ss.spec_adapt = defaults.spec_adapt;
+    ss.spec_k = 8;
+    ss.deterministic = ps.deterministic = det;
+    ss.sampler.temperature = 0.0f;
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(md.m, &ss, nullptr, 0, &s), GB_OK);
+    ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
+    std::vector<int32_t> got;
+    std::vector<uint32_t> lengths;
+    for (size_t i = 0; i < n; i++) {
+      gb_step_info info;
+      info.struct_size = sizeof info;
+      int32_t t;
+      ASSERT_EQ(gb_decode_step(s, &t, &info), GB_OK);
+      got.push_back(t);
+      if (info.spec_round) lengths.push_back(info.spec_drafted);
+    }
+    gb_session_destroy(s);
+    EXPECT_EQ(det ? generate(md.m, ps, prompt, n) : want, got);
+    ASSERT_GT(lengths.size(), 2u);
+    if (det) {
+      EXPECT_EQ(lengths[0], 8u);
+      continue;
+    }
+    EXPECT_EQ(lengths[0], 1u);
+    uint32_t longest = 0, above_one = 0;
+    for (uint32_t d : lengths) {
+      EXPECT_LE(d, longest + 1);
+      longest = d > longest ? d : longest;
+      above_one += d > 1;
+    }
+    EXPECT_GT(above_one, 0u);  // it does lengthen (the draft's greedy tokens agree often here)
+  }
 }
 
 // New input in the middle of a round: the tokens not handed out leave the

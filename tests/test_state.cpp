@@ -108,6 +108,7 @@ gb_session_options options(const Cfg &c, float temperature, uint32_t n_ctx = 256
   so.sampler.temperature = temperature;
   so.sampler.seed = 7;
   so.spec_k = 4;
+  so.spec_adapt = 1;  // sampled runs are compared: draft lengths by bytes, not by the clock
   if (c.gear != GB_GEAR_SPEC) {  // the spec gear verifies unmodified distributions
     so.repeat_penalty = 1.1f;
     so.penalty_window = 16;
