@@ -1,4 +1,5 @@
-// AVX-512 VNNI q8 x q8x GEMV: one row at a time, one read stream.
+// AVX-512 VNNI q8 x q8x GEMV: one row at a time, one read stream, with
+// the rows 16 ahead prefetched (see the gemv).
 //
 // Why one row at a time: the rows of a matrix are adjacent, so reading them
 // in order is a single sequential stream, which the hardware prefetchers
@@ -70,12 +71,14 @@ __attribute__((always_inline)) inline void q8_block(__m256 (*acc)[P], const uint
 // for bit. Y[p * ldy + i] = row i . x[p].
 template <int R, int P>
 __attribute__((always_inline)) inline void q8_tile(float *Y, size_t ldy, const uint8_t *const *w, const gb_q8x_block *const *xq,
-                                                   size_t nb) {
+                                                   size_t nb, size_t pf = 0) {
   __m256 a0[R][P], a1[R][P];
   for (int i = 0; i < R; i++)
     for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm256_setzero_ps();
   size_t b = 0;
   for (; b + 2 <= nb; b += 2) {
+    if (pf)
+      for (int i = 0; i < R; i++) _mm_prefetch(reinterpret_cast<const char *>(w[i] + b * GB_Q8_BLOCK_BYTES + pf), _MM_HINT_T1);
     q8_block<R, P>(a0, w, xq, b);
     q8_block<R, P>(a1, w, xq, b + 1);
   }
@@ -87,13 +90,14 @@ __attribute__((always_inline)) inline void q8_tile(float *Y, size_t ldy, const u
 // Rows [r0, r1), R at a time then one at a time, against positions xq[0..P):
 // Y[p * ldy + r - r0].
 template <int R, int P>
-inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1, size_t nb) {
+inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1, size_t nb,
+                     size_t pf = 0) {
   const size_t rb = nb * GB_Q8_BLOCK_BYTES;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb);
+    q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb, pf);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
@@ -103,10 +107,20 @@ inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block 
 
 }  // namespace
 
+// The gemv prefetches the row 16 rows ahead into L2 (one line per two
+// blocks, never past row_end), as the f16 gemv does: on the 1.1B model the
+// mid gear's one-thread decode went from 28.1-29.5 to 34.0-34.3 tok/s,
+// 76-79 -> 91-92 % of the read bandwidth (docs/RESULTS.md, session 17).
 extern "C" void gb_q8_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                    size_t row_begin, size_t row_end, size_t cols) {
   const gb_q8x_block *xs[1] = {xq};
-  q8_range<1, 1>(y + row_begin, 0, W, xs, row_begin, row_end, (cols + 31) / 32);
+  const size_t nb = (cols + 31) / 32, rb = nb * GB_Q8_BLOCK_BYTES;
+  constexpr size_t kPfRows = 16;
+  for (size_t r = row_begin; r < row_end; r += kPfRows) {
+    const size_t e = r + kPfRows < row_end ? r + kPfRows : row_end;
+    const size_t pf = r + 2 * kPfRows <= row_end ? kPfRows * rb : 0;
+    q8_range<1, 1>(y + r, 0, W, xs, r, e, nb, pf);
+  }
 }
 
 // Multi-position: tiles of 4 rows x 4 positions; 16 rows at a time stay in
@@ -127,12 +141,15 @@ extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, cons
     // tiles above read four rows side by side, which from memory runs at
     // about half the bandwidth, so a verify pass of 2-3 positions would cost
     // twice a decode step).
+    // With no tile of 4 before them they read the rows from memory and
+    // prefetch the next block as the gemv does.
     const size_t left = m - p;
+    const size_t pf = p == 0 && r + 2 * kRowsPerBlock <= row_end ? kRowsPerBlock * nb * GB_Q8_BLOCK_BYTES : 0;
     const gb_q8x_block *xs[3] = {XQ + p * ldxq, XQ + (p + (left > 1 ? 1 : 0)) * ldxq, XQ + (p + (left > 2 ? 2 : 0)) * ldxq};
     switch (left) {
-      case 3: q8_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
-      case 2: q8_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
-      case 1: q8_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
+      case 3: q8_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, nb, pf); break;
+      case 2: q8_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, nb, pf); break;
+      case 1: q8_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb, pf); break;
       default: break;
     }
   }
