@@ -40,9 +40,11 @@ std::vector<int32_t> prompt_tokens(gb_model *m, const char *text) {
   return t;
 }
 
-// Greedy tokens of a session with these options after the prompt.
+// Greedy tokens of a session with these options after the prompt; the step
+// info of every spec round into *infos when asked.
 std::vector<int32_t> generate(gb_model *m, gb_session_options so, const std::vector<int32_t> &prompt, size_t n,
-                              uint64_t *rounds = nullptr, uint64_t *accepted = nullptr, uint64_t *drafted = nullptr) {
+                              uint64_t *rounds = nullptr, uint64_t *accepted = nullptr, uint64_t *drafted = nullptr,
+                              std::vector<gb_step_info> *infos = nullptr) {
   so.sampler.temperature = 0.0f;
   gb_session *s = nullptr;
   std::vector<int32_t> out;
@@ -62,6 +64,7 @@ std::vector<int32_t> generate(gb_model *m, gb_session_options so, const std::vec
       if (drafted) *drafted += info.spec_drafted;
       EXPECT_LE(info.spec_accepted, info.spec_drafted);
       EXPECT_GT(info.weight_bytes_read, 0u);
+      if (infos) infos->push_back(info);
     }
     out.push_back(t);
   }
@@ -172,26 +175,16 @@ TEST(Spec, PoorDraftFallsBackToTheVerifier) {
   gb_session_options ps = plain_options(GB_GEAR_HIGH), ss = spec_options();
   ss.spec_adapt = 1;  // the rule on bytes, which this test counts (the timed one depends on the clock)
   const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
-  // The same loop as generate(), counting rounds by draft length and bytes.
-  ss.sampler.temperature = 0.0f;
-  gb_session *s = nullptr;
-  ASSERT_EQ(gb_session_create(md.m, &ss, nullptr, 0, &s), GB_OK);
-  ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
-  std::vector<int32_t> got;
+  // Rounds counted by draft length, and their weight bytes.
+  std::vector<gb_step_info> infos;
+  const std::vector<int32_t> got = generate(md.m, ss, prompt, n, nullptr, nullptr, nullptr, &infos);
   uint64_t zero = 0, probes = 0, longer = 0, bytes = 0, accepted = 0, drafted = 0;
-  for (size_t i = 0; i < n; i++) {
-    gb_step_info info;
-    info.struct_size = sizeof info;
-    int32_t t;
-    ASSERT_EQ(gb_decode_step(s, &t, &info), GB_OK);
-    got.push_back(t);
-    if (!info.spec_round) continue;
+  for (const gb_step_info &info : infos) {
     bytes += info.weight_bytes_read;
     accepted += info.spec_accepted;
     drafted += info.spec_drafted;
     (info.spec_drafted == 0 ? zero : info.spec_drafted == 1 ? probes : longer)++;
   }
-  gb_session_destroy(s);
   EXPECT_EQ(want, got);
   // The verifier alone: weight bytes of one decode step.
   double high_bytes = 0.0;
@@ -237,21 +230,10 @@ TEST(Spec, TimedRuleLengthensOneStepAtATime) {
     ss.spec_adapt = defaults.spec_adapt;
     ss.spec_k = 8;
     ss.deterministic = ps.deterministic = det;
-    ss.sampler.temperature = 0.0f;
-    gb_session *s = nullptr;
-    ASSERT_EQ(gb_session_create(md.m, &ss, nullptr, 0, &s), GB_OK);
-    ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
-    std::vector<int32_t> got;
+    std::vector<gb_step_info> infos;
+    const std::vector<int32_t> got = generate(md.m, ss, prompt, n, nullptr, nullptr, nullptr, &infos);
     std::vector<uint32_t> lengths;
-    for (size_t i = 0; i < n; i++) {
-      gb_step_info info;
-      info.struct_size = sizeof info;
-      int32_t t;
-      ASSERT_EQ(gb_decode_step(s, &t, &info), GB_OK);
-      got.push_back(t);
-      if (info.spec_round) lengths.push_back(info.spec_drafted);
-    }
-    gb_session_destroy(s);
+    for (const gb_step_info &info : infos) lengths.push_back(info.spec_drafted);
     EXPECT_EQ(det ? generate(md.m, ps, prompt, n) : want, got);
     ASSERT_GT(lengths.size(), 2u);
     if (det) {
