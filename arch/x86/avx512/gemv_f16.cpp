@@ -205,17 +205,6 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
 extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
                                      const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
                                      size_t cols) {
-  constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
-  // The second tile of 3 (the first when m < 6) also brings the next
-  // block's rows into L2, so the next block's first tile reads them from
-  // cache rather than memory: in a standalone test on 2048 x 5632 this tile
-  // went from 36-42 to 48-51 GMAC/s at 6-15 positions. Not for 1-2
-  // positions in f32 (an earlier test: slower there; f16-exact ones take
-  // f16x_rows, which prefetches row by row) and not past row_end, so the
-  // last block of a call never prefetches (a prefill chunk calls once per
-  // ~192 KiB block: rows of 5632 f16 columns, one 16-row block per call,
-  // get none).
-  const size_t pf_tile = m >= 6 ? 3 : 0;
   if (m == 1) {
     gb_f16_gemv__avx512(Y, W, X, nullptr, row_begin, row_end, cols);
     return;
@@ -228,6 +217,17 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
       return;
     }
   }
+  constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
+  // The second tile of 3 (the first when m < 6) also brings the next
+  // block's rows into L2, so the next block's first tile reads them from
+  // cache rather than memory: in a standalone test on 2048 x 5632 this tile
+  // went from 36-42 to 48-51 GMAC/s at 6-15 positions. Not for 1-2
+  // positions in f32 (an earlier test: slower there; f16-exact ones take
+  // f16x_rows, which prefetches row by row) and not past row_end, so the
+  // last block of a call never prefetches (a prefill chunk calls once per
+  // ~192 KiB block: rows of 5632 f16 columns, one 16-row block per call,
+  // get none).
+  const size_t pf_tile = m >= 6 ? 3 : 0;
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
     const size_t pf = r + 2 * kRowsPerBlock <= row_end ? kRowsPerBlock * 2 * cols : 0;
