@@ -111,7 +111,10 @@ typedef void (*gb_gemv_fn)(float *y, const uint8_t *W, const float *x, const gb_
  *   r in [row_begin, row_end); 1 <= m <= GB_GEMVM_MAX_M.
  * X: m activation vectors of cols floats, X_i = X + i*ldx (f32 / f16);
  * XQ: m quantized vectors of ceil(cols/32) blocks, XQ_i = XQ + i*ldxq (q8 /
- * q4). Y is indexed by absolute row; ldy >= row_end. Only Y[i*ldy + r] for
+ * q4). For f16 weights XQ is nullptr or the same m vectors as X in binary16,
+ * value for value equal to X (each X value an f16 represents exactly),
+ * position i at (const uint16_t *)XQ + i*ldxq: a kernel may read either.
+ * Y is indexed by absolute row; ldy >= row_end. Only Y[i*ldy + r] for
  * r in the range are written.
  * Bit-identical, position by position, to the gemv kernel of the same folder
  * called with the same row range (and so to the dispatch slot's gemv when

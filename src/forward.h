@@ -52,6 +52,7 @@ struct Scratch {
   uint32_t xq_stride;
   float *xa;         // (m_max, wide) q8/q4 activations expanded back to f32 (panel GEMM), or nullptr
   float *xh;         // (m_max, wide) activations of f16 matrices rounded to f16 (f16_activations)
+  uint16_t *xh16;    // (m_max, wide) the same values in binary16 (f16_activations)
   float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
 };
 
@@ -89,7 +90,11 @@ typedef void (*MatmulFn)(const Exec &e, Scratch &sc, PassCost *cost, float *Y, c
 // times f16 activations with f32 sums, on every ISA and in every pass
 // (decode, verify, prefill): the SIMD kernels can then read x at 2 bytes a
 // column without changing a product (arch/x86/avx512/gemv_f16.cpp).
-const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols);
+// The same values in binary16 go to sc.xh16 (row stride cols), for the
+// multi-position kernels that read them (gb_gemvm_fn's XQ): *xh16, when
+// asked, is sc.xh16, or nullptr when some value has no binary16 form
+// (|x| > 65504, NaN).
+const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols, const uint16_t **xh16 = nullptr);
 
 // One position, one GEMV per matrix (decode).
 void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);

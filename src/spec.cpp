@@ -47,15 +47,17 @@ struct GemvmTask {
   const TensorRef *w;
   float *Y;                  // (m, w.rows)
   const float *X;            // (m, w.cols)
-  const gb_q8x_block *XQ;    // (m, xq_stride)
-  size_t xq_stride;
+  const uint8_t *XQ;         // (m, xq_stride): q8 blocks, or binary16 activations (f16), or nullptr
+  size_t xq_stride;          // in the kernel's units (blocks, or binary16 values)
+  size_t xq_bytes;           // bytes per position of XQ
   uint32_t m;
+  uint32_t group;            // positions per kernel call, at most GB_GEMVM_MAX_M
   size_t block_rows;         // rows per kernel call, whole row tiles
 };
 
 // Weight bytes per kernel call when m exceeds one kernel call's positions:
 // the block stays in the core's L2 (1 MiB on the Zen 4 host, 512 KiB on
-// Cortex-A76) while every group of GB_GEMVM_MAX_M positions passes over it,
+// Cortex-A76) while every group of positions passes over it,
 // so the matrix is read from memory once per pass instead of once per group.
 // The 4x3 f16 tile on a 2048 x 5632 matrix ran at 40 GMAC/s with 15
 // positions per weight read and 49-52 with 48-120 (docs/RESULTS.md,
@@ -73,10 +75,11 @@ void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
   task_rows(rows, t, n, &r0, &r1);
   for (size_t b = r0; b < r1; b += g->block_rows) {
     const size_t be = r1 - b < g->block_rows ? r1 : b + g->block_rows;
-    for (uint32_t i = 0; i < g->m; i += GB_GEMVM_MAX_M) {
-      const uint32_t mi = g->m - i < GB_GEMVM_MAX_M ? g->m - i : GB_GEMVM_MAX_M;
-      g->k->gemvm[w.format](g->Y + (size_t)i * rows, rows, w.data, g->X + (size_t)i * w.cols, w.cols,
-                            g->XQ ? g->XQ + (size_t)i * g->xq_stride : nullptr, g->xq_stride, mi, b, be, w.cols);
+    for (uint32_t i = 0; i < g->m; i += g->group) {
+      const uint32_t mi = g->m - i < g->group ? g->m - i : g->group;
+      const gb_q8x_block *xq = g->XQ ? reinterpret_cast<const gb_q8x_block *>(g->XQ + i * g->xq_bytes) : nullptr;
+      g->k->gemvm[w.format](g->Y + (size_t)i * rows, rows, w.data, g->X + (size_t)i * w.cols, w.cols, xq, g->xq_stride,
+                            mi, b, be, w.cols);
     }
   }
 }
@@ -84,21 +87,33 @@ void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
 }  // namespace
 
 void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
-  const size_t stride = sc.xq_stride;
-  const gb_q8x_block *XQ = nullptr;
+  size_t stride = sc.xq_stride, stride_bytes = stride * sizeof(gb_q8x_block);
+  const uint8_t *XQ = nullptr;
+  // Positions per kernel call: GB_GEMVM_MAX_M, or for f16 a multiple of
+  // the AVX-512 kernel's 3-position tile (the 1.1B model's matrices with
+  // 128 positions: 4-6 % faster in groups of 15 than of 16, whose 16th
+  // position ran through a 1-position tile).
+  uint32_t group = GB_GEMVM_MAX_M;
   if (is_block_format(w.format)) {  // each position's activations quantized as matmul_gemv does
     for (uint32_t i = 0; i < m; i++) e.k->quantize_act(sc.xq + i * stride, X + (size_t)i * w.cols, w.cols);
-    XQ = sc.xq;
+    XQ = reinterpret_cast<const uint8_t *>(sc.xq);
   } else if (w.format == kFmtF16) {
-    X = f16_activations(sc, X, m, w.cols);
+    // From 3 positions on, the binary16 copy goes where the block formats'
+    // quantized activations do (kernels.h, gb_gemvm_fn).
+    const uint16_t *xh16 = nullptr;
+    X = f16_activations(sc, X, m, w.cols, m >= 3 ? &xh16 : nullptr);
+    XQ = reinterpret_cast<const uint8_t *>(xh16);
+    stride = w.cols;
+    stride_bytes = stride * sizeof(uint16_t);
+    group = GB_GEMVM_MAX_M / 3 * 3;
   }
   size_t block_rows = w.rows;  // one group of positions: one call per task
-  if (m > GB_GEMVM_MAX_M) {
+  if (m > group) {
     const uint64_t tile_bytes = row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE;
     const uint64_t tiles = tile_bytes ? kGemvmBlockBytes / tile_bytes : 1;
     block_rows = (size_t)(tiles > 1 ? tiles : 1) * GB_GEMV_ROW_TILE;
   }
-  GemvmTask task{e.k, &w, Y, X, XQ, stride, m, block_rows};
+  GemvmTask task{e.k, &w, Y, X, XQ, stride, stride_bytes, m, group, block_rows};
   gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
   cost->bytes += w.nbytes;
   cost->weights += (uint64_t)w.rows * w.cols;

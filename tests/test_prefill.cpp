@@ -314,7 +314,9 @@ TEST(F16Activations, RoundToNearestEvenWithinRange) {
   gb::Scratch sc;
   memset(&sc, 0, sizeof sc);
   std::vector<float> buf(in.size());
+  std::vector<uint16_t> h(in.size());
   sc.xh = buf.data();
+  sc.xh16 = h.data();
   const float *out = gb::f16_activations(sc, in.data(), 1, (uint32_t)in.size());
   ASSERT_EQ(out, buf.data());
   for (size_t i = 0; i < in.size(); i++) {
@@ -325,6 +327,34 @@ TEST(F16Activations, RoundToNearestEvenWithinRange) {
     ASSERT_EQ(0, memcmp(&want, &out[i], 4)) << "input " << std::hexfloat << in[i] << " (0x" << std::hex << b
                                             << "): got " << out[i] << ", want " << want;
   }
+  // With the binary16 copy: the same rounded values, and a copy that equals
+  // them bit for bit when every one has a binary16 form; none when one
+  // does not (past 65504, inf, NaN), whichever position it is at.
+  std::vector<float> ok;
+  for (float v : in) {
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    if ((b & 0x7fffffffu) <= 0x477fe000u) ok.push_back(v);
+  }
+  const uint16_t *xh16 = reinterpret_cast<const uint16_t *>(1);
+  out = gb::f16_activations(sc, ok.data(), 1, (uint32_t)ok.size(), &xh16);
+  ASSERT_EQ(xh16, h.data());
+  for (size_t i = 0; i < ok.size(); i++) {
+    const float want = gb::f16_to_f32(gb::f32_to_f16(ok[i]));
+    ASSERT_EQ(0, memcmp(&want, &out[i], 4)) << "input " << std::hexfloat << ok[i];
+    const float back = gb::f16_to_f32(h[i]);
+    ASSERT_EQ(0, memcmp(&back, &out[i], 4)) << "binary16 copy of " << std::hexfloat << ok[i] << ": 0x" << std::hex
+                                            << h[i];
+  }
+  for (float bad : {65505.0f, -1e6f, INFINITY, NAN})
+    for (size_t at : {(size_t)0, ok.size() / 2, ok.size() - 1}) {
+      std::vector<float> v = ok;
+      v[at] = bad;
+      xh16 = h.data();
+      out = gb::f16_activations(sc, v.data(), 1, (uint32_t)v.size(), &xh16);
+      ASSERT_EQ(xh16, nullptr) << bad << " at " << at;
+      ASSERT_EQ(0, memcmp(&v[at], &out[at], 4)) << "kept as it is";
+    }
 }
 
 TEST(Prefill, BadOptionsGetSpecificStatuses) {

@@ -497,7 +497,11 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
     std::mt19937 rng(seed);
     tested++;
     const bool blocks = e.fmt >= gb::kFmtQ8;
-    for (size_t cols : cols_for(e.fmt)) {
+    std::vector<size_t> cols_list = cols_for(e.fmt);
+    // f16: one row longer than 2048 columns too, where the AVX-512 gemvm
+    // reads the binary16 copy (and with a tail of 5 columns).
+    if (e.fmt == gb::kFmtF16) cols_list.push_back(2085);
+    for (size_t cols : cols_list) {
       const size_t nb = (cols + 31) / 32;
       const size_t ldx = cols + 5, ldxq = nb + 2;
       // Padding between positions: NaN floats and NaN-scaled blocks, so a
@@ -518,15 +522,25 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
       // And every position exact, as a session's f16 verify pass has them
       // (the AVX-512 gemvm reads one or two such positions as f16 too).
       const bool f16 = e.fmt == gb::kFmtF16;
+      // The exact positions in binary16 as well, with their own stride
+      // (what a session hands the f16 gemvm in XQ), NaN-padded in between.
+      const size_t ldxh = cols + 3;
+      std::vector<uint16_t> XH;
       if (f16) {
         XE = X;
         for (float &v : XE)
           if (v == v) v = gb::f16_to_f32(gb::f32_to_f16(v));
+        XH.assign(GB_GEMVM_MAX_M * ldxh, 0x7e00);
+        for (size_t i = 0; i < GB_GEMVM_MAX_M; i++)
+          for (size_t c = 0; c < cols; c++) XH[i * ldxh + c] = gb::f32_to_f16(XE[i * ldx + c]);
       }
       for (size_t rows : is_r16(e.fmt) ? rows_for(e.fmt) : row_counts) {
-        for (int exact = 0; exact <= (f16 ? 1 : 0); exact++) {
+        // f16: x as drawn, every position exact, and exact with the binary16 copy.
+        for (int exact = 0; exact <= (f16 ? 2 : 0); exact++) {
           const float *Xp = blocks ? nullptr : exact ? XE.data() : X.data();
           const gb_q8x_block *XQp = blocks ? XQ.data() : nullptr;
+          const gb_q8x_block *XQm = exact == 2 ? reinterpret_cast<const gb_q8x_block *>(XH.data()) : XQp;
+          const size_t ldxqm = exact == 2 ? ldxh : ldxq;
           const Matrix W = make_matrix(e.fmt, rows, cols, rng);
           const size_t ranges[2][2] = {{0, rows}, {range_begin(e.fmt, rows), range_end(e.fmt, rows)}};
           for (const auto &range : ranges) {
@@ -537,14 +551,14 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
               for (size_t i = 0; i < m; i++)
                 gemv(&want[i * ldy], W.bytes.data(), Xp ? Xp + i * ldx : nullptr, XQp ? XQp + i * ldxq : nullptr, r0, r1,
                      cols);
-              e.fn(got.data(), ldy, W.bytes.data(), Xp, ldx, XQp, ldxq, m, r0, r1, cols);
+              e.fn(got.data(), ldy, W.bytes.data(), Xp, ldx, XQm, ldxqm, m, r0, r1, cols);
               if (memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
                 size_t j = 0;
                 while (memcmp(&want[j], &got[j], sizeof(float)) == 0) j++;
                 FAIL() << e.name << " cols " << cols << " rows " << rows << " range [" << r0 << ", " << r1 << ") m " << m
                        << ": first difference at position " << j / ldy << " row " << j % ldy << ": gemv " << want[j]
                        << ", gemvm " << got[j] << (j % ldy < r0 || j % ldy >= r1 || j >= m * ldy ? " (outside the range)" : "")
-                       << (exact ? ", every position f16-exact" : "");
+                       << (exact ? ", every position f16-exact" : "") << (exact == 2 ? ", binary16 copy" : "");
               }
             }
           }

@@ -201,9 +201,63 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
 // x vectors for 12 FMAs; the 2 x 4 tile before it loaded 2 and 4 for 8 (8 x
 // loads once the compiler folded them into the FMAs). On the 1.1B model a
 // 128-token prefill ran 1.16-1.44x faster (docs/RESULTS.md, session 15); a
-// 3 x 4 tile ran 8-16 % slower than 4 x 3 in a standalone test.
+// 3 x 4 tile ran 8-16 % slower than 4 x 3 in a standalone test, 2 x 6 7 %
+// slower (session 18).
+//
+// x of a tile's 3 positions must stay in the L1 data cache while the rows
+// stream past from L2: 24 KiB in f32 at 2048 columns, 66 at 5632, more
+// than the 32-48 KiB there is. So past kXF32Cols columns, when the caller
+// hands the positions in binary16 too (XQ, see kernels.h), the tiles read
+// those: one more conversion per x vector, half the bytes. Standalone, the
+// 1.1B model's matrices with 128 positions from memory (one thread), the
+// 2048 x 5632 down projection went 74 -> 90 GMAC/s; at 2048 columns f32
+// and f16 x ran alike (91-95 and 90-93), so f32 stays there.
+constexpr size_t kXF32Cols = 2048;
+
+namespace {
+
+// Rows [row_begin, row_end) in blocks of 16 rows, each multiplied by every
+// tile of 3 positions before the next block. The second tile of 3 (the
+// first when m < 6) also brings the next block's rows into L2, so that
+// block's first tile reads them from cache rather than memory: in a
+// standalone test on 2048 x 5632 this tile went from 36-42 to 48-51 GMAC/s
+// at 6-15 positions. That includes the 16 rows after row_end: the next
+// call's (a prefill chunk calls once per ~192 KiB block of rows and group of
+// positions, spec.cpp) or another thread's, or bytes past the matrix, which
+// a prefetch may name without faulting; the 1.1B model's matrices with 128
+// positions from memory ran 4-7 % faster than when a call's last block
+// prefetched nothing. Not for 1-2 positions in f32 (an earlier test: slower
+// there; f16-exact ones take f16x_rows, which prefetches row by row).
+template <class X>
+void f16_blocks(float *Y, size_t ldy, const uint8_t *W, const typename X::T *X0, size_t ldx, size_t m,
+                size_t row_begin, size_t row_end, size_t cols) {
+  using T = typename X::T;
+  constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
+  const size_t pf_tile = m >= 6 ? 3 : 0;
+  const size_t pf = kRowsPerBlock * 2 * cols;
+  for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
+    const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
+    size_t p = 0;
+    for (; p + 3 <= m; p += 3) {
+      const T *xs[3] = {X0 + p * ldx, X0 + (p + 1) * ldx, X0 + (p + 2) * ldx};
+      f16_range<4, 3, X>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == pf_tile ? pf : 0);
+    }
+    const size_t left = m - p;
+    const T *xs[2] = {X0 + p * ldx, X0 + (p + (left > 1 ? 1 : 0)) * ldx};
+    if (p > 0) {  // the block's rows are in cache: 4 at a time again
+      if (left == 2) f16_range<4, 2, X>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+      if (left == 1) f16_range<4, 1, X>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+    } else {
+      if (left == 2) f16_range<1, 2, X>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+      if (left == 1) f16_range<1, 1, X>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
+    }
+  }
+}
+
+}  // namespace
+
 extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
-                                     const gb_q8x_block *, size_t, size_t m, size_t row_begin, size_t row_end,
+                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
                                      size_t cols) {
   if (m == 1) {
     gb_f16_gemv__avx512(Y, W, X, nullptr, row_begin, row_end, cols);
@@ -217,33 +271,9 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
       return;
     }
   }
-  constexpr size_t kRowsPerBlock = 16;  // rows kept in cache while the positions pass over them
-  // The second tile of 3 (the first when m < 6) also brings the next
-  // block's rows into L2, so the next block's first tile reads them from
-  // cache rather than memory: in a standalone test on 2048 x 5632 this tile
-  // went from 36-42 to 48-51 GMAC/s at 6-15 positions. Not for 1-2
-  // positions in f32 (an earlier test: slower there; f16-exact ones take
-  // f16x_rows, which prefetches row by row) and not past row_end, so the
-  // last block of a call never prefetches (a prefill chunk calls once per
-  // ~192 KiB block: rows of 5632 f16 columns, one 16-row block per call,
-  // get none).
-  const size_t pf_tile = m >= 6 ? 3 : 0;
-  for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
-    const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
-    const size_t pf = r + 2 * kRowsPerBlock <= row_end ? kRowsPerBlock * 2 * cols : 0;
-    size_t p = 0;
-    for (; p + 3 <= m; p += 3) {
-      const float *xs[3] = {X + p * ldx, X + (p + 1) * ldx, X + (p + 2) * ldx};
-      f16_range<4, 3>(Y + p * ldy + r, ldy, W, xs, r, e, cols, p == pf_tile ? pf : 0);
-    }
-    const size_t left = m - p;
-    const float *xs[2] = {X + p * ldx, X + (p + (left > 1 ? 1 : 0)) * ldx};
-    if (p > 0) {  // the block's rows are in cache: 4 at a time again
-      if (left == 2) f16_range<4, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
-      if (left == 1) f16_range<4, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
-    } else {
-      if (left == 2) f16_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
-      if (left == 1) f16_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, cols);
-    }
+  if (XQ && cols > kXF32Cols && m >= 3) {
+    f16_blocks<XF16>(Y, ldy, W, reinterpret_cast<const uint16_t *>(XQ), ldxq, m, row_begin, row_end, cols);
+    return;
   }
+  f16_blocks<XF32>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
 }
