@@ -127,6 +127,13 @@ typedef void (*gb_gemvm_fn)(float *Y, size_t ldy, const uint8_t *W, const float 
                             const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
                             size_t cols);
 
+/* Prefill GEMM (GB_PGEMM): the gemvm's arguments and result for any m >= 1,
+ * equal to the gemv's per position up to float summation order (not bit for
+ * bit); each row's result depends only on the row, its position's x and the
+ * kernel, never on the row range, m or the other positions (so not on how
+ * threads and chunks split the work). */
+typedef gb_gemvm_fn gb_pgemm_fn;
+
 /* Quantize n floats into ceil(n/32) activation blocks. */
 typedef void (*gb_quantize_act_fn)(gb_q8x_block *out, const float *x, size_t n);
 
@@ -300,6 +307,8 @@ typedef struct gb_kernels {
   gb_kv_dequant_fn kv_dequant;
   const char *attn_name;           /* of attn_run                        */
   gb_gemm_fn gemm_f32;             /* the built-in GEMM (batched prefill)  */
+  gb_pgemm_fn pgemm[GB_FMT_COUNT]; /* prefill GEMM, NULL where none        */
+  const char *pgemm_name[GB_FMT_COUNT];
 } gb_kernels;
 
 /* Declarations of every kernel in kernels.inc. */
@@ -325,9 +334,14 @@ typedef struct gb_kernels {
 #define GB_GEMM(fmt, id, isa, req, prio)                                                                            \
   void gb_##fmt##_gemm__##isa(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, \
                               size_t m, size_t n, size_t k);
+#define GB_PGEMM(fmt, id, isa, req, prio)                                                              \
+  void gb_##fmt##_pgemm__##isa(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,     \
+                               const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,        \
+                               size_t row_end, size_t cols);
 #include "kernels.inc"
 #undef GB_GEMV
 #undef GB_GEMVM
+#undef GB_PGEMM
 #undef GB_ROW
 #undef GB_QUANT_ACT
 #undef GB_ATTN

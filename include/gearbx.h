@@ -616,6 +616,12 @@ typedef struct gb_session_options {
    * kernels when the CPU has SIMD ones (AVX-512 here): every weight read
    * from memory once per chunk, integer products for the quantized formats, and
    * each position's result bit for bit that of token-by-token decoding.
+   * Except, with prefill_blas 0-2 (not 3) and deterministic = 0, f16
+   * matrices where the CPU has a prefill GEMM for them (AVX-512): it sums
+   * in another order (results equal decoding's up to float rounding, which
+   * can flip the f16 rounding of a later activation: differences of the
+   * gear's own size) and runs the 1.1B model's prefill about 1.1x faster;
+   * its results do not depend on the chunk size or n_threads.
    * Other matrices (f32 tiers, formats without SIMD multi-position
    * kernels, every matrix with deterministic = 1) go through panels:
    * prefill_panel_rows weight rows of the current gear's tier are expanded
@@ -657,12 +663,15 @@ typedef struct gb_session_options {
                                   tiers on an AVX2 host); 1: OpenBLAS when
                                   the library was built with it (CMake
                                   GEARBX_WITH_OPENBLAS, posix builds), else
-                                  as 3; 2: OpenBLAS, or GB_ERR_UNAVAILABLE
+                                  the panels' matrices go as with 3 (the f16
+                                  prefill GEMM still runs); 2: OpenBLAS, or
+                                  GB_ERR_UNAVAILABLE
                                   when it is not built in; 3: no panels,
                                   every matrix through the multi-position
                                   kernels: each position's result is bit for
                                   bit token-by-token decoding's, and the
-                                  arena holds no panels. With deterministic
+                                  arena holds no panels (nor does the f16
+                                  prefill GEMM run). With deterministic
                                   = 1, 1 runs as 3 on the generic kernels
                                   (and 2 is GB_ERR_INVALID_ARGUMENT).
                                   OpenBLAS allocates its own buffers outside

@@ -72,6 +72,7 @@ struct Exec {
   gb_port_pool *pool;
   gb_gemm_fn gemm;
   uint32_t panel_rows, panel_slots;  // panel_slots 0: no panels, every prefill matrix through the gemvm kernels
+  bool pgemm;                        // prefill may use the table's prefill GEMMs (not bit for bit decoding's)
   const float *rope_freq;  // (rope_dim / 2) inverse frequencies
   Logger log;
 };
@@ -103,6 +104,10 @@ void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const flo
 // group of positions multiplies in turn), each position's result bit for bit
 // matmul_gemv's (speculative verification, prefill chunks).
 void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+// The same through the kernel table's prefill GEMM of w's format (which must
+// exist): each position's result equals matmul_gemv's up to float summation
+// order.
+void matmul_pgemm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
 // m positions as GEMMs on weight panels expanded to f32 (batched prefill;
 // not counted in *cost: prefill is not a decode step).
 void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);

@@ -106,6 +106,10 @@ bool prefill_by_gemvm(const Exec &e, uint32_t format) {
 }
 
 void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+  if (e.pgemm && e.k->pgemm[w.format]) {
+    matmul_pgemm(e, sc, cost, Y, X, m, w);
+    return;
+  }
   const bool panels = e.panel_slots > 0 && sc.panel;
   if (panels && !prefill_by_gemvm(e, w.format)) {
     matmul_panels(e, sc, cost, Y, X, m, w);

@@ -451,6 +451,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->ex.gemm = s->k.gemm_f32;
   s->ex.panel_rows = o.prefill_panel_rows;
   s->ex.panel_slots = prefill_gemvm_only(o) ? 0 : o.n_threads > 1 ? o.n_threads : 1;
+  s->ex.pgemm = o.prefill_blas != 3 && !o.deterministic;
   s->ex.rope_freq = s->rope_freq;
   s->ex.log = log;
   if (prefill_uses_blas(o)) {

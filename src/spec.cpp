@@ -43,7 +43,7 @@ namespace gb {
 namespace {
 
 struct GemvmTask {
-  const gb_kernels *k;
+  gb_gemvm_fn fn;            // the gemvm or the prefill GEMM of w's format
   const TensorRef *w;
   float *Y;                  // (m, w.rows)
   const float *X;            // (m, w.cols)
@@ -78,15 +78,17 @@ void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
     for (uint32_t i = 0; i < g->m; i += g->group) {
       const uint32_t mi = g->m - i < g->group ? g->m - i : g->group;
       const gb_q8x_block *xq = g->XQ ? reinterpret_cast<const gb_q8x_block *>(g->XQ + i * g->xq_bytes) : nullptr;
-      g->k->gemvm[w.format](g->Y + (size_t)i * rows, rows, w.data, g->X + (size_t)i * w.cols, w.cols, xq, g->xq_stride,
+      g->fn(g->Y + (size_t)i * rows, rows, w.data, g->X + (size_t)i * w.cols, w.cols, xq, g->xq_stride,
                             mi, b, be, w.cols);
     }
   }
 }
 
-}  // namespace
-
-void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+// Y = X W^T through fn (the gemvm, or the prefill GEMM when pgemm): rows
+// split between the pool's tasks, each in L2-sized blocks that every group
+// of positions multiplies in turn.
+void matmul_multi(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w,
+                  bool pgemm) {
   size_t stride = sc.xq_stride, stride_bytes = stride * sizeof(gb_q8x_block);
   const uint8_t *XQ = nullptr;
   // Positions per kernel call: GB_GEMVM_MAX_M, or for f16 a multiple of
@@ -101,11 +103,11 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
     // From 3 positions on, the binary16 copy goes where the block formats'
     // quantized activations do (kernels.h, gb_gemvm_fn).
     const uint16_t *xh16 = nullptr;
-    X = f16_activations(sc, X, m, w.cols, m >= 3 ? &xh16 : nullptr);
+    X = f16_activations(sc, X, m, w.cols, m >= 3 || pgemm ? &xh16 : nullptr);
     XQ = reinterpret_cast<const uint8_t *>(xh16);
     stride = w.cols;
     stride_bytes = stride * sizeof(uint16_t);
-    group = GB_GEMVM_MAX_M / 3 * 3;
+    if (!pgemm) group = GB_GEMVM_MAX_M / 3 * 3;
   }
   size_t block_rows = w.rows;  // one group of positions: one call per task
   if (m > group) {
@@ -113,10 +115,21 @@ void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
     const uint64_t tiles = tile_bytes ? kGemvmBlockBytes / tile_bytes : 1;
     block_rows = (size_t)(tiles > 1 ? tiles : 1) * GB_GEMV_ROW_TILE;
   }
-  GemvmTask task{e.k, &w, Y, X, XQ, stride, stride_bytes, m, group, block_rows};
+  GemvmTask task{pgemm ? e.k->pgemm[w.format] : e.k->gemvm[w.format], &w, Y, X, XQ, stride, stride_bytes, m, group,
+                 block_rows};
   gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
   cost->bytes += w.nbytes;
   cost->weights += (uint64_t)w.rows * w.cols;
+}
+
+}  // namespace
+
+void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+  matmul_multi(e, sc, cost, Y, X, m, w, false);
+}
+
+void matmul_pgemm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
+  matmul_multi(e, sc, cost, Y, X, m, w, true);
 }
 
 namespace {

@@ -137,8 +137,8 @@ void expect_batched_matches(const std::string &path, std::vector<uint32_t> batch
                "vs f32: mean %.2e)\n", g, batch, panel, blas ? "openblas" : "built-in", d, mean, gear_mean);
         if (batch == 1) {
           EXPECT_EQ(d, 0.0) << "a chunk of one position is a decode pass";
-        } else if (g >= GB_GEAR_HIGH) {
-          // f16/f32 weights: the GEMM's summation order is the only difference.
+        } else if (g == GB_GEAR_F32) {
+          // f32 weights: the GEMM's summation order is the only difference.
           EXPECT_LT(d, 1e-5) << "gear " << g << " batch " << batch << " blas " << blas;
         } else {
           // q8/q4: the activations are quantized as the decode kernels do,
@@ -149,7 +149,11 @@ void expect_batched_matches(const std::string &path, std::vector<uint32_t> batch
           // end up with different rounding noise of the same size. A single
           // GEMV agrees to 1e-7; whole runs differ by less than the gear's
           // own error against f32 (mostly that same activation noise at
-          // mid: measured 3e-3 vs 4.5e-3 on stories5M).
+          // mid: measured 3e-3 vs 4.5e-3 on stories5M). f16 likewise where
+          // the CPU has a prefill GEMM (kernels.h; tests/isa covers which
+          // kernel runs): activations are rounded to f16, and one within
+          // float rounding of a halfway point rounds the other way
+          // (2.5e-4 vs the gear's 3e-4 on stories260K).
           EXPECT_LT(d, 5e-2) << "gear " << g << " batch " << batch << " blas " << blas;
           EXPECT_LT(mean, gear_mean) << "gear " << g << " batch " << batch << " blas " << blas;
         }

@@ -569,6 +569,86 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
   printf("%d gemvm kernels tested on this CPU\n", tested);
 }
 
+std::vector<GemvmEntry> all_pgemm() {
+  std::vector<GemvmEntry> v;
+#define GB_PGEMM(fmt, id, isa, req, prio) v.push_back({#fmt "_pgemm__" #isa, req, (uint32_t)(id), gb_##fmt##_pgemm__##isa});
+#include "kernels.inc"
+#undef GB_PGEMM
+  return v;
+}
+
+// Every prefill GEMM against the generic gemv of its format, per position,
+// within float rounding of a double reference's magnitude (it sums in
+// another order); and each row's result bit for bit the same whatever the
+// row range and the positions it is called with (threads and chunks split
+// prefill that way). x as a session hands it (f16-exact, with and without
+// the binary16 copy), NaN padding between positions, canaries around the
+// rows written, m past GB_GEMVM_MAX_M and with every remainder of the tiles.
+TEST(Kernels, EveryPrefillGemmMatchesTheGemvWithinRounding) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  gb_kernels generic;
+  gb_kernels_select(&generic, GB_ISA_GENERIC);
+  int tested = 0;
+  for (const GemvmEntry &e : all_pgemm()) {
+    if ((e.req & cpu) != e.req) {
+      printf("skipping %s: this CPU lacks its ISA (features 0x%x)\n", e.name.c_str(), cpu);
+      continue;
+    }
+    ASSERT_EQ(e.fmt, (uint32_t)gb::kFmtF16) << "a prefill GEMM of a new format needs its activations here";
+    std::mt19937 rng(seed_for(e.name.c_str()));
+    tested++;
+    std::vector<size_t> cols_list = cols_for(e.fmt);
+    cols_list.push_back(2085);
+    for (size_t cols : cols_list) {
+      const size_t M = 37, ldx = cols + 5, ldxh = cols + 3;
+      std::vector<float> X(M * ldx, NAN);
+      std::vector<uint16_t> XH(M * ldxh, 0x7e00);
+      for (size_t i = 0; i < M; i++) {
+        std::vector<float> x = make_vector(cols, rng);
+        for (size_t c = 0; c < cols; c++) {
+          XH[i * ldxh + c] = gb::f32_to_f16(x[c]);
+          X[i * ldx + c] = gb::f16_to_f32(XH[i * ldxh + c]);
+        }
+      }
+      for (size_t rows : {1, 3, 4, 6, 7, 16, 17, 33, 64}) {
+        const Matrix W = make_matrix(e.fmt, rows, cols, rng);
+        std::vector<float> wf(rows * cols);
+        generic.rows_to_f32[e.fmt](wf.data(), W.bytes.data(), 0, rows, cols);
+        // The whole range and all M positions: the reference for the rest.
+        const size_t ldy = rows + 3;
+        std::vector<float> full(M * ldy, -3.0f);
+        e.fn(full.data(), ldy, W.bytes.data(), X.data(), ldx, nullptr, 0, M, 0, rows, cols);
+        for (size_t i = 0; i < M; i++) {
+          std::vector<float> g(rows);
+          generic.gemv[e.fmt](g.data(), W.bytes.data(), &X[i * ldx], nullptr, 0, rows, cols);
+          for (size_t r = 0; r < rows; r++) {
+            double mag = 0;
+            for (size_t c = 0; c < cols; c++) mag += fabs((double)wf[r * cols + c] * X[i * ldx + c]);
+            ASSERT_NEAR(full[i * ldy + r], g[r], 2 * tol(mag)) << e.name << " cols " << cols << " rows " << rows
+                                                             << " position " << i << " row " << r;
+          }
+        }
+        for (int copy = 0; copy < 2; copy++)
+          for (size_t m : {1, 2, 3, 4, 5, 7, 16, 17, 37}) {
+            const size_t r0 = rows / 3, r1 = rows - rows / 4, p0 = M - m;
+            std::vector<float> got(m * ldy + 8, -3.0f);
+            const gb_q8x_block *xq = copy ? reinterpret_cast<const gb_q8x_block *>(&XH[p0 * ldxh]) : nullptr;
+            e.fn(got.data(), ldy, W.bytes.data(), &X[p0 * ldx], ldx, xq, ldxh, m, r0, r1, cols);
+            for (size_t i = 0; i < m; i++)
+              for (size_t r = 0; r < ldy; r++) {
+                const float want = r >= r0 && r < r1 ? full[(p0 + i) * ldy + r] : -3.0f;
+                ASSERT_EQ(0, memcmp(&want, &got[i * ldy + r], sizeof(float)))
+                    << e.name << " cols " << cols << " rows " << rows << " m " << m << " position " << i << " row " << r
+                    << (copy ? " (binary16 copy)" : "") << ": " << got[i * ldy + r] << " vs " << want;
+              }
+            for (size_t k = m * ldy; k < got.size(); k++) ASSERT_EQ(got[k], -3.0f) << "wrote past the last position";
+          }
+      }
+    }
+  }
+  printf("%d prefill GEMM kernel(s) tested\n", tested);
+}
+
 // For every combination of the ISA bits this build has kernels for, the
 // dispatcher pairs each format's gemv with the gemvm of the same folder.
 TEST(Kernels, DispatchPairsGemvmWithGemvOfTheSameFolder) {

@@ -1,10 +1,13 @@
 // test_prefill_exact.cpp — where this CPU has SIMD multi-position kernels for
-// a tier's formats, batched prefill runs them (src/prefill.cpp) and its
-// logits after the prompt and over the greedy steps that follow are bit for
-// bit those of token-by-token decoding (stories260K), for chunks of 3, 16, 17
-// and 64 positions (groups of 16 and a remainder), one and two threads. Where it has
-// only the generic ones, prefill uses the panels and this test checks that it
-// says so (tests/test_prefill.cpp covers that path's tolerance).
+// a tier's formats, batched prefill with prefill_blas 3 runs them
+// (src/prefill.cpp) and its logits after the prompt and over the greedy
+// steps that follow are bit for bit those of token-by-token decoding
+// (stories260K), for chunks of 3, 16, 17 and 64 positions (groups of 16 and
+// a remainder), one and two threads. Where it has only the generic ones,
+// prefill uses the panels and this test checks that it says so
+// (tests/test_prefill.cpp covers that path's tolerance). Where it has a
+// prefill GEMM (f16 on AVX-512), the default prefill runs it: not decoding's
+// bits, but the same bits whatever the chunks and threads.
 #include <string.h>
 
 #include <string>
@@ -21,9 +24,10 @@ namespace {
 
 // Logits of the pass after the prompt and of `steps` greedy steps.
 std::vector<float> run(gb_model *m, gb_gear gear, uint32_t batch, uint32_t threads, const std::vector<int32_t> &prompt,
-                       int steps) {
+                       int steps, uint32_t prefill_blas = 3) {
   gb_session_options o;
   gb_session_options_init(&o);
+  o.prefill_blas = prefill_blas;
   o.log = gbt::quiet_log;
   o.gear = gear;
   o.sampler.temperature = 0.0f;
@@ -89,6 +93,46 @@ TEST(PrefillExact, MultiPositionKernelsEqualDecodeBitForBit) {
   if (k.gemvm_name[GB_FMT_Q8] && !strstr(k.gemvm_name[GB_FMT_Q8], "__generic")) {
     EXPECT_GE(exact, 1);
   }
+}
+
+// The prefill GEMM's rows depend only on the row and their position's x
+// (kernels.h), so a prefill through it gives the same logits whatever the
+// chunk size (of at least two positions) and thread count. gb_prefill runs
+// all but the last of the 71 prompt tokens (the first decode step takes
+// that one): 70 positions in chunks of 2, 4, 7, 16, 17 and 64 leave no chunk
+// of one, which would run as a decode step (with 3: 23 x 3 + 1, and the
+// logits differ from step 3 on).
+TEST(PrefillExact, PrefillGemmGivesTheSameBitsWhateverTheChunksAndThreads) {
+  gb_kernels k;
+  gb_kernels_select(&k, gb_port_cpu_features() | GB_ISA_GENERIC);
+  if (!k.pgemm[GB_FMT_F16]) {
+    printf("no prefill GEMM for f16 on this CPU: prefill runs the gemvm (the test above)\n");
+    return;
+  }
+  gb_model *m = nullptr;
+  gb_model_options mo = gbt::quiet_model_options();
+  ASSERT_EQ(gb_model_open_file(gbt::stories260k_gbx().c_str(), &mo, &m), GB_OK);
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 70; i++) prompt.push_back(300 + (i * 37) % 200);
+  const std::vector<uint32_t> batches = gbt::test_scale() >= 1.0 ? std::vector<uint32_t>{2, 4, 7, 16, 17, 64} : std::vector<uint32_t>{4, 17};
+  const std::vector<float> want = run(m, GB_GEAR_HIGH, 64, 1, prompt, 4, 1);
+  const std::vector<float> exact = run(m, GB_GEAR_HIGH, 64, 1, prompt, 4, 3);
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(want.size(), exact.size());
+  // It is another kernel: were it the gemvm, the two would agree.
+  EXPECT_NE(0, memcmp(want.data(), exact.data(), want.size() * sizeof(float))) << k.pgemm_name[GB_FMT_F16] << " not used";
+  for (uint32_t batch : batches)
+    for (uint32_t threads : {1u, 2u}) {
+      if (threads > 1 && !gbt::threads_available()) continue;
+      const std::vector<float> got = run(m, GB_GEAR_HIGH, batch, threads, prompt, 4, 1);
+      ASSERT_EQ(got.size(), want.size());
+      size_t first = 0;
+      while (first < want.size() && !memcmp(&got[first], &want[first], sizeof(float))) first++;
+      EXPECT_EQ(first, want.size()) << "batch " << batch << " threads " << threads << ": first difference at logit " << first
+                                    << " of " << want.size() << " (" << got[first < got.size() ? first : 0] << " vs "
+                                    << want[first < want.size() ? first : 0] << ")";
+    }
+  gb_model_close(m);
 }
 
 }  // namespace

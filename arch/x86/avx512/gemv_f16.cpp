@@ -277,3 +277,106 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
   }
   f16_blocks<XF32>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
 }
+
+// ---- Prefill GEMM (kernels.h, GB_PGEMM) ------------------------------------
+// One accumulator per (row, position), 16 columns a step and a masked tail,
+// so a row's result does not depend on the tile it is computed in, and the
+// tiles can take more positions per weight load than the gemvm's (whose two
+// accumulators per pair, needed to equal the one-row gemv bit for bit, cap
+// a tile at 12 pairs): 4 rows x 4 positions with x in f32 while 4 positions
+// of x fit the L1 data cache (up to kXF32Cols columns), 6 x 4 reading the
+// binary16 copy beyond. Standalone, the 1.1B model's matrices with 64
+// positions from memory (one thread): 2048 columns 90-94 -> 108 GMAC/s
+// (4 x 4), the 5632-column down projection 88-92 -> 103 (6 x 4); 4 x 6 and
+// 6 x 4 with f32 x ran at 43 and 99-101, 4 x 5 with binary16 x at 84-87.
+// Rows go in blocks of 16 (every tile of positions passes over a block
+// while it is in L2), the second tile of positions prefetching the next
+// block as f16_blocks does.
+namespace {
+
+template <int R, int P, class X>
+__attribute__((always_inline)) inline void pgemm_tile(float *Y, size_t ldy, const uint8_t *const *w,
+                                                      const typename X::T *const *x, size_t cols, size_t pf) {
+  __m512 a[R][P];
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++) a[i][p] = _mm512_setzero_ps();
+  size_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    if (pf && (c & 31) == 0)
+      for (int i = 0; i < R; i++) _mm_prefetch(reinterpret_cast<const char *>(w[i] + 2 * c + pf), _MM_HINT_T1);
+    __m512 wv[R];
+    for (int i = 0; i < R; i++) wv[i] = load16h(w[i] + 2 * c);
+    for (int p = 0; p < P; p++) {
+      __m512 xv = X::load16(x[p] + c);
+      pin(xv);
+      for (int i = 0; i < R; i++) a[i][p] = _mm512_fmadd_ps(wv[i], xv, a[i][p]);
+    }
+  }
+  if (c < cols) {
+    const __mmask16 k = (__mmask16)((1u << (cols - c)) - 1);
+    for (int i = 0; i < R; i++) {
+      const __m512 wt = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, w[i] + 2 * c));
+      for (int p = 0; p < P; p++) a[i][p] = _mm512_fmadd_ps(wt, X::load_masked(k, x[p] + c), a[i][p]);
+    }
+  }
+  for (int p = 0; p < P; p++)
+    for (int i = 0; i < R; i++) Y[p * ldy + i] = _mm512_reduce_add_ps(a[i][p]);
+}
+
+// Rows [r0, r1) of W against positions x[0..P): R rows a tile, then 4, then 1.
+template <int R, int P, class X>
+inline void pgemm_rows(float *Y, size_t ldy, const uint8_t *W, const typename X::T *const *x, size_t r0, size_t r1,
+                       size_t cols, size_t pf) {
+  const size_t rb = 2 * cols;
+  size_t r = r0;
+  for (; r + R <= r1; r += R) {
+    const uint8_t *w[R];
+    for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
+    pgemm_tile<R, P, X>(Y + r, ldy, w, x, cols, pf);
+  }
+  for (; r + 4 <= r1; r += 4) {
+    const uint8_t *w[4] = {W + r * rb, W + (r + 1) * rb, W + (r + 2) * rb, W + (r + 3) * rb};
+    pgemm_tile<4, P, X>(Y + r, ldy, w, x, cols, pf);
+  }
+  for (; r < r1; r++) {
+    const uint8_t *w[1] = {W + r * rb};
+    pgemm_tile<1, P, X>(Y + r, ldy, w, x, cols, 0);
+  }
+}
+
+template <int R, class X>
+void pgemm_blocks(float *Y, size_t ldy, const uint8_t *W, const typename X::T *X0, size_t ldx, size_t m,
+                  size_t row_begin, size_t row_end, size_t cols) {
+  using T = typename X::T;
+  constexpr size_t kRowsPerBlock = 16;
+  constexpr int P = 4;
+  const size_t pf = kRowsPerBlock * 2 * cols;
+  const size_t pf_tile = m >= 2 * P ? P : 0;
+  for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
+    const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
+    size_t p = 0;
+    for (; p + P <= m; p += P) {
+      const T *xs[P] = {X0 + p * ldx, X0 + (p + 1) * ldx, X0 + (p + 2) * ldx, X0 + (p + 3) * ldx};
+      pgemm_rows<R, P, X>(Y + p * ldy, ldy, W, xs, r, e, cols, p == pf_tile ? pf : 0);
+    }
+    const T *xs[3] = {X0 + p * ldx, X0 + (p + 1) * ldx, X0 + (p + 2) * ldx};
+    switch (m - p) {  // positions left over, against the rows now in cache
+      case 3: pgemm_rows<4, 3, X>(Y + p * ldy, ldy, W, xs, r, e, cols, p == 0 ? pf : 0); break;
+      case 2: pgemm_rows<4, 2, X>(Y + p * ldy, ldy, W, xs, r, e, cols, p == 0 ? pf : 0); break;
+      case 1: pgemm_rows<4, 1, X>(Y + p * ldy, ldy, W, xs, r, e, cols, p == 0 ? pf : 0); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" void gb_f16_pgemm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
+                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+                                     size_t row_end, size_t cols) {
+  if (XQ && cols > kXF32Cols) {
+    pgemm_blocks<6, XF16>(Y, ldy, W, reinterpret_cast<const uint16_t *>(XQ), ldxq, m, row_begin, row_end, cols);
+    return;
+  }
+  pgemm_blocks<4, XF32>(Y, ldy, W, X, ldx, m, row_begin, row_end, cols);
+}
