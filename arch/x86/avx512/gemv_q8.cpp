@@ -105,6 +105,81 @@ inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block 
   }
 }
 
+// Blocks b and b + 1 at once in 512-bit registers: block b in the low 256
+// bits, b + 1 in the high, so that the low half of acc[i][p] is q8_tile's
+// a0 and the high half its a1, lane for lane the same operations (the
+// products, int32 sums, conversions, scale products and FMAs of each block
+// do not depend on the lanes beside them). Half the instructions per block
+// for the FMA work of the multi-position tiles, and the same bits.
+template <int R, int P>
+__attribute__((always_inline)) inline void q8_block2(__m512 (*acc)[P], const uint8_t *const *w,
+                                                     const gb_q8x_block *const *xq, size_t b) {
+  const __m512i bias = _mm512_set1_epi8((char)0x80);
+  __m512i wb[R];
+  __m512 dw[R];
+  for (int i = 0; i < R; i++) {
+    const uint8_t *q = w[i] + b * GB_Q8_BLOCK_BYTES, *q1 = q + GB_Q8_BLOCK_BYTES;
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q + 2));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q1 + 2));
+    wb[i] = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), bias);
+    const __m256i s = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)(q[0] | (q[1] << 8)))),
+                                              _mm_set1_epi16((short)(q1[0] | (q1[1] << 8))), 1);
+    dw[i] = _mm512_cvtph_ps(s);
+  }
+  for (int p = 0; p < P; p++) {
+    const gb_q8x_block &x0 = xq[p][b], &x1 = xq[p][b + 1];
+    const __m512i x = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x0.qs))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x1.qs)), 1);
+    const __m512i start =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * x0.sum))),
+                           _mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * x1.sum)), 1);
+    const __m512 xd = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(x0.d)),
+                                                          _mm256_castps_pd(_mm256_set1_ps(x1.d)), 1));
+    for (int i = 0; i < R; i++) {
+      const __m512i isum = _mm512_dpbusd_epi32(start, wb[i], x);
+      acc[i][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[i], xd), acc[i][p]);
+    }
+  }
+}
+
+// q8_tile with q8_block2: bit for bit q8_tile's result (the last, odd block
+// goes to the low half through q8_block, as q8_tile's a0).
+template <int R, int P>
+__attribute__((always_inline)) inline void q8_tile2(float *Y, size_t ldy, const uint8_t *const *w,
+                                                    const gb_q8x_block *const *xq, size_t nb) {
+  __m512 a[R][P];
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++) a[i][p] = _mm512_setzero_ps();
+  size_t b = 0;
+  for (; b + 2 <= nb; b += 2) q8_block2<R, P>(a, w, xq, b);
+  __m256 a0[R][P], a1[R][P];
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < P; p++) {
+      a0[i][p] = _mm512_castps512_ps256(a[i][p]);
+      a1[i][p] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[i][p]), 1));
+    }
+  if (b < nb) q8_block<R, P>(a0, w, xq, b);
+  for (int p = 0; p < P; p++)
+    for (int i = 0; i < R; i++) Y[p * ldy + i] = hsum8(_mm256_add_ps(a0[i][p], a1[i][p]));
+}
+
+template <int R, int P>
+inline void q8_range2(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1,
+                      size_t nb) {
+  const size_t rb = nb * GB_Q8_BLOCK_BYTES;
+  size_t r = r0;
+  for (; r + R <= r1; r += R) {
+    const uint8_t *w[R];
+    for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
+    q8_tile2<R, P>(Y + (r - r0), ldy, w, xq, nb);
+  }
+  for (; r < r1; r++) {
+    const uint8_t *w[1] = {W + r * rb};
+    q8_tile2<1, P>(Y + (r - r0), ldy, w, xq, nb);
+  }
+}
+
 }  // namespace
 
 // The gemv prefetches the row 16 rows ahead into L2 (one line per two
@@ -135,7 +210,7 @@ extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, cons
     size_t p = 0;
     for (; p + 4 <= m; p += 4) {
       const gb_q8x_block *xs[4] = {XQ + p * ldxq, XQ + (p + 1) * ldxq, XQ + (p + 2) * ldxq, XQ + (p + 3) * ldxq};
-      q8_range<4, 4>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
+      q8_range2<4, 4>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
     }
     // The last 1-3 positions one row at a time (one read stream: the row
     // tiles above read four rows side by side, which from memory runs at
