@@ -58,8 +58,9 @@ struct XF16 {
 };
 
 // pf > 0: each 32-column step also asks for the line pf bytes past each
-// row's into L2 (the rows of the next block, see the gemvm).
-template <int R, int P, class X = XF32>
+// row's into L2 (the rows of the next block, see the gemvm), or with kL1
+// into every level (the row stream of f16x_rows).
+template <int R, int P, class X = XF32, bool kL1 = false>
 __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const uint8_t *const *w,
                                                     const typename X::T *const *x, size_t cols, size_t pf = 0) {
   __m512 a0[R][P], a1[R][P];
@@ -68,7 +69,8 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
   size_t c = 0;
   for (; c + 32 <= cols; c += 32) {
     if (pf)
-      for (int i = 0; i < R; i++) _mm_prefetch(reinterpret_cast<const char *>(w[i] + 2 * c + pf), _MM_HINT_T1);
+      for (int i = 0; i < R; i++)
+        _mm_prefetch(reinterpret_cast<const char *>(w[i] + 2 * c + pf), kL1 ? _MM_HINT_T0 : _MM_HINT_T1);
     // The two 16-column halves one after the other: R weight registers live
     // at a time, so 2 R P accumulators + R + 1 fit the 32 zmm registers.
     for (int h = 0; h < 2; h++) {
@@ -100,7 +102,7 @@ __attribute__((always_inline)) inline void f16_tile(float *Y, size_t ldy, const 
 
 // Rows [r0, r1) of W (row stride 2 * cols), R rows at a time and then one at
 // a time, against positions x[0..P): Y[p * ldy + r - r0].
-template <int R, int P, class X = XF32>
+template <int R, int P, class X = XF32, bool kL1 = false>
 inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const typename X::T *const *x, size_t r0, size_t r1,
                       size_t cols, size_t pf = 0) {
   const size_t rb = 2 * cols;
@@ -108,7 +110,7 @@ inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const typename X::
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    f16_tile<R, P, X>(Y + (r - r0), ldy, w, x, cols, pf);
+    f16_tile<R, P, X, kL1>(Y + (r - r0), ldy, w, x, cols, pf);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
@@ -157,7 +159,11 @@ bool f16_exact(uint16_t *xh, const float *x, size_t cols) {
 // the row kPfRows further on (into L2), never past r1. On the 1.1B shapes
 // (the 22 layers' matrices streamed from memory, standalone, one thread)
 // one position went 56.5 -> 53.5 ms and two 81 -> 52 ms (x in f32 and no
-// prefetch -> this); 4 to 32 rows ahead, or 4 KiB, were within 1 ms.
+// prefetch -> this); 4 to 32 rows ahead, or 4 KiB, were within 1 ms. Asked
+// for into every level (prefetcht0) rather than L2 alone, the same run
+// streamed 36.4 -> 38.0 GB/s and the 1.1B high gear decoded 17.2-17.4 ->
+// 17.6-17.8 tok/s (one thread, alternating builds, session 18; the q8
+// gemv's stream did not change with it).
 constexpr size_t kPfRows = 16;
 template <int P>
 inline void f16x_rows(float *Y, size_t ldy, const uint8_t *W, const uint16_t *const *xh, size_t r0, size_t r1,
@@ -165,7 +171,7 @@ inline void f16x_rows(float *Y, size_t ldy, const uint8_t *W, const uint16_t *co
   for (size_t r = r0; r < r1; r += kPfRows) {
     const size_t e = r + kPfRows < r1 ? r + kPfRows : r1;
     const size_t pf = r + 2 * kPfRows <= r1 ? kPfRows * 2 * cols : 0;
-    f16_range<1, P, XF16>(Y + r, ldy, W, xh, r, e, cols, pf);
+    f16_range<1, P, XF16, true>(Y + r, ldy, W, xh, r, e, cols, pf);
   }
 }
 
