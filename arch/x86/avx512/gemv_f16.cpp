@@ -1,16 +1,17 @@
-// AVX-512 f16 GEMV: one row at a time (one sequential read stream, as in
-// gemv_q8.cpp), binary16 widened 16 at a time with the 512-bit vcvtph2ps and
-// fused into two f32 accumulators per row (the two halves of each 32-column
-// step); then 16-column steps and a masked tail (masked loads read no byte
-// past the row). A row's result depends only on the row and x, never on the
-// row range or the other rows, and differs from the generic kernel's only by
-// rounding. When x is exactly representable in f16 (as the session passes
-// it) the gemv reads an f16 copy of it and prefetches the row 16 rows ahead
-// (f16x_rows); an earlier prefetch 4 KiB ahead with x in f32 made the 1.1B
-// model's decode slower (12.0 -> 10.1 tok/s), this one made it faster (16.3
-// -> 17.3 tok/s, docs/RESULTS.md, session 17). The multi-position kernel
-// reads one or two such positions the same way (a verify pass of one
-// draft), and prefetches the next block of rows from 3 positions on.
+// AVX-512 f16 GEMV: binary16 widened 16 at a time with the 512-bit
+// vcvtph2ps and fused into two f32 accumulators per row (the two halves of
+// each 32-column step); then 16-column steps and a masked tail (masked loads
+// read no byte past the row). A row's result depends only on the row and x,
+// never on the row range, the other rows or the tile it is computed in, and
+// differs from the generic kernel's only by rounding. When x is exactly
+// representable in f16 (as the session passes it) the gemv reads an f16
+// copy of it and the matrix as two prefetched row streams (f16x_rows: the
+// 1.1B model's high gear decoded 17.2 -> 18.6 tok/s at one thread, 87 ->
+// 95 % of the read bandwidth, docs/RESULTS.md, session 18); otherwise one
+// row at a time (rows longer than kLongRow four at a time). The
+// multi-position kernel reads one or two such positions the same way (a
+// verify pass of one draft), and prefetches the next block of rows from 3
+// positions on.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
@@ -152,28 +153,40 @@ bool f16_exact(uint16_t *xh, const float *x, size_t cols) {
   return bad == 0;
 }
 
-}  // namespace
-
-// Rows [r0, r1) one at a time against P f16 copies of x, in blocks of
-// kPfRows rows: while a block runs, each 32-column step asks for the line of
-// the row kPfRows further on (into L2), never past r1. On the 1.1B shapes
-// (the 22 layers' matrices streamed from memory, standalone, one thread)
-// one position went 56.5 -> 53.5 ms and two 81 -> 52 ms (x in f32 and no
-// prefetch -> this); 4 to 32 rows ahead, or 4 KiB, were within 1 ms. Asked
-// for into every level (prefetcht0) rather than L2 alone, the same run
-// streamed 36.4 -> 38.0 GB/s and the 1.1B high gear decoded 17.2-17.4 ->
-// 17.6-17.8 tok/s (one thread, alternating builds, session 18; the q8
-// gemv's stream did not change with it).
-constexpr size_t kPfRows = 16;
+// Rows [r0, r1) against P f16 copies of x as two read streams: the first
+// half of the rows and the second, one row of each per tile (f16_tile<2, P>
+// on two rows half a range apart; a row's result does not depend on its
+// tile), each stream asking 4 KiB ahead of itself for every cache level
+// (prefetcht0; past r1 at the end: the next rows or bytes past the matrix,
+// which a prefetch may name without faulting). On the 1.1B shapes (the 22
+// layers' matrices streamed from memory, standalone, one thread) one
+// stream read 36.0 GB/s and two 39.2-39.3 (2 x 2 KiB ahead 37.5, 2 x 8 KiB
+// 36.7, three streams 2 KiB ahead 38.9, four 38.7-39.0, eight 30.5); two
+// or four adjacent rows side by side, 16 rows ahead, 29-30 (session 18).
+// Before: one row at a time, the row 16 rows ahead prefetched (session 17:
+// 56.5 -> 53.5 ms for one position, two 81 -> 52 ms against x in f32 and
+// no prefetch; into every level rather than L2 36.4 -> 38.0 GB/s).
+constexpr size_t kStreamAhead = 4096;
 template <int P>
 inline void f16x_rows(float *Y, size_t ldy, const uint8_t *W, const uint16_t *const *xh, size_t r0, size_t r1,
                       size_t cols) {
-  for (size_t r = r0; r < r1; r += kPfRows) {
-    const size_t e = r + kPfRows < r1 ? r + kPfRows : r1;
-    const size_t pf = r + 2 * kPfRows <= r1 ? kPfRows * 2 * cols : 0;
-    f16_range<1, P, XF16, true>(Y + r, ldy, W, xh, r, e, cols, pf);
+  const size_t rb = 2 * cols, h = (r1 - r0) / 2;
+  for (size_t i = 0; i < h; i++) {
+    const uint8_t *w[2] = {W + (r0 + i) * rb, W + (r0 + h + i) * rb};
+    float out[2 * P];
+    f16_tile<2, P, XF16, true>(out, 2, w, xh, cols, kStreamAhead);
+    for (int p = 0; p < P; p++) {
+      Y[p * ldy + r0 + i] = out[2 * p];
+      Y[p * ldy + r0 + h + i] = out[2 * p + 1];
+    }
+  }
+  if (r0 + 2 * h < r1) {  // an odd count: the last row alone
+    const uint8_t *w[1] = {W + (r1 - 1) * rb};
+    f16_tile<1, P, XF16>(Y + r1 - 1, ldy, w, xh, cols);
   }
 }
+
+}  // namespace
 
 extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, const gb_q8x_block *,
                                     size_t row_begin, size_t row_end, size_t cols) {
