@@ -1,12 +1,15 @@
-// AVX-512 VNNI q8 x q8x GEMV: one row at a time, one read stream, with
-// the rows 16 ahead prefetched (see the gemv).
+// AVX-512 VNNI q8 x q8x GEMV: the rows as two read streams, the first and
+// the second half of the row range, one row of each per tile, each stream
+// prefetched 4 KiB ahead of itself (see the gemv).
 //
-// Why one row at a time: the rows of a matrix are adjacent, so reading them
-// in order is a single sequential stream, which the hardware prefetchers
-// follow at the full single-core read bandwidth. The AVX2 kernel reads four
-// rows side by side (four streams) and reduces them together; on this
-// memory system that stays near half the bandwidth even with software
-// prefetch (docs/RESULTS.md, "Decode and prefill against llama.cpp").
+// Why so few streams: the rows of a matrix are adjacent, so reading them in
+// order is a sequential stream, which the hardware prefetchers follow at
+// nearly the single-core read bandwidth. The AVX2 kernel reads four
+// adjacent rows side by side and reduces them together; on this memory
+// system that stays near half the bandwidth even with software prefetch
+// (docs/RESULTS.md, "Decode and prefill against llama.cpp"). Two streams
+// half a range apart, each prefetched a little ahead, read faster than one
+// (docs/RESULTS.md, session 18).
 //
 // Per 32-weight block: vpdpbusd needs one unsigned operand, so the weights
 // are biased to u8 (w ^ 0x80 = w + 128) and the activations stay signed:
@@ -78,7 +81,7 @@ __attribute__((always_inline)) inline void q8_tile(float *Y, size_t ldy, const u
   size_t b = 0;
   for (; b + 2 <= nb; b += 2) {
     if (pf)
-      for (int i = 0; i < R; i++) _mm_prefetch(reinterpret_cast<const char *>(w[i] + b * GB_Q8_BLOCK_BYTES + pf), _MM_HINT_T1);
+      for (int i = 0; i < R; i++) _mm_prefetch(reinterpret_cast<const char *>(w[i] + b * GB_Q8_BLOCK_BYTES + pf), _MM_HINT_T0);
     q8_block<R, P>(a0, w, xq, b);
     q8_block<R, P>(a1, w, xq, b + 1);
   }
@@ -90,14 +93,14 @@ __attribute__((always_inline)) inline void q8_tile(float *Y, size_t ldy, const u
 // Rows [r0, r1), R at a time then one at a time, against positions xq[0..P):
 // Y[p * ldy + r - r0].
 template <int R, int P>
-inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1, size_t nb,
-                     size_t pf = 0) {
+inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1,
+                     size_t nb) {
   const size_t rb = nb * GB_Q8_BLOCK_BYTES;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb, pf);
+    q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
@@ -180,22 +183,42 @@ inline void q8_range2(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block
   }
 }
 
+// Rows [r0, r1) against positions xq[0..P) as two read streams, the first
+// and the second half of the rows, one row of each per tile (a row's result
+// does not depend on its tile), each stream prefetching 4 KiB ahead of
+// itself (past r1 at the end: the next rows or bytes past the matrix, which
+// a prefetch may name without faulting), as the f16 gemv reads its rows.
+constexpr size_t kStreamAhead = 4096;
+template <int P>
+inline void q8_rows2(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1,
+                     size_t nb) {
+  const size_t rb = nb * GB_Q8_BLOCK_BYTES, h = (r1 - r0) / 2;
+  for (size_t i = 0; i < h; i++) {
+    const uint8_t *w[2] = {W + (r0 + i) * rb, W + (r0 + h + i) * rb};
+    float out[2 * P];
+    q8_tile<2, P>(out, 2, w, xq, nb, kStreamAhead);
+    for (int p = 0; p < P; p++) {
+      Y[p * ldy + r0 + i] = out[2 * p];
+      Y[p * ldy + r0 + h + i] = out[2 * p + 1];
+    }
+  }
+  if (r0 + 2 * h < r1) {  // an odd count: the last row alone
+    const uint8_t *w[1] = {W + (r1 - 1) * rb};
+    q8_tile<1, P>(Y + r1 - 1, ldy, w, xq, nb);
+  }
+}
+
 }  // namespace
 
-// The gemv prefetches the row 16 rows ahead into L2 (one line per two
-// blocks, never past row_end), as the f16 gemv does: on the 1.1B model the
-// mid gear's one-thread decode went from 28.1-29.5 to 34.0-34.3 tok/s,
-// 76-79 -> 91-92 % of the read bandwidth (docs/RESULTS.md, session 17).
+// The gemv reads the rows as two prefetched streams (q8_rows2): on the 1.1B
+// model the mid gear's one-thread decode went 32.6-33.2 -> 34.4-35.1 tok/s
+// (89 -> 93-94 % of the read bandwidth; session 17's one stream prefetching
+// 16 rows ahead into L2 had brought it from 76-79 %). Two streams with the
+// L2 hint alone did not move it (33.4-33.5).
 extern "C" void gb_q8_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                    size_t row_begin, size_t row_end, size_t cols) {
   const gb_q8x_block *xs[1] = {xq};
-  const size_t nb = (cols + 31) / 32, rb = nb * GB_Q8_BLOCK_BYTES;
-  constexpr size_t kPfRows = 16;
-  for (size_t r = row_begin; r < row_end; r += kPfRows) {
-    const size_t e = r + kPfRows < row_end ? r + kPfRows : row_end;
-    const size_t pf = r + 2 * kPfRows <= row_end ? kPfRows * rb : 0;
-    q8_range<1, 1>(y + r, 0, W, xs, r, e, nb, pf);
-  }
+  q8_rows2<1>(y, 0, W, xs, row_begin, row_end, (cols + 31) / 32);
 }
 
 // Multi-position: tiles of 4 rows x 4 positions; 16 rows at a time stay in
@@ -204,6 +227,13 @@ extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, cons
                                     const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin, size_t row_end,
                                     size_t cols) {
   const size_t nb = (cols + 31) / 32;
+  if (m <= 3) {  // a verify pass of 1-2 drafts: the rows from memory as the gemv reads them
+    const gb_q8x_block *xs[3] = {XQ, XQ + (m > 1 ? ldxq : 0), XQ + (m > 2 ? 2 * ldxq : 0)};
+    if (m == 3) q8_rows2<3>(Y, ldy, W, xs, row_begin, row_end, nb);
+    if (m == 2) q8_rows2<2>(Y, ldy, W, xs, row_begin, row_end, nb);
+    if (m == 1) q8_rows2<1>(Y, ldy, W, xs, row_begin, row_end, nb);
+    return;
+  }
   constexpr size_t kRowsPerBlock = 16;
   for (size_t r = row_begin; r < row_end; r += kRowsPerBlock) {
     const size_t e = r + kRowsPerBlock < row_end ? r + kRowsPerBlock : row_end;
@@ -212,19 +242,14 @@ extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, cons
       const gb_q8x_block *xs[4] = {XQ + p * ldxq, XQ + (p + 1) * ldxq, XQ + (p + 2) * ldxq, XQ + (p + 3) * ldxq};
       q8_range2<4, 4>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
     }
-    // The last 1-3 positions one row at a time (one read stream: the row
-    // tiles above read four rows side by side, which from memory runs at
-    // about half the bandwidth, so a verify pass of 2-3 positions would cost
-    // twice a decode step).
-    // With no tile of 4 before them they read the rows from memory and
-    // prefetch the next block as the gemv does.
+    // The last 1-3 positions one row at a time, the block's rows now in
+    // cache.
     const size_t left = m - p;
-    const size_t pf = p == 0 && r + 2 * kRowsPerBlock <= row_end ? kRowsPerBlock * nb * GB_Q8_BLOCK_BYTES : 0;
     const gb_q8x_block *xs[3] = {XQ + p * ldxq, XQ + (p + (left > 1 ? 1 : 0)) * ldxq, XQ + (p + (left > 2 ? 2 : 0)) * ldxq};
     switch (left) {
-      case 3: q8_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, nb, pf); break;
-      case 2: q8_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, nb, pf); break;
-      case 1: q8_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb, pf); break;
+      case 3: q8_range<1, 3>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
+      case 2: q8_range<1, 2>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
+      case 1: q8_range<1, 1>(Y + p * ldy + r, ldy, W, xs, r, e, nb); break;
       default: break;
     }
   }
