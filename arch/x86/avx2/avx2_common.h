@@ -101,9 +101,11 @@ inline void for_row_groups(size_t row_begin, size_t row_end, size_t rb, Rows row
 // Fmt provides kStep (columns per main step, a multiple of 16), kBytes (per
 // weight), load8(row, c) (columns c..c+8 as f32) and tail8(row, c, rem)
 // (columns c..c+rem, zero-padded to 8, reading only the row's bytes).
+// pf > 0: each main step also asks for the line pf bytes ahead in each
+// row's stream, into every cache level (float_gemv2).
 template <class Fmt, int R, int P>
 inline void float_gemvm_tile(float *Y, size_t ldy, const uint8_t *const *w, const float *const *x, size_t r,
-                             size_t cols) {
+                             size_t cols, size_t pf = 0) {
   __m256 a0[R][P], a1[R][P];
   for (int i = 0; i < R; i++)
     for (int p = 0; p < P; p++) a0[i][p] = a1[i][p] = _mm256_setzero_ps();
@@ -117,11 +119,14 @@ inline void float_gemvm_tile(float *Y, size_t ldy, const uint8_t *const *w, cons
     }
   };
   size_t c = 0;
-  for (; c + Fmt::kStep <= cols; c += Fmt::kStep)
+  for (; c + Fmt::kStep <= cols; c += Fmt::kStep) {
+    if (pf)
+      for (int i = 0; i < R; i++) _mm_prefetch(reinterpret_cast<const char *>(w[i] + c * Fmt::kBytes + pf), _MM_HINT_T0);
     for (size_t k = 0; k < Fmt::kStep; k += 16) {
       part(a0, c + k);
       part(a1, c + k + 8);
     }
+  }
   for (; c + 8 <= cols; c += 8) part(a0, c);
   if (c < cols) {
     const size_t rem = cols - c;
@@ -164,6 +169,32 @@ inline void float_gemvm(float *Y, size_t ldy, const uint8_t *W, const float *X, 
         default: float_gemvm_tile<Fmt, 1, 1>(y, ldy, w, x, r, cols); break;
       }
     }
+  }
+}
+
+// The one-position GEMV of the float formats as two read streams: the
+// first and the second half of [row_begin, row_end), one row of each per
+// tile, each prefetching kStreamAhead bytes ahead of itself (past row_end
+// at the end: the next rows or bytes past the matrix, which a prefetch may
+// name without faulting). Each row reduced as float_gemvm_tile reduces it,
+// so the gemvm equals it bit for bit. Four adjacent rows side by side (the
+// earlier kernels) read 79-82 % of the bandwidth from memory on the Zen 5
+// host; see docs/RESULTS.md, session 18, for these.
+constexpr size_t kStreamAhead = 4096;
+template <class Fmt>
+inline void float_gemv2(float *y, const uint8_t *W, const float *x, size_t row_begin, size_t row_end, size_t cols) {
+  const size_t rb = cols * Fmt::kBytes, h = (row_end - row_begin) / 2;
+  const float *xs[1] = {x};
+  for (size_t i = 0; i < h; i++) {
+    const uint8_t *w[2] = {W + (row_begin + i) * rb, W + (row_begin + h + i) * rb};
+    float out[2];
+    float_gemvm_tile<Fmt, 2, 1>(out, 1, w, xs, 0, cols, kStreamAhead);
+    y[row_begin + i] = out[0];
+    y[row_begin + h + i] = out[1];
+  }
+  if (row_begin + 2 * h < row_end) {  // an odd count: the last row alone
+    const uint8_t *w[1] = {W + (row_end - 1) * rb};
+    float_gemvm_tile<Fmt, 1, 1>(y, 1, w, xs, row_end - 1, cols);
   }
 }
 

@@ -1,4 +1,5 @@
-// AVX2 q8 x q8x GEMV, four rows per step over one 32-weight block;
+// AVX2 q8 x q8x GEMV, four rows per step over one 32-weight block (rows a
+// quarter of the range apart in the gemv, adjacent in the gemvm);
 // bit-identical to gb_q8_gemv__generic.
 //
 // Per row: vpmaddubsw(|w|, x * sign(w)) then vpmaddwd give eight int32
@@ -70,11 +71,28 @@ inline void q8_rows(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t r
 
 }  // namespace
 
+// The gemv reads the rows as four streams, the four quarters of the row
+// range, one row of each per step (lanes 0-3), each prefetching 2 KiB ahead
+// of itself (past row_end at the end: the next rows or bytes past the
+// matrix, which a prefetch may name without faulting); the rows left over
+// (fewer than four) as a tail group. Four adjacent rows with the plan of
+// avx2_common.h read 83-89 % of the bandwidth from memory on the Zen 5 host
+// (docs/RESULTS.md, session 18).
+constexpr size_t kQuarterAhead = 2048;
 extern "C" void gb_q8_gemv__avx2(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                  size_t row_begin, size_t row_end, size_t cols) {
   const size_t nb = (cols + 31) / 32;
-  const size_t rb = nb * 34;
-  for_row_groups<kPrefetch>(row_begin, row_end, rb, [&](auto R, size_t r, Prefetch pf) {
+  const size_t rb = nb * 34, q = (row_end - row_begin) / 4;
+  for (size_t i = 0; i < q; i++) {
+    const uint8_t *w[4];
+    for (int k = 0; k < 4; k++) w[k] = W + (row_begin + k * q + i) * rb;
+    __m128 acc = _mm_setzero_ps();
+    for (size_t b = 0; b < nb; b++) acc = q8_step<4>(acc, w, xq, b, kQuarterAhead);
+    float t[4];
+    _mm_storeu_ps(t, acc);
+    for (int k = 0; k < 4; k++) y[row_begin + k * q + i] = t[k];
+  }
+  for_row_groups<kPrefetch>(row_begin + 4 * q, row_end, rb, [&](auto R, size_t r, Prefetch pf) {
     q8_rows<decltype(R)::value>(y, W, xq, r, nb, pf);
   });
 }
