@@ -90,23 +90,6 @@ __attribute__((always_inline)) inline void q8_tile(float *Y, size_t ldy, const u
     for (int i = 0; i < R; i++) Y[p * ldy + i] = hsum8(_mm256_add_ps(a0[i][p], a1[i][p]));
 }
 
-// Rows [r0, r1), R at a time then one at a time, against positions xq[0..P):
-// Y[p * ldy + r - r0].
-template <int R, int P>
-inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1,
-                     size_t nb) {
-  const size_t rb = nb * GB_Q8_BLOCK_BYTES;
-  size_t r = r0;
-  for (; r + R <= r1; r += R) {
-    const uint8_t *w[R];
-    for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb);
-  }
-  for (; r < r1; r++) {
-    const uint8_t *w[1] = {W + r * rb};
-    q8_tile<1, P>(Y + (r - r0), ldy, w, xq, nb);
-  }
-}
 
 // Blocks b and b + 1 at once in 512-bit registers: block b in the low 256
 // bits, b + 1 in the high, so that the low half of acc[i][p] is q8_tile's
@@ -167,21 +150,26 @@ __attribute__((always_inline)) inline void q8_tile2(float *Y, size_t ldy, const 
     for (int i = 0; i < R; i++) Y[p * ldy + i] = hsum8(_mm256_add_ps(a0[i][p], a1[i][p]));
 }
 
-template <int R, int P>
-inline void q8_range2(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1,
-                      size_t nb) {
+// Rows [r0, r1), R at a time then one at a time, against positions xq[0..P):
+// Y[p * ldy + r - r0]; kPairs: through q8_tile2 (the same bits).
+template <int R, int P, bool kPairs = false>
+inline void q8_range(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *const *xq, size_t r0, size_t r1,
+                     size_t nb) {
   const size_t rb = nb * GB_Q8_BLOCK_BYTES;
   size_t r = r0;
   for (; r + R <= r1; r += R) {
     const uint8_t *w[R];
     for (int i = 0; i < R; i++) w[i] = W + (r + i) * rb;
-    q8_tile2<R, P>(Y + (r - r0), ldy, w, xq, nb);
+    if (kPairs) q8_tile2<R, P>(Y + (r - r0), ldy, w, xq, nb);
+    else q8_tile<R, P>(Y + (r - r0), ldy, w, xq, nb);
   }
   for (; r < r1; r++) {
     const uint8_t *w[1] = {W + r * rb};
-    q8_tile2<1, P>(Y + (r - r0), ldy, w, xq, nb);
+    if (kPairs) q8_tile2<1, P>(Y + (r - r0), ldy, w, xq, nb);
+    else q8_tile<1, P>(Y + (r - r0), ldy, w, xq, nb);
   }
 }
+
 
 // Rows [r0, r1) against positions xq[0..P) as two read streams, the first
 // and the second half of the rows, one row of each per tile (a row's result
@@ -240,7 +228,7 @@ extern "C" void gb_q8_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, cons
     size_t p = 0;
     for (; p + 4 <= m; p += 4) {
       const gb_q8x_block *xs[4] = {XQ + p * ldxq, XQ + (p + 1) * ldxq, XQ + (p + 2) * ldxq, XQ + (p + 3) * ldxq};
-      q8_range2<4, 4>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
+      q8_range<4, 4, true>(Y + p * ldy + r, ldy, W, xs, r, e, nb);
     }
     // The last 1-3 positions one row at a time, the block's rows now in
     // cache.
