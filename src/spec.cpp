@@ -100,10 +100,10 @@ void matmul_multi(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
     for (uint32_t i = 0; i < m; i++) e.k->quantize_act(sc.xq + i * stride, X + (size_t)i * w.cols, w.cols);
     XQ = reinterpret_cast<const uint8_t *>(sc.xq);
   } else if (w.format == kFmtF16) {
-    // From 3 positions on, the binary16 copy goes where the block formats'
-    // quantized activations do (kernels.h, gb_gemvm_fn).
+    // The binary16 copy goes where the block formats' quantized
+    // activations do (kernels.h, gb_gemvm_fn).
     const uint16_t *xh16 = nullptr;
-    X = f16_activations(sc, X, m, w.cols, m >= 3 || pgemm ? &xh16 : nullptr);
+    X = f16_activations(sc, X, m, w.cols, &xh16);
     XQ = reinterpret_cast<const uint8_t *>(xh16);
     stride = w.cols;
     stride_bytes = stride * sizeof(uint16_t);

@@ -282,7 +282,12 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
     gb_f16_gemv__avx512(Y, W, X, nullptr, row_begin, row_end, cols);
     return;
   }
-  if (m == 2 && cols <= kF16X) {  // a verify pass of one draft: f16 copies of x, one row at a time
+  if (m == 2 && XQ) {  // a verify pass of one draft, x in binary16 from the caller: as the gemv reads it
+    const uint16_t *xs[2] = {reinterpret_cast<const uint16_t *>(XQ), reinterpret_cast<const uint16_t *>(XQ) + ldxq};
+    f16x_rows<2>(Y, ldy, W, xs, row_begin, row_end, cols);
+    return;
+  }
+  if (m == 2 && cols <= kF16X) {  // the same with f16 copies made here when x is f16-exact
     alignas(64) uint16_t xh[2][kF16X];
     if (f16_exact(xh[0], X, cols) && f16_exact(xh[1], X + ldx, cols)) {
       const uint16_t *xs[2] = {xh[0], xh[1]};
