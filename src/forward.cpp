@@ -68,19 +68,41 @@ uint32_t gemv_tasks(gb_port_pool *pool, uint64_t rows, uint64_t cols) {
   return n ? (uint32_t)n : 1u;
 }
 
-const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols, const uint16_t **xh16) {
-  const size_t n = (size_t)m * cols;
+void run_positions(gb_port_pool *pool, uint32_t m, uint64_t values, PositionsFn fn, void *ctx) {
+  // Below kMinValues in all, handing out tasks costs more than it saves.
+  constexpr uint64_t kMinValues = 32768;
+  uint32_t n = gb_port_pool_threads(pool);
+  if (n > m) n = m;
+  if (n > kMaxPositionTasks) n = kMaxPositionTasks;
+  if (values < kMinValues) n = 1;
+  struct Split {
+    PositionsFn fn;
+    void *ctx;
+    uint32_t m;
+  } split{fn, ctx, m};
+  gb_port_pool_run(
+      pool, n,
+      [](void *c, uint32_t t, uint32_t nt) {
+        const Split *sp = static_cast<const Split *>(c);
+        const uint32_t i0 = (uint32_t)((uint64_t)sp->m * t / nt), i1 = (uint32_t)((uint64_t)sp->m * (t + 1) / nt);
+        if (i0 < i1) sp->fn(sp->ctx, t, i0, i1);
+      },
+      &split);
+}
+
+namespace {
+
+// x[0..n) rounded as f16_activations says, into xr and (binary16) xb;
+// true when some value has no binary16 form.
+bool f16_round(const float *__restrict x, float *__restrict xr, uint16_t *__restrict xb, size_t n) {
   // Without branches, so that the compiler vectorizes it (a 64-position
-  // prefill chunk converts up to 360 K values per matrix on one thread):
-  // every case computed, one chosen by masks (selects written as ?: left
-  // GCC 12 a branch and a scalar loop). Normal f16 range: the f32 mantissa
-  // rounded to 10 bits in place (a carry into the exponent is the correct
-  // result). Below it, adding 0.75 (whose f32 neighbours are 2^-24 apart,
-  // the f16 subnormal step) rounds |f| to the nearest step, ties to even,
-  // as f16.h does. Beyond 65504 (and inf, NaN): unchanged.
-  const float *__restrict x = X;
-  float *__restrict xr = sc.xh;
-  uint16_t *__restrict xb = sc.xh16;
+  // prefill chunk converts up to 360 K values per matrix): every case
+  // computed, one chosen by masks (selects written as ?: left GCC 12 a
+  // branch and a scalar loop). Normal f16 range: the f32 mantissa rounded
+  // to 10 bits in place (a carry into the exponent is the correct result).
+  // Below it, adding 0.75 (whose f32 neighbours are 2^-24 apart, the f16
+  // subnormal step) rounds |f| to the nearest step, ties to even, as f16.h
+  // does. Beyond 65504 (and inf, NaN): unchanged.
   uint32_t big = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t b;
@@ -105,8 +127,68 @@ const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t c
     xb[i] = (uint16_t)((sub & hs) | (~sub & hn));
     big |= over;
   }
-  if (xh16) *xh16 = big ? nullptr : sc.xh16;
+  return big != 0;
+}
+
+struct RoundTask {
+  const float *x;
+  float *xr;
+  uint16_t *xb;
+  uint32_t cols;
+  bool big[kMaxPositionTasks];
+};
+
+}  // namespace
+
+const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols, const uint16_t **xh16,
+                             gb_port_pool *pool) {
+  // The matrices of matmul_shared read one input: the first one's rounding
+  // serves the rest.
+  if (!(sc.xh_keep && sc.xh_of == X && sc.xh_m == m && sc.xh_cols == cols)) {
+    RoundTask task{X, sc.xh, sc.xh16, cols, {}};
+    run_positions(
+        pool, m, (uint64_t)m * cols,
+        [](void *c, uint32_t t, uint32_t i0, uint32_t i1) {
+          RoundTask *k = static_cast<RoundTask *>(c);
+          const size_t o = (size_t)i0 * k->cols;
+          k->big[t] = f16_round(k->x + o, k->xr + o, k->xb + o, (size_t)(i1 - i0) * k->cols);
+        },
+        &task);
+    bool big = false;
+    for (bool b : task.big) big |= b;
+    sc.xh_big = big;
+    sc.xh_of = sc.xh_keep ? X : nullptr;
+    sc.xh_m = m;
+    sc.xh_cols = cols;
+  }
+  if (xh16) *xh16 = sc.xh_big ? nullptr : sc.xh16;
   return sc.xh;
+}
+
+namespace {
+struct QuantTask {
+  const gb_kernels *k;
+  const float *x;
+  gb_q8x_block *xq;
+  size_t stride;
+  uint32_t cols;
+};
+}  // namespace
+
+const gb_q8x_block *quantized_activations(const Exec &e, Scratch &sc, const float *X, uint32_t m, uint32_t cols) {
+  if (sc.xh_keep && sc.xq_of == X && sc.xq_m == m && sc.xq_cols == cols) return sc.xq;
+  QuantTask task{e.k, X, sc.xq, sc.xq_stride, cols};
+  run_positions(
+      e.pool, m, (uint64_t)m * cols,
+      [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
+        const QuantTask *k = static_cast<const QuantTask *>(c);
+        for (uint32_t i = i0; i < i1; i++) k->k->quantize_act(k->xq + i * k->stride, k->x + (size_t)i * k->cols, k->cols);
+      },
+      &task);
+  sc.xq_of = sc.xh_keep ? X : nullptr;
+  sc.xq_m = m;
+  sc.xq_cols = cols;
+  return sc.xq;
 }
 
 namespace {
@@ -182,7 +264,11 @@ void matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, floa
     matmul_gemv_group(e, sc, cost, Y, X, W, n);
     return;
   }
+  sc.xh_keep = true;
   for (uint32_t j = 0; j < n; j++) mm(e, sc, cost, Y[j], X, m, *W[j]);
+  sc.xh_keep = false;
+  sc.xh_of = nullptr;
+  sc.xq_of = nullptr;
 }
 
 }  // namespace
@@ -219,6 +305,65 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   }
 }
 
+namespace {
+
+// The pass's per-position steps between the matrices, on the pool
+// (run_positions) when a pass has many positions; each position's values
+// are computed as on one thread.
+struct RowsTask {
+  float *x;          // residual streams (m, dim)
+  const float *add;  // added to x first, or nullptr
+  float *out;        // rmsnorm(x) * norm, or nullptr
+  const TensorRef *norm;
+  uint32_t dim;
+  float eps;
+};
+
+// x += add; out = rmsnorm(x) * norm, for positions [0, m).
+void add_and_norm(const Exec &e, float *x, const float *add, float *out, const TensorRef *norm, uint32_t m, uint32_t dim,
+                  float eps) {
+  RowsTask task{x, add, out, norm, dim, eps};
+  run_positions(
+      e.pool, m, (uint64_t)m * dim,
+      [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
+        const RowsTask *k = static_cast<const RowsTask *>(c);
+        for (uint32_t i = i0; i < i1; i++) {
+          float *xi = k->x + (size_t)i * k->dim;
+          if (k->add) {
+            const float *ai = k->add + (size_t)i * k->dim;
+            for (uint32_t j = 0; j < k->dim; j++) xi[j] += ai[j];
+          }
+          if (k->out) rmsnorm(k->out + (size_t)i * k->dim, xi, *k->norm, k->dim, k->eps);
+        }
+      },
+      &task);
+}
+
+struct GluTask {
+  float *h;
+  const float *h2;
+  uint32_t hid;
+};
+
+// h = silu(h) * h2, for positions [0, m).
+void swiglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) {
+  GluTask task{h, h2, hid};
+  run_positions(
+      e.pool, m, (uint64_t)m * hid,
+      [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
+        const GluTask *k = static_cast<const GluTask *>(c);
+        float *a = k->h;
+        const float *b = k->h2;
+        for (size_t i = (size_t)i0 * k->hid; i < (size_t)i1 * k->hid; i++) {
+          const float g = a[i];
+          a[i] = g / (1.0f + expf(-g)) * b[i];
+        }
+      },
+      &task);
+}
+
+}  // namespace
+
 gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tok, uint32_t m, uint32_t pos,
                   MatmulFn mm, bool want_logits, PassCost *cost) {
   const gb_model *mod = w.model;
@@ -248,7 +393,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     const TensorRef *W = w.mats + (size_t)l * kMatsPerLayer;
     const TensorRef *Wb = attn_only ? w.base_mats + (size_t)l * kMatsPerLayer : W;
 
-    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->attn_norm[l], dim, c.norm_eps);
+    add_and_norm(e, X, nullptr, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
     {
       float *const Y[3] = {sc.q, sc.k, sc.v};
       const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
@@ -270,20 +415,15 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     // tokens, already cached, are hidden from it).
     for (uint32_t i = 0; i < m; i++) kv_attend(kv, *e.k, l, sc.q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
     mm(e, sc, cost, XB2, XB, m, W[kMatO]);
-    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
-
-    for (uint32_t i = 0; i < m; i++) rmsnorm(XB + (size_t)i * dim, X + (size_t)i * dim, mod->ffn_norm[l], dim, c.norm_eps);
+    add_and_norm(e, X, XB2, XB, &mod->ffn_norm[l], m, dim, c.norm_eps);
     {
       float *const Y[2] = {HB, HB2};
       const TensorRef *const Ws[2] = {&Wb[kMat1], &Wb[kMat3]};
       matmul_shared(e, sc, cost, mm, Y, XB, m, Ws, 2);
     }
-    for (size_t i = 0; i < (size_t)m * hid; i++) {
-      const float g = HB[i];
-      HB[i] = g / (1.0f + expf(-g)) * HB2[i];
-    }
+    swiglu(e, HB, HB2, m, hid);
     mm(e, sc, cost, XB2, HB, m, Wb[kMat2]);
-    for (size_t i = 0; i < (size_t)m * dim; i++) X[i] += XB2[i];
+    add_and_norm(e, X, XB2, nullptr, nullptr, m, dim, c.norm_eps);
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);

@@ -53,6 +53,13 @@ struct Scratch {
   float *xa;         // (m_max, wide) q8/q4 activations expanded back to f32 (panel GEMM), or nullptr
   float *xh;         // (m_max, wide) activations of f16 matrices rounded to f16 (f16_activations)
   uint16_t *xh16;    // (m_max, wide) the same values in binary16 (f16_activations)
+  // What xh and xq hold while xh_keep (matmul_shared's matrices, which
+  // share one input): the rounding of xh_of's xh_m rows of xh_cols (xh_big:
+  // some value without a binary16 form), and the quantization of xq_of's
+  // xq_m rows of xq_cols. Outside matmul_shared xh_of and xq_of are null.
+  bool xh_keep, xh_big;
+  const float *xh_of, *xq_of;
+  uint32_t xh_m, xh_cols, xq_m, xq_cols;
   float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
 };
 
@@ -95,7 +102,26 @@ typedef void (*MatmulFn)(const Exec &e, Scratch &sc, PassCost *cost, float *Y, c
 // multi-position kernels that read them (gb_gemvm_fn's XQ): *xh16, when
 // asked, is sc.xh16, or nullptr when some value has no binary16 form
 // (|x| > 65504, NaN).
-const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols, const uint16_t **xh16 = nullptr);
+// The positions are split between pool's threads (when given) as
+// run_positions does; the result does not depend on it.
+const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols, const uint16_t **xh16 = nullptr,
+                             gb_port_pool *pool = nullptr);
+
+// X's m rows of cols values quantized for the integer kernels (the
+// kernel table's quantize_act per row), in sc.xq at row stride
+// sc.xq_stride; positions split between the pool's threads as
+// run_positions does.
+const gb_q8x_block *quantized_activations(const Exec &e, Scratch &sc, const float *X, uint32_t m, uint32_t cols);
+
+// Per-position work of a pass on the pool: fn(ctx, task, i0, i1) for
+// contiguous position ranges [i0, i1) covering [0, m), at most
+// kMaxPositionTasks tasks (task < that), one task when `values` (the work,
+// in values touched) is too small to share. Each position's results must
+// not depend on the split, so a pass computes the same bits on any number
+// of threads.
+constexpr uint32_t kMaxPositionTasks = 64;
+typedef void (*PositionsFn)(void *ctx, uint32_t task, uint32_t i0, uint32_t i1);
+void run_positions(gb_port_pool *pool, uint32_t m, uint64_t values, PositionsFn fn, void *ctx);
 
 // One position, one GEMV per matrix (decode).
 void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);

@@ -79,7 +79,7 @@ void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const f
     }
     A = sc.xa;
   } else if (w.format == kFmtF16) {
-    A = f16_activations(sc, X, m, w.cols);
+    A = f16_activations(sc, X, m, w.cols, nullptr, e.pool);
   }
   // As many tasks as threads, panels and panel slots allow, and none with
   // less work than a GEMV task's minimum (m products per weight).

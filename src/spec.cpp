@@ -97,13 +97,12 @@ void matmul_multi(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const fl
   // position ran through a 1-position tile).
   uint32_t group = GB_GEMVM_MAX_M;
   if (is_block_format(w.format)) {  // each position's activations quantized as matmul_gemv does
-    for (uint32_t i = 0; i < m; i++) e.k->quantize_act(sc.xq + i * stride, X + (size_t)i * w.cols, w.cols);
-    XQ = reinterpret_cast<const uint8_t *>(sc.xq);
+    XQ = reinterpret_cast<const uint8_t *>(quantized_activations(e, sc, X, m, w.cols));
   } else if (w.format == kFmtF16) {
     // The binary16 copy goes where the block formats' quantized
     // activations do (kernels.h, gb_gemvm_fn).
     const uint16_t *xh16 = nullptr;
-    X = f16_activations(sc, X, m, w.cols, &xh16);
+    X = f16_activations(sc, X, m, w.cols, &xh16, e.pool);
     XQ = reinterpret_cast<const uint8_t *>(xh16);
     stride = w.cols;
     stride_bytes = stride * sizeof(uint16_t);
