@@ -166,6 +166,15 @@ const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t c
 }
 
 namespace {
+
+// a[i] = silu(a[i]) * b[i] for i in [i0, i1): the FFN's gate (SwiGLU).
+void silu_mul(float *a, const float *b, size_t i0, size_t i1) {
+  for (size_t i = i0; i < i1; i++) {
+    const float g = a[i];
+    a[i] = g / (1.0f + expf(-g)) * b[i];
+  }
+}
+
 struct QuantTask {
   const gb_kernels *k;
   const float *x;
@@ -203,6 +212,7 @@ struct GemvGroupTask {
   const float *x[kMaxGroup];
   uint32_t tasks[kMaxGroup];
   const gb_q8x_block *xq;
+  bool glu;  // then y[0] = silu(y[0]) * y[1], each task over its rows
 };
 
 // Task t: its rows of every matrix j, in whole kernel row tiles
@@ -219,13 +229,21 @@ void gemv_group_task(void *ctx, uint32_t t, uint32_t) {
     task_rows(w.rows, t, g->tasks[j], &r0, &r1);
     if (r0 < r1) g->k->gemv[w.format](g->y[j], w.data, g->x[j], is_block_format(w.format) ? g->xq : nullptr, r0, r1, w.cols);
   }
+  if (g->glu && t < g->tasks[0]) {
+    size_t r0, r1;
+    task_rows(g->w[0]->rows, t, g->tasks[0], &r0, &r1);
+    silu_mul(g->y[0], g->y[1], r0, r1);
+  }
 }
 
 // Decode: n matrices with the same input (and the same columns) in one pool
 // run (one wait for the threads instead of n), the input quantized (block
-// formats) or rounded to f16 (f16 matrices) once for all of them.
-void matmul_gemv_group(const Exec &e, Scratch &sc, PassCost *cost, float *const *Y, const float *x, const TensorRef *const *W,
-                       uint32_t n) {
+// formats) or rounded to f16 (f16 matrices) once for all of them. With glu
+// (two matrices of as many rows, the FFN's gate and up), each task also
+// gates the rows it computed: Y[0] = silu(Y[0]) * Y[1]. Returns whether it
+// did.
+bool matmul_gemv_group(const Exec &e, Scratch &sc, PassCost *cost, float *const *Y, const float *x, const TensorRef *const *W,
+                       uint32_t n, bool glu = false) {
   GemvGroupTask task;
   task.k = e.k;
   task.n = n;
@@ -251,24 +269,25 @@ void matmul_gemv_group(const Exec &e, Scratch &sc, PassCost *cost, float *const 
     cost->bytes += w.nbytes;
     cost->weights += (uint64_t)w.rows * w.cols;
   }
+  task.glu = glu && n == 2 && W[0]->rows == W[1]->rows && task.tasks[0] == task.tasks[1];
   gb_port_pool_run(e.pool, most, gemv_group_task, &task);
+  return task.glu;
 }
 
 // Y[j] = X W[j]^T for matrices sharing X: one group run for decode steps,
-// else one mm call per matrix.
-void matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, float *const *Y, const float *X, uint32_t m,
-                   const TensorRef *const *W, uint32_t n) {
+// else one mm call per matrix. With glu, true when the group run also gated
+// Y[0] by Y[1] (matmul_gemv_group).
+bool matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, float *const *Y, const float *X, uint32_t m,
+                   const TensorRef *const *W, uint32_t n, bool glu = false) {
   bool same_cols = n <= kMaxGroup;
   for (uint32_t j = 1; j < n && same_cols; j++) same_cols = W[j]->cols == W[0]->cols;
-  if (mm == matmul_gemv && same_cols) {
-    matmul_gemv_group(e, sc, cost, Y, X, W, n);
-    return;
-  }
+  if (mm == matmul_gemv && same_cols) return matmul_gemv_group(e, sc, cost, Y, X, W, n, glu);
   sc.xh_keep = true;
   for (uint32_t j = 0; j < n; j++) mm(e, sc, cost, Y[j], X, m, *W[j]);
   sc.xh_keep = false;
   sc.xh_of = nullptr;
   sc.xq_of = nullptr;
+  return false;
 }
 
 }  // namespace
@@ -352,12 +371,7 @@ void swiglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) 
       e.pool, m, (uint64_t)m * hid,
       [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
         const GluTask *k = static_cast<const GluTask *>(c);
-        float *a = k->h;
-        const float *b = k->h2;
-        for (size_t i = (size_t)i0 * k->hid; i < (size_t)i1 * k->hid; i++) {
-          const float g = a[i];
-          a[i] = g / (1.0f + expf(-g)) * b[i];
-        }
+        silu_mul(k->h, k->h2, (size_t)i0 * k->hid, (size_t)i1 * k->hid);
       },
       &task);
 }
@@ -419,9 +433,8 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     {
       float *const Y[2] = {HB, HB2};
       const TensorRef *const Ws[2] = {&Wb[kMat1], &Wb[kMat3]};
-      matmul_shared(e, sc, cost, mm, Y, XB, m, Ws, 2);
+      if (!matmul_shared(e, sc, cost, mm, Y, XB, m, Ws, 2, true)) swiglu(e, HB, HB2, m, hid);
     }
-    swiglu(e, HB, HB2, m, hid);
     mm(e, sc, cost, XB2, HB, m, Wb[kMat2]);
     add_and_norm(e, X, XB2, nullptr, nullptr, m, dim, c.norm_eps);
   }
