@@ -580,7 +580,12 @@ typedef struct gb_session_options {
                              by gb_session_destroy. Each output row is
                              computed by one thread, so logits never depend
                              on n_threads. Matrices too small to be worth a
-                             hand-off stay on the calling thread. Default 1 */
+                             hand-off stay on the calling thread. Batched
+                             passes (prefill chunks, verification) also
+                             split norms, activations and attention between
+                             the threads; attention takes one scratch set
+                             (n_heads x context floats) per thread beyond
+                             the first, up to 7. Default 1 */
   uint64_t mem_budget;    /* bytes for arena + resident weight tiers; 0 = none */
   gb_sampler_options sampler;
   gb_monitor_options monitor;

@@ -322,6 +322,14 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
     sc->xa = a.array<float>(M * wide);
     sc->panel = a.array<float>((size_t)sh.panel_slots * sh.panel_rows * wide);
   }
+  sc->attn = a.array<KvAttnScratch>(sh.attn_sets);
+  for (uint32_t i = 0; i < sh.attn_sets; i++) {
+    KvAttnScratch ws;
+    kv_attn_scratch_carve(&ws, a, c.n_heads, c.head_dim, sh.attn_cap);
+    if (sc->attn) sc->attn[i] = ws;
+  }
+  sc->attn_sets = sc->attn ? sh.attn_sets : 0;
+  sc->attn_cap = sh.attn_cap;
 }
 
 namespace {
@@ -353,6 +361,47 @@ void add_and_norm(const Exec &e, float *x, const float *add, float *out, const T
             for (uint32_t j = 0; j < k->dim; j++) xi[j] += ai[j];
           }
           if (k->out) rmsnorm(k->out + (size_t)i * k->dim, xi, *k->norm, k->dim, k->eps);
+        }
+      },
+      &task);
+}
+
+struct AttnTask {
+  KvPool *kv;
+  const gb_kernels *k;
+  const Scratch *sc;
+  uint32_t layer, m, qd;
+  const float *q;
+  float *out;
+};
+
+// Each position's attention over the cache (the pass's later positions
+// hidden from it). Positions of a pass attend at once on the pool, each
+// task with its own scratch set and every n-th position (later positions
+// have more tokens to read), when the pool gathers no importance (whose
+// updates go position by position) and the work is worth a pool run.
+void attend_positions(const Exec &e, Scratch &sc, KvPool *kv, uint32_t layer, uint32_t m, uint32_t pos, uint32_t qd) {
+  constexpr uint64_t kMinWork = 1u << 18;  // query x key values
+  uint32_t n = gb_port_pool_threads(e.pool);
+  if (n > sc.attn_sets + 1) n = sc.attn_sets + 1;
+  if (n > m) n = m;
+  if (kv->plan.importance || kv->plan.cap > sc.attn_cap || (uint64_t)m * (pos + m) * qd < kMinWork) n = 1;
+  if (n <= 1) {
+    for (uint32_t i = 0; i < m; i++) kv_attend(kv, *e.k, layer, sc.q + (size_t)i * qd, sc.xb + (size_t)i * qd, m - 1 - i);
+    return;
+  }
+  AttnTask task{kv, e.k, &sc, layer, m, qd, sc.q, sc.xb};
+  gb_port_pool_run(
+      e.pool, n,
+      [](void *c, uint32_t t, uint32_t nt) {
+        const AttnTask *a = static_cast<const AttnTask *>(c);
+        for (uint32_t i = t; i < a->m; i += nt) {
+          const float *q = a->q + (size_t)i * a->qd;
+          float *o = a->out + (size_t)i * a->qd;
+          if (t == 0)
+            kv_attend(a->kv, *a->k, a->layer, q, o, a->m - 1 - i);
+          else
+            kv_attend_with(a->kv, *a->k, a->layer, q, o, a->m - 1 - i, a->sc->attn[t - 1]);
         }
       },
       &task);
@@ -427,7 +476,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     // over the cached tokens, read in place from the pool's buckets;
     // position i attends to t <= pos + i only (the pass's m - 1 - i later
     // tokens, already cached, are hidden from it).
-    for (uint32_t i = 0; i < m; i++) kv_attend(kv, *e.k, l, sc.q + (size_t)i * qd, XB + (size_t)i * qd, m - 1 - i);
+    attend_positions(e, sc, kv, l, m, pos, qd);
     mm(e, sc, cost, XB2, XB, m, W[kMatO]);
     add_and_norm(e, X, XB2, XB, &mod->ffn_norm[l], m, dim, c.norm_eps);
     {

@@ -61,6 +61,8 @@ struct Scratch {
   const float *xh_of, *xq_of;
   uint32_t xh_m, xh_cols, xq_m, xq_cols;
   float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
+  KvAttnScratch *attn;  // (attn_sets) for the positions of a pass attending at once, beside the pool's own
+  uint32_t attn_sets, attn_cap;
 };
 
 // What a session needs of its scratch: positions per pass, rows of logits
@@ -68,6 +70,7 @@ struct Scratch {
 struct ScratchShape {
   uint32_t m_max = 1, logit_rows = 1;
   uint32_t panel_slots = 0, panel_rows = 0;  // 0: no panel GEMM (no xa, no panels)
+  uint32_t attn_sets = 0, attn_cap = 0;       // attention scratch sets for pools of attn_cap slots
 };
 // Carve sc from the arena (counting when a is counting; sc is always real).
 void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &shape);

@@ -740,7 +740,24 @@ void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value) 
   write_rows(kv, kv->layers[layer], kv->cur_slot, key, value);
 }
 
-void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide) {
+void kv_attn_scratch_carve(KvAttnScratch *ws, Arena &a, uint32_t n_heads, uint32_t head_dim, uint32_t cap) {
+  ws->scores = a.array<float>((size_t)n_heads * cap);
+  ws->score_slot = a.array<uint32_t>(cap);
+  ws->m = a.array<float>(n_heads);
+  ws->l = a.array<float>(n_heads);
+  ws->acc = a.array<float>((size_t)n_heads * head_dim);
+  ws->q8 = a.array<int8_t>((size_t)n_heads * head_dim);
+  ws->q8_d = a.array<float>(n_heads);
+  ws->head_mean = a.array<float>(n_heads);
+}
+
+namespace {
+
+// The attention of one query through ws (streaming softmax over the
+// layer's buckets); returns how many records it scored (their slots in
+// ws.score_slot, masses in mass and wmass when given).
+uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide,
+                const KvAttnScratch &ws, float *mass, float *wmass) {
   const KvPlan &p = kv->plan;
   const KvLayer &y = kv->layers[layer];
   const uint32_t H = kv->n_heads, d = kv->head_dim;
@@ -750,19 +767,19 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
   st.head_dim = d;
   st.scale = 1.0f / sqrtf((float)d);
   st.q = q;
-  st.q8 = kv->q8;
-  st.q8_d = kv->q8_d;
+  st.q8 = ws.q8;
+  st.q8_d = ws.q8_d;
   st.scales = y.scales;
-  st.m = kv->m;
-  st.l = kv->l;
-  st.acc = kv->acc;
-  st.scores = kv->scores;
+  st.m = ws.m;
+  st.l = ws.l;
+  st.acc = ws.acc;
+  st.scores = ws.scores;
   st.score_stride = p.cap;
   for (uint32_t h = 0; h < H; h++) {
-    kv->m[h] = -INFINITY;
-    kv->l[h] = 0.0f;
+    ws.m[h] = -INFINITY;
+    ws.l[h] = 0.0f;
   }
-  memset(kv->acc, 0, sizeof(float) * H * d);
+  memset(ws.acc, 0, sizeof(float) * H * d);
   if (p.levels & ((1u << kLv2) | (1u << kLv3) | (1u << kLv4) | (1u << kLv8))) {
     // The query per head as int8 for the integer key dot products.
     for (uint32_t h = 0; h < H; h++) {
@@ -770,14 +787,14 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
       float amax = 0.0f;
       for (uint32_t j = 0; j < d; j++) amax = fabsf(qh[j]) > amax ? fabsf(qh[j]) : amax;
       const float dq = amax / 127.0f, inv = dq > 0.0f ? 1.0f / dq : 0.0f;
-      kv->q8_d[h] = dq;
+      ws.q8_d[h] = dq;
       for (uint32_t j = 0; j < d; j++) {
         // Casting NaN or a value out of range to an integer is undefined: a
         // non-finite query (NaN, inf times inv = 0) gives 0, and a subnormal
         // amax (inv = inf) is clamped to +-127.
         float v = roundf(qh[j] * inv);
         v = v != v ? 0.0f : v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-        kv->q8[(size_t)h * d + j] = (int8_t)v;
+        ws.q8[(size_t)h * d + j] = (int8_t)v;
       }
     }
   }
@@ -797,12 +814,27 @@ void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, 
         cnt += tpp < more ? tpp : more;
       }
       k.attn_run(&st, y.pages + (size_t)pg * p.page_bytes, b.slots + j, cnt, p.kbits[lv], p.vbits[lv], n);
-      memcpy(kv->score_slot + n, b.slots + j, sizeof(uint32_t) * cnt);
+      memcpy(ws.score_slot + n, b.slots + j, sizeof(uint32_t) * cnt);
       n += cnt;
       j += cnt;
     }
   }
-  k.attn_finish(&st, n, kv->head_w, out, kv->mass, kv->wmass, kv->head_mean);
+  k.attn_finish(&st, n, kv->head_w, out, mass, wmass, ws.head_mean);
+  return n;
+}
+
+}  // namespace
+
+void kv_attend_with(const KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide,
+                    const KvAttnScratch &ws) {
+  attend(kv, k, layer, q, out, hide, ws, nullptr, nullptr);
+}
+
+void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide) {
+  const KvPlan &p = kv->plan;
+  const uint32_t H = kv->n_heads;
+  const KvAttnScratch ws{kv->scores, kv->score_slot, kv->m, kv->l, kv->acc, kv->q8, kv->q8_d, kv->head_mean};
+  const uint32_t n = attend(kv, k, layer, q, out, hide, ws, kv->mass, kv->wmass);
   if (!p.importance) return;
   // EMA of each token's attention mass and of each head's mean attention.
   KvLayer &yw = kv->layers[layer];

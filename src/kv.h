@@ -136,6 +136,24 @@ void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value);
 // cache into out (n_heads, head_dim), gathering importance. hide: the
 // newest tokens of a batch not visible to this query (kv_begin_batch).
 void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide = 0);
+// The working buffers of one attention, for running several queries of a
+// batch at once (one set per concurrent query; the pool's own serve
+// kv_attend). Sized for a pool of `cap` slots; no importance buffers.
+struct KvAttnScratch {
+  float *scores;         // (n_heads, cap)
+  uint32_t *score_slot;  // (cap)
+  float *m, *l, *acc;    // (n_heads), (n_heads), (n_heads, head_dim)
+  int8_t *q8;            // (n_heads, head_dim)
+  float *q8_d;           // (n_heads)
+  float *head_mean;      // (n_heads)
+};
+void kv_attn_scratch_carve(KvAttnScratch *ws, Arena &a, uint32_t n_heads, uint32_t head_dim, uint32_t cap);
+// kv_attend through ws, which may run beside other queries' kv_attend_with
+// (each with its own ws) on the same layer: the cache is only read. Needs a
+// pool that gathers no importance (!plan.importance) and ws sized for at
+// least its plan.cap.
+void kv_attend_with(const KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide,
+                    const KvAttnScratch &ws);
 
 // ---- batches and rollback (batched prefill, speculative verification) ----
 // Whether m tokens can enter as one batch: a single-level policy (f32, f16,

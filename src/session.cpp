@@ -136,6 +136,13 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
     shape.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
     shape.panel_rows = o.prefill_panel_rows;
   }
+  // Positions of a pass attend at once, one scratch set per thread beyond
+  // the first (none when the pool gathers importance: forward.cpp).
+  if (shape.m_max > 1 && o.n_threads > 1 && !kvp.importance) {
+    constexpr uint32_t kMaxAttnSets = 7;  // attention is a few % of a pass: more threads share these
+    shape.attn_sets = o.n_threads - 1 < kMaxAttnSets ? o.n_threads - 1 : kMaxAttnSets;
+    shape.attn_cap = kvp.cap;
+  }
   scratch_carve(&t->sc, a, c, shape);
   t->pf_batch = M;
   t->pf_tok = M > 1 ? a.array<int32_t>(M) : nullptr;
