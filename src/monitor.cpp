@@ -23,16 +23,16 @@ namespace gb {
 float entropy_bits(const float *z, size_t n) {
   float mx = z[0];
   for (size_t i = 1; i < n; i++) mx = z[i] > mx ? z[i] : mx;
-  double s = 0.0;
-  for (size_t i = 0; i < n; i++) s += exp((double)(z[i] - mx));
-  const double lse = (double)mx + log(s);
-  double h = 0.0;
+  // One pass of exponentials: with e_i = exp(z_i - mx), s = sum e_i and
+  // t = sum e_i (z_i - mx), p_i = e_i / s and
+  //   H = -sum p_i log p_i = log s - t / s   (nats).
+  double s = 0.0, t = 0.0;
   for (size_t i = 0; i < n; i++) {
-    const double l = (double)z[i] - lse;
-    const double p = exp(l);
-    h -= p * l;
+    const double d = (double)(z[i] - mx), e = exp(d);
+    s += e;
+    t += e > 0.0 ? e * d : 0.0;  // a -inf logit: probability 0, no 0 x inf
   }
-  h /= log(2.0);
+  const double h = (log(s) - t / s) / log(2.0);
   return h > 0.0 ? (float)h : 0.0f;
 }
 

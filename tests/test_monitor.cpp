@@ -36,6 +36,20 @@ TEST(Monitor, EntropyOfKnownDistributions) {
   // p = (0.5, 0.25, 0.25): 1.5 bits.
   float z[3] = {logf(0.5f), logf(0.25f), logf(0.25f)};
   EXPECT_NEAR(gb::entropy_bits(z, 3), 1.5, 1e-6);
+  // Tokens masked to -inf have probability 0 and add nothing (not NaN).
+  float masked[4] = {2.0f, -INFINITY, 2.0f, -INFINITY};
+  EXPECT_NEAR(gb::entropy_bits(masked, 4), 1.0, 1e-6);
+  // Against the definition, summed term by term, on a spread of logits.
+  std::vector<float> spread(1000);
+  for (size_t i = 0; i < spread.size(); i++) spread[i] = 8.0f * sinf(0.37f * (float)i) - 0.01f * (float)i;
+  double mx = -1e30, s = 0.0, h = 0.0;
+  for (float v : spread) mx = v > mx ? v : mx;
+  for (float v : spread) s += exp((double)v - mx);
+  for (float v : spread) {
+    const double p = exp((double)v - mx) / s;
+    h -= p * log2(p);
+  }
+  EXPECT_NEAR(gb::entropy_bits(spread.data(), spread.size()), h, 1e-5);
 }
 
 TEST(Monitor, VocabularyScaling) {
