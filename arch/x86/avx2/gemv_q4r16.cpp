@@ -28,41 +28,73 @@ inline int32_t ld32(const int8_t *p) {
   return v;
 }
 
-// y[16g .. 16g+16) for one group, rows 0..7 in acc[0] and 8..15 in acc[1].
-__attribute__((always_inline)) inline void group_dot(const uint8_t *g, const gb_q8x_block *xq, size_t nb, float *y) {
+// acc[0..1] += one group block g (rows 0..7 in acc[0], 8..15 in acc[1])
+// against activation block x.
+__attribute__((always_inline)) inline void block_acc(__m256 acc[2], const uint8_t *g, const gb_q8x_block &x) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
+  __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int k = 0; k < 4; k++) {
+    const __m256i xlo = _mm256_set1_epi32(ld32(x.qs + 4 * k)), xhi = _mm256_set1_epi32(ld32(x.qs + 16 + 4 * k));
+    for (int h = 0; h < 2; h++) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(g + 32 + 64 * k + 32 * h));
+      const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      s16[h] = _mm256_add_epi16(s16[h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)));
+    }
+  }
+  const __m256i off = _mm256_set1_epi32(8 * x.sum);
+  const __m256 xd = _mm256_set1_ps(x.d);
+  for (int h = 0; h < 2; h++) {
+    const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s16[h], ones), off);
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(g + 16 * h)));
+    acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum)));
+  }
+}
+
+__attribute__((always_inline)) inline void prefetch_block(const uint8_t *g) {
+  for (int p = 0; p < 5; p++) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + 64 * p), _MM_HINT_T0);
+}
+
+// y[16g .. 16g+16) for one group, rows 0..7 in acc[0] and 8..15 in acc[1].
+__attribute__((always_inline)) inline void group_dot(const uint8_t *g, const gb_q8x_block *xq, size_t nb, float *y) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (size_t b = 0; b < nb; b++, g += kGroupBlock) {
-    for (int p = 0; p < 5; p++) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + 64 * p), _MM_HINT_T0);
-    const gb_q8x_block &x = xq[b];
-    __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int k = 0; k < 4; k++) {
-      const __m256i xlo = _mm256_set1_epi32(ld32(x.qs + 4 * k)), xhi = _mm256_set1_epi32(ld32(x.qs + 16 + 4 * k));
-      for (int h = 0; h < 2; h++) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(g + 32 + 64 * k + 32 * h));
-        const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        s16[h] = _mm256_add_epi16(s16[h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi)));
-      }
-    }
-    const __m256i off = _mm256_set1_epi32(8 * x.sum);
-    const __m256 xd = _mm256_set1_ps(x.d);
-    for (int h = 0; h < 2; h++) {
-      const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s16[h], ones), off);
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(g + 16 * h)));
-      acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum)));
-    }
+    prefetch_block(g);
+    block_acc(acc, g, xq[b]);
   }
   _mm256_storeu_ps(y, acc[0]);
   _mm256_storeu_ps(y + 8, acc[1]);
+}
+
+// Two groups (g0 for y0, g1 for y1) at once, each a read stream of its own;
+// per group the operations and order of group_dot.
+__attribute__((always_inline)) inline void group_dot2(const uint8_t *g0, const uint8_t *g1, const gb_q8x_block *xq,
+                                                      size_t nb, float *y0, float *y1) {
+  __m256 a0[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, a1[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (size_t b = 0; b < nb; b++, g0 += kGroupBlock, g1 += kGroupBlock) {
+    prefetch_block(g0);
+    prefetch_block(g1);
+    block_acc(a0, g0, xq[b]);
+    block_acc(a1, g1, xq[b]);
+  }
+  _mm256_storeu_ps(y0, a0[0]);
+  _mm256_storeu_ps(y0 + 8, a0[1]);
+  _mm256_storeu_ps(y1, a1[0]);
+  _mm256_storeu_ps(y1 + 8, a1[1]);
 }
 
 }  // namespace
 
 extern "C" void gb_q4r16_gemv__avx2(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                     size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nb = (cols + 31) / 32;
-  for (size_t r = row_begin; r < row_end; r += 16) group_dot(W + (r / 16) * nb * kGroupBlock, xq, nb, y + r);
+  // The range's first and second half of groups as two read streams (as
+  // the AVX-512 kernel); an odd last group alone.
+  const size_t nb = (cols + 31) / 32, half = (row_end - row_begin) / 32;
+  for (size_t i = 0; i < half; i++) {
+    const size_t r0 = row_begin + 16 * i, r1 = r0 + 16 * half;
+    group_dot2(W + (r0 / 16) * nb * kGroupBlock, W + (r1 / 16) * nb * kGroupBlock, xq, nb, y + r0, y + r1);
+  }
+  for (size_t r = row_begin + 32 * half; r < row_end; r += 16) group_dot(W + (r / 16) * nb * kGroupBlock, xq, nb, y + r);
 }
 
 // Per group, the positions one after another: the group's bytes (nb * 288)
