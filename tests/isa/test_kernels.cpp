@@ -569,6 +569,61 @@ TEST(Kernels, EveryGemvmMatchesItsGemvPerPosition) {
   printf("%d gemvm kernels tested on this CPU\n", tested);
 }
 
+// K-quant rows longer than any kernel's chunk of arranged activations
+// (the AVX-512 ones take up to 128 super-blocks at a time, 32768 columns):
+// 130 super-blocks, so every kernel sums a row in more than one chunk. Each
+// gemv within rounding of the generic one, each gemvm per position bit for
+// bit its own folder's gemv.
+TEST(Kernels, KQuantRowsLongerThanAChunk) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  gb_kernels generic;
+  gb_kernels_select(&generic, GB_ISA_GENERIC);
+  const size_t cols = 130 * GB_QK_K;
+  int tested = 0;
+  for (const Entry &e : all_kernels()) {
+    const GgufFmt *g = gguf(e.fmt);
+    if (e.op != 0 || !g || g->weights != GB_QK_K || (e.req & cpu) != e.req) continue;
+    std::mt19937 rng(seed_for(e.name.c_str()));
+    const size_t rows = is_r16(e.fmt) ? 32 : 5;
+    Matrix W = make_matrix(e.fmt, rows, cols, rng);
+    const std::vector<float> x = make_vector(cols, rng);
+    std::vector<gb_q8x_block> xq(cols / 32);
+    gb_q8x_quantize__generic(xq.data(), x.data(), cols);
+    std::vector<float> a(rows + 8, -3.0f), b(rows + 8, -3.0f), wr(cols);
+    generic.gemv[e.fmt](a.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+    e.gemv(b.data(), W.bytes.data(), x.data(), xq.data(), 0, rows, cols);
+    for (size_t r = 0; r < rows; r++) {
+      dequant_row(W, r, wr.data());
+      double mag = 0;
+      for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[c]);
+      ASSERT_NEAR(a[r], b[r], tol(mag)) << e.name << " row " << r;
+    }
+    for (size_t r = rows; r < rows + 8; r++) ASSERT_EQ(b[r], -3.0f) << e.name << " wrote past its rows";
+    for (const GemvmEntry &v : all_gemvm()) {
+      if (v.fmt != e.fmt || isa_of(v.name.c_str()) != isa_of(e.name.c_str())) continue;
+      const size_t m = 3, ldy = rows + 3;
+      std::vector<gb_q8x_block> X3(m * xq.size());
+      std::vector<float> xs(m * cols);
+      for (size_t i = 0; i < m; i++) {
+        const std::vector<float> xi = i == 0 ? x : make_vector(cols, rng);
+        memcpy(xs.data() + i * cols, xi.data(), cols * sizeof(float));
+        gb_q8x_quantize__generic(X3.data() + i * xq.size(), xi.data(), cols);
+      }
+      std::vector<float> Y(m * ldy, -3.0f);
+      v.fn(Y.data(), ldy, W.bytes.data(), xs.data(), cols, X3.data(), xq.size(), m, 0, rows, cols);
+      for (size_t i = 0; i < m; i++) {
+        std::vector<float> y(rows, -3.0f);
+        e.gemv(y.data(), W.bytes.data(), xs.data() + i * cols, X3.data() + i * xq.size(), 0, rows, cols);
+        EXPECT_EQ(0, memcmp(y.data(), Y.data() + i * ldy, rows * sizeof(float))) << v.name << " position " << i;
+        for (size_t r = rows; r < ldy && i * ldy + r < Y.size(); r++) EXPECT_EQ(Y[i * ldy + r], -3.0f) << v.name;
+      }
+    }
+    tested++;
+  }
+  printf("%d K-quant gemv kernels tested at %zu columns\n", tested, cols);
+  EXPECT_GE(tested, 2);
+}
+
 std::vector<GemvmEntry> all_pgemm() {
   std::vector<GemvmEntry> v;
 #define GB_PGEMM(fmt, id, isa, req, prio) v.push_back({#fmt "_pgemm__" #isa, req, (uint32_t)(id), gb_##fmt##_pgemm__##isa});

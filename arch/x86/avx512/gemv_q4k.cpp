@@ -38,7 +38,7 @@ namespace {
 using gb_avx512_kquant::cat256;
 
 constexpr size_t kSb = GB_Q4K_BLOCK_BYTES;  // bytes per super-block
-constexpr size_t kChunk = 16;               // super-blocks of arranged activations (6 KiB on the stack)
+constexpr size_t kChunk = 64;               // super-blocks of arranged activations (24 KiB on the stack)
 
 // The activations of one super-block, arranged for the code vectors.
 struct XSb {

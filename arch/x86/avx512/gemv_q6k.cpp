@@ -39,7 +39,7 @@ namespace {
 using gb_avx512_kquant::cat256;
 
 constexpr size_t kSb = GB_Q6K_BLOCK_BYTES;  // bytes per super-block
-constexpr size_t kChunk = 8;                // super-blocks of arranged activations (4.5 KiB on the stack)
+constexpr size_t kChunk = 64;               // super-blocks of arranged activations (36 KiB on the stack)
 
 // The activations of one super-block, arranged for the code vectors.
 struct XSb {

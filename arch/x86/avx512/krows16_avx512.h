@@ -20,7 +20,7 @@
 namespace gb_avx512_krows16 {
 
 constexpr size_t kPrefetch = 4096;  // bytes ahead of the group stream
-constexpr size_t kChunk = 16;       // super-blocks of arranged activations on the stack
+constexpr size_t kChunk = 128;      // super-blocks of arranged activations on the stack
 
 template <class F>
 __attribute__((always_inline)) static inline __m512 group_dot(const uint8_t *g, const gb_q8x_block *xq,
