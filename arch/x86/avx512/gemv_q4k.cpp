@@ -137,7 +137,6 @@ __attribute__((always_inline)) inline void sb_step(__m512 *acc, const uint8_t *c
 struct Q4K {
   static constexpr size_t kSb = ::kSb;
   static constexpr size_t kChunk = ::kChunk;
-  static constexpr int kPrefetchLines = 9;  // the four rows' super-blocks: 4 x kSb bytes
   using XSb = ::XSb;
   static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
   __attribute__((always_inline)) static inline void sb_step(__m512 *acc, const uint8_t *const *b, const XSb &x) {

@@ -5,7 +5,6 @@
 //   struct F {
 //     static constexpr size_t kSb;           // bytes per super-block
 //     static constexpr size_t kChunk;        // super-blocks of arranged activations
-//     static constexpr int kPrefetchLines;   // 64-byte lines prefetched per step
 //     struct XSb;                            // one super-block's arranged activations
 //     static void arrange(XSb *, const gb_q8x_block *x);          // x: its 8 blocks
 //     static void sb_step(__m512 *acc, const uint8_t *const *b, const XSb &);
@@ -22,7 +21,7 @@
 
 namespace gb_avx512_kquant {
 
-constexpr size_t kPrefetch = 2048;  // bytes ahead of a four-row group's stream
+constexpr size_t kPrefetch = 2048;  // bytes ahead in each row's stream (four rows: 8 KiB in all)
 
 // Two 32-byte activation blocks in one vector: a in the low half, b in the high.
 static inline __m512i cat256(const int8_t *a, const int8_t *b) {
@@ -48,11 +47,12 @@ __attribute__((always_inline)) static inline void group(float *y, const uint8_t 
                                                         size_t s1) {
   const uint8_t *b[4];
   for (size_t i = 0; i < 4; i++) b[i] = W + (r + (i < R ? i : 0)) * rb + s0 * F::kSb;
-  const uint8_t *pf = W + r * rb + s0 * F::kSb + kPrefetch;
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   for (size_t s = s0; s < s1; s++) {
-    for (int k = 0; k < F::kPrefetchLines; k++) _mm_prefetch(reinterpret_cast<const char *>(pf + 64 * k), _MM_HINT_T0);
-    pf += 4 * F::kSb;
+    // Each row's own stream, kPrefetch ahead, every line of the super-block.
+    for (size_t i = 0; i < R; i++)
+      for (size_t k = 0; k < F::kSb; k += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(b[i] + kPrefetch + k), _MM_HINT_T0);
     if (ARRANGED) {
       F::sb_step(acc, b, xs[s - s0]);
     } else {

@@ -19,7 +19,7 @@
 
 namespace gb_avx512_krows16 {
 
-constexpr size_t kPrefetch = 4096;  // bytes ahead of the group stream
+constexpr size_t kPrefetch = 4096;  // bytes ahead of the group stream, every 64-byte line
 constexpr size_t kChunk = 128;      // super-blocks of arranged activations on the stack
 
 template <class F>
@@ -27,7 +27,7 @@ __attribute__((always_inline)) static inline __m512 group_dot(const uint8_t *g, 
                                                               const typename F::XSb *xs, size_t nsb) {
   __m512 acc = _mm512_setzero_ps();
   for (size_t s = 0; s < nsb; s++, g += F::kGsb) {
-    for (size_t k = 0; k < F::kGsb; k += 256) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + k), _MM_HINT_T0);
+    for (size_t k = 0; k < F::kGsb; k += 64) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + k), _MM_HINT_T0);
     acc = F::sb_dot(g, xq + 8 * s, xs[s], acc);
   }
   return acc;
