@@ -65,38 +65,34 @@ static inline void gather_chunk(uint8_t *scratch, const uint8_t *gsb, size_t n) 
     for (size_t i = 0; i < kRows; i++) gather(scratch + i * n * B + s * B, gsb + s * kRows * B, B, i);
 }
 
-// A gather of n group super-blocks into 16 row-major rows of n blocks
-// (gather_chunk's contract), for a folder that has a faster one.
-typedef void (*GatherFn)(uint8_t *scratch, const uint8_t *gsb, size_t n);
-
-template <size_t B, GatherFn G = gather_chunk<B>, size_t C = kChunk>
+template <size_t B>
 static inline void adapt_gemv(gb_gemv_fn rowmajor, float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin,
                        size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K;
-  alignas(64) uint8_t scratch[kRows * C * B];
+  alignas(64) uint8_t scratch[kRows * kChunk * B];
   float part[kRows];
   for (size_t r = row_begin; r < row_end; r += kRows) {
     const uint8_t *g = W + (r / kRows) * nsb * kRows * B;
-    for (size_t s0 = 0; s0 < nsb; s0 += C) {
-      const size_t n = nsb - s0 < C ? nsb - s0 : C;
-      G(scratch, g + s0 * kRows * B, n);
+    for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+      const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
+      gather_chunk<B>(scratch, g + s0 * kRows * B, n);
       rowmajor(part, scratch, nullptr, xq + s0 * (GB_QK_K / GB_QBLOCK), 0, kRows, n * GB_QK_K);
       for (size_t i = 0; i < kRows; i++) y[r + i] = s0 == 0 ? part[i] : y[r + i] + part[i];
     }
   }
 }
 
-template <size_t B, GatherFn G = gather_chunk<B>, size_t C = kChunk>
+template <size_t B>
 static inline void adapt_gemvm(gb_gemvm_fn rowmajor, float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq,
                         size_t m, size_t row_begin, size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K;
-  alignas(64) uint8_t scratch[kRows * C * B];
+  alignas(64) uint8_t scratch[kRows * kChunk * B];
   float part[GB_GEMVM_MAX_M * kRows];
   for (size_t r = row_begin; r < row_end; r += kRows) {
     const uint8_t *g = W + (r / kRows) * nsb * kRows * B;
-    for (size_t s0 = 0; s0 < nsb; s0 += C) {
-      const size_t n = nsb - s0 < C ? nsb - s0 : C;
-      G(scratch, g + s0 * kRows * B, n);
+    for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+      const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
+      gather_chunk<B>(scratch, g + s0 * kRows * B, n);
       rowmajor(part, kRows, scratch, nullptr, 0, XQ + s0 * (GB_QK_K / GB_QBLOCK), ldxq, m, 0, kRows, n * GB_QK_K);
       for (size_t p = 0; p < m; p++)
         for (size_t i = 0; i < kRows; i++)

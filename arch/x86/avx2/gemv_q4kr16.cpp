@@ -28,12 +28,11 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "krows16_avx2.h"
 
 namespace {
 
 constexpr size_t kGsb = 16 * GB_Q4K_BLOCK_BYTES;  // bytes of one group super-block (2304)
-constexpr size_t kPrefetch = 4096;                 // bytes ahead of the group stream, every line
-constexpr size_t kChunk = 128;                     // super-blocks of arranged activations (8 KiB on the stack)
 
 inline int32_t ld32(const int8_t *p) {
   int32_t v;
@@ -119,46 +118,25 @@ __attribute__((always_inline)) inline void sb_dot(__m256 acc[2], const uint8_t *
   acc[1] = half_dot(g, 1, x, xs, acc[1]);
 }
 
-// y[0..16) (+)= the group's rows over super-blocks [s0, s0 + n) (g at s0).
-__attribute__((always_inline)) inline void group(float *y, const uint8_t *g, const gb_q8x_block *x, const XSb *xs, size_t n,
-                                                 bool first) {
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (size_t s = 0; s < n; s++, g += kGsb) {
-    for (size_t o = 0; o < kGsb; o += 64) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + o), _MM_HINT_T0);
-    sb_dot(acc, g, x + 8 * s, xs[s]);
+// The format, for the 16-row driver (krows16_avx2.h).
+struct Q4KR16 {
+  static constexpr size_t kGsb = ::kGsb;
+  using XSb = ::XSb;
+  static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
+  __attribute__((always_inline)) static inline void sb_dot(__m256 acc[2], const uint8_t *g, const gb_q8x_block *x,
+                                                           const XSb &xs) {
+    ::sb_dot(acc, g, x, xs);
   }
-  for (int h = 0; h < 2; h++)
-    _mm256_storeu_ps(y + 8 * h, first ? acc[h] : _mm256_add_ps(_mm256_loadu_ps(y + 8 * h), acc[h]));
-}
+};
 
 }  // namespace
 
 extern "C" void gb_q4kr16_gemv__avx2(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq, size_t row_begin,
                                      size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K;
-  XSb xs[kChunk];
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
-    for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
-    for (size_t r = row_begin; r < row_end; r += 16)
-      group(y + r, W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n, s0 == 0);
-  }
+  gb_avx2_krows16::gemv<Q4KR16>(y, W, xq, row_begin, row_end, cols);
 }
 
-// Per group and chunk, the positions one after another (the chunk's weights
-// come from L1/L2 for the positions after the first); each position's
-// result is computed exactly as the gemv computes it.
 extern "C" void gb_q4kr16_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const float *, size_t, const gb_q8x_block *XQ,
                                       size_t ldxq, size_t m, size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K;
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
-    for (size_t r = row_begin; r < row_end; r += 16)
-      for (size_t i = 0; i < m; i++) {
-        const gb_q8x_block *xq = XQ + i * ldxq;
-        XSb xs[kChunk];
-        for (size_t s = 0; s < n; s++) arrange(&xs[s], xq + 8 * (s0 + s));
-        group(Y + i * ldy + r, W + ((r / 16) * nsb + s0) * kGsb, xq + 8 * s0, xs, n, s0 == 0);
-      }
-  }
+  gb_avx2_krows16::gemvm<Q4KR16>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
 }
