@@ -47,25 +47,33 @@ static inline void gemv(float *y, const uint8_t *W, const gb_q8x_block *xq, size
   }
 }
 
-// Per group and chunk, the positions one after another (the chunk's weights
-// come from L1/L2 for the positions after the first); each position's
-// result is computed exactly as gemv computes it.
+// Per group, super-block by super-block, every position in turn (the group
+// super-block's weights come from L1 for the positions after the first),
+// each position's sums added up per chunk exactly as gemv adds them.
 template <class F>
 static inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
                          size_t row_begin, size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K;
-  for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
-    const size_t n = nsb - s0 < kChunk ? nsb - s0 : kChunk;
-    for (size_t r = row_begin; r < row_end; r += 16)
-      for (size_t i = 0; i < m; i++) {
-        const gb_q8x_block *xq = XQ + i * ldxq;
-        typename F::XSb xs[kChunk];
-        for (size_t s = 0; s < n; s++) F::arrange(&xs[s], xq + 8 * (s0 + s));
-        const __m512 v = group_dot<F>(W + ((r / 16) * nsb + s0) * F::kGsb, xq + 8 * s0, xs, n);
-        float *y = Y + i * ldy;
-        _mm512_storeu_ps(y + r, s0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(y + r), v));
+  __m512 acc[GB_GEMVM_MAX_M];
+  for (size_t r = row_begin; r < row_end; r += 16)
+    for (size_t s0 = 0; s0 < nsb; s0 += kChunk) {
+      const size_t s1 = nsb - s0 < kChunk ? nsb : s0 + kChunk;
+      const uint8_t *g = W + ((r / 16) * nsb + s0) * F::kGsb;
+      for (size_t i = 0; i < m; i++) acc[i] = _mm512_setzero_ps();
+      for (size_t s = s0; s < s1; s++, g += F::kGsb) {
+        for (size_t k = 0; k < F::kGsb; k += 64) _mm_prefetch(reinterpret_cast<const char *>(g + kPrefetch + k), _MM_HINT_T0);
+        for (size_t i = 0; i < m; i++) {
+          const gb_q8x_block *x = XQ + i * ldxq + 8 * s;
+          typename F::XSb xs;
+          F::arrange(&xs, x);
+          acc[i] = F::sb_dot(g, x, xs, acc[i]);
+        }
       }
-  }
+      for (size_t i = 0; i < m; i++) {
+        float *y = Y + i * ldy + r;
+        _mm512_storeu_ps(y, s0 == 0 ? acc[i] : _mm512_add_ps(_mm512_loadu_ps(y), acc[i]));
+      }
+    }
 }
 
 }  // namespace gb_avx512_krows16
