@@ -1,7 +1,7 @@
 // kquant_avx512.h — what the AVX-512 K-quant GEMVs share (gemv_q4k.cpp,
 // gemv_q6k.cpp): four rows per step, one super-block of each; activations
-// arranged once per chunk of super-blocks (gemv) or per step (gemvm); each
-// chunk's row sums add to y. A format supplies
+// arranged once per chunk of super-blocks (gemv) or per step and position
+// (gemvm); each chunk's row sums add to y. A format supplies
 //   struct F {
 //     static constexpr size_t kSb;           // bytes per super-block
 //     static constexpr size_t kChunk;        // super-blocks of arranged activations
@@ -39,12 +39,11 @@ static inline __m128 row_totals(const __m512 *acc) {
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
 }
 
-// y[r..r+R) (+)= rows r..r+R over super-blocks [s0, s1), x[s - s0] arranged
-// (ARRANGED) or arranged here from xq. Rows past R are copies of row r, not stored.
-template <class F, bool ARRANGED>
+// y[r..r+R) (+)= rows r..r+R over super-blocks [s0, s1), x[s - s0] arranged.
+// Rows past R are copies of row r, not stored.
+template <class F>
 __attribute__((always_inline)) static inline void group(float *y, const uint8_t *W, size_t rb, size_t r, size_t R,
-                                                        const typename F::XSb *xs, const gb_q8x_block *xq, size_t s0,
-                                                        size_t s1) {
+                                                        const typename F::XSb *xs, size_t s0, size_t s1) {
   const uint8_t *b[4];
   for (size_t i = 0; i < 4; i++) b[i] = W + (r + (i < R ? i : 0)) * rb + s0 * F::kSb;
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -53,13 +52,7 @@ __attribute__((always_inline)) static inline void group(float *y, const uint8_t 
     for (size_t i = 0; i < R; i++)
       for (size_t k = 0; k < F::kSb; k += 64)
         _mm_prefetch(reinterpret_cast<const char *>(b[i] + kPrefetch + k), _MM_HINT_T0);
-    if (ARRANGED) {
-      F::sb_step(acc, b, xs[s - s0]);
-    } else {
-      typename F::XSb x;
-      F::arrange(&x, xq + 8 * s);
-      F::sb_step(acc, b, x);
-    }
+    F::sb_step(acc, b, xs[s - s0]);
     for (int i = 0; i < 4; i++) b[i] += F::kSb;
   }
   float t[4];
@@ -75,23 +68,43 @@ static inline void gemv(float *y, const uint8_t *W, const gb_q8x_block *xq, size
     const size_t s1 = nsb - s0 < F::kChunk ? nsb : s0 + F::kChunk;
     for (size_t s = s0; s < s1; s++) F::arrange(&xs[s - s0], xq + 8 * s);
     for (size_t r = row_begin; r < row_end; r += 4)
-      group<F, true>(y, W, rb, r, row_end - r < 4 ? row_end - r : 4, xs, xq, s0, s1);
+      group<F>(y, W, rb, r, row_end - r < 4 ? row_end - r : 4, xs, s0, s1);
   }
 }
 
 // The same chunks, groups and operations per position as gemv
-// (bit-identical); the activations are arranged per step instead of once,
-// and a group's chunk of weights is read from L1 for the positions after
-// the first.
+// (bit-identical); per step every position in turn, so the four rows'
+// super-blocks are read from L1 for the positions after the first.
 template <class F>
 static inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
                          size_t row_begin, size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K, rb = nsb * F::kSb;
+  __m512 acc[GB_GEMVM_MAX_M][2];
   for (size_t s0 = 0; s0 < nsb; s0 += F::kChunk) {
     const size_t s1 = nsb - s0 < F::kChunk ? nsb : s0 + F::kChunk;
-    for (size_t r = row_begin; r < row_end; r += 4)
-      for (size_t p = 0; p < m; p++)
-        group<F, false>(Y + p * ldy, W, rb, r, row_end - r < 4 ? row_end - r : 4, nullptr, XQ + p * ldxq, s0, s1);
+    for (size_t r = row_begin; r < row_end; r += 4) {
+      const size_t R = row_end - r < 4 ? row_end - r : 4;
+      const uint8_t *b[4];
+      for (size_t i = 0; i < 4; i++) b[i] = W + (r + (i < R ? i : 0)) * rb + s0 * F::kSb;
+      for (size_t p = 0; p < m; p++) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+      for (size_t s = s0; s < s1; s++) {
+        for (size_t i = 0; i < R; i++)
+          for (size_t k = 0; k < F::kSb; k += 64)
+            _mm_prefetch(reinterpret_cast<const char *>(b[i] + kPrefetch + k), _MM_HINT_T0);
+        for (size_t p = 0; p < m; p++) {
+          typename F::XSb x;
+          F::arrange(&x, XQ + p * ldxq + 8 * s);
+          F::sb_step(acc[p], b, x);
+        }
+        for (int i = 0; i < 4; i++) b[i] += F::kSb;
+      }
+      for (size_t p = 0; p < m; p++) {
+        float t[4];
+        _mm_storeu_ps(t, row_totals(acc[p]));
+        float *y = Y + p * ldy;
+        for (size_t i = 0; i < R; i++) y[r + i] = s0 == 0 ? t[i] : y[r + i] + t[i];
+      }
+    }
   }
 }
 
