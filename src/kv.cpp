@@ -191,17 +191,10 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const gb_session_options &o, 
   kv->imp = p.importance ? a.array<float>(cap) : nullptr;
   kv->snap = seed ? a.array<float>(cap) : nullptr;
   kv->free_slots = a.array<uint32_t>(cap);
-  kv->scores = a.array<float>((size_t)H * cap);
-  kv->score_slot = a.array<uint32_t>(cap);
+  kv_attn_scratch_carve(&kv->att, a, H, d, cap);
   kv->mass = p.importance ? a.array<float>(cap) : nullptr;
   kv->wmass = p.importance ? a.array<float>(cap) : nullptr;
-  kv->m = a.array<float>(H);
-  kv->l = a.array<float>(H);
-  kv->acc = a.array<float>((size_t)H * d);
-  kv->q8 = a.array<int8_t>((size_t)H * d);
-  kv->q8_d = a.array<float>(H);
   kv->head_w = a.array<float>(H);
-  kv->head_mean = a.array<float>(H);
   kv->tmp = a.array<float>((size_t)2 * R * d);
   kv->planned = seed ? a.array<uint8_t>(cap) : nullptr;
   kv->order = seed ? a.array<uint32_t>(cap) : nullptr;
@@ -833,18 +826,17 @@ void kv_attend_with(const KvPool *kv, const gb_kernels &k, uint32_t layer, const
 void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide) {
   const KvPlan &p = kv->plan;
   const uint32_t H = kv->n_heads;
-  const KvAttnScratch ws{kv->scores, kv->score_slot, kv->m, kv->l, kv->acc, kv->q8, kv->q8_d, kv->head_mean};
-  const uint32_t n = attend(kv, k, layer, q, out, hide, ws, kv->mass, kv->wmass);
+  const uint32_t n = attend(kv, k, layer, q, out, hide, kv->att, kv->mass, kv->wmass);
   if (!p.importance) return;
   // EMA of each token's attention mass and of each head's mean attention.
   KvLayer &yw = kv->layers[layer];
   const float g = kv->opt.gamma, gh = kv->opt.gamma_head;
   for (uint32_t i = 0; i < n; i++) {
-    const uint32_t s = kv->score_slot[i];
+    const uint32_t s = kv->att.score_slot[i];
     yw.ema[s] = g * yw.ema[s] + (1.0f - g) * kv->mass[i];
     kv->wsum[s] += kv->wmass[i];
   }
-  for (uint32_t h = 0; h < H; h++) yw.head_ema[h] = gh * yw.head_ema[h] + (1.0f - gh) * kv->head_mean[h];
+  for (uint32_t h = 0; h < H; h++) yw.head_ema[h] = gh * yw.head_ema[h] + (1.0f - gh) * kv->att.head_mean[h];
 }
 
 void kv_end(KvPool *kv) {

@@ -78,6 +78,17 @@ struct KvPlan {
   bool importance;                 // attention statistics are gathered
 };
 
+// The working buffers of one attention (kv_attend: the pool's own set;
+// kv_attend_with: one set per query attending at the same time). Sized for
+// a pool of `cap` slots; the importance buffers are the pool's.
+struct KvAttnScratch {
+  float *scores;         // (n_heads, cap)
+  uint32_t *score_slot;  // (cap)
+  float *m, *l, *acc;    // (n_heads), (n_heads), (n_heads, head_dim)
+  int8_t *q8;            // (n_heads, head_dim)
+  float *q8_d;           // (n_heads)
+  float *head_mean;      // (n_heads)
+};
 struct KvPool {
   KvPlan plan;
   gb_kv_options opt;
@@ -94,14 +105,9 @@ struct KvPool {
   uint32_t n_free_slots, n_tokens;
   uint32_t newest;       // position of the last token that entered
   // Attention scratch (one layer at a time).
-  float *scores;         // (n_heads, cap)
-  uint32_t *score_slot;  // (cap) slot of each scored position
+  KvAttnScratch att;     // kv_attend's (score_slot: slot of each scored position)
   float *mass, *wmass;   // (cap)
-  float *m, *l, *acc;    // (n_heads), (n_heads), (n_heads, head_dim)
-  int8_t *q8;            // (n_heads, head_dim)
-  float *q8_d;           // (n_heads)
   float *head_w;         // (n_heads) head weights w_h: layer-mean head EMA / its mean over heads
-  float *head_mean;      // (n_heads)
   float *tmp;            // (2 * kv_dim) a token's dequantized K and V
   // SEED scratch.
   uint8_t *planned;      // (cap)
@@ -136,17 +142,6 @@ void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value);
 // cache into out (n_heads, head_dim), gathering importance. hide: the
 // newest tokens of a batch not visible to this query (kv_begin_batch).
 void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide = 0);
-// The working buffers of one attention, for running several queries of a
-// batch at once (one set per concurrent query; the pool's own serve
-// kv_attend). Sized for a pool of `cap` slots; no importance buffers.
-struct KvAttnScratch {
-  float *scores;         // (n_heads, cap)
-  uint32_t *score_slot;  // (cap)
-  float *m, *l, *acc;    // (n_heads), (n_heads), (n_heads, head_dim)
-  int8_t *q8;            // (n_heads, head_dim)
-  float *q8_d;           // (n_heads)
-  float *head_mean;      // (n_heads)
-};
 void kv_attn_scratch_carve(KvAttnScratch *ws, Arena &a, uint32_t n_heads, uint32_t head_dim, uint32_t cap);
 // kv_attend through ws, which may run beside other queries' kv_attend_with
 // (each with its own ws) on the same layer: the cache is only read. Needs a

@@ -365,9 +365,9 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
                which, n_tokens, ks, t.cap, t.max_tokens);
   // Bitmaps in the attention scratch: free slots, slots seen in a layer, pages.
   const uint32_t cap = t.cap;
-  uint8_t *free_map = reinterpret_cast<uint8_t *>(kv->score_slot);
+  uint8_t *free_map = reinterpret_cast<uint8_t *>(kv->att.score_slot);
   uint8_t *seen = free_map + (cap + 7) / 8;
-  uint8_t *page_map = reinterpret_cast<uint8_t *>(kv->scores);
+  uint8_t *page_map = reinterpret_cast<uint8_t *>(kv->att.scores);
   const uint32_t page_map_bits = 32u * kv->n_heads * cap;
   memset(free_map, 0, (cap + 7) / 8);
   const size_t tail_at = r.at;

@@ -28,31 +28,15 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "x86/krows16_act.h"
 #include "krows16_avx2.h"
 
 namespace {
 
 constexpr size_t kGsb = 16 * GB_Q4K_BLOCK_BYTES;  // bytes of one group super-block (2304)
 
-inline int32_t ld32(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-
-// The activations of one super-block as the kernel uses them: per
-// sub-block the scale and xd * (float)sum.
-struct XSb {
-  float d[8];
-  float dsum[8];
-};
-
-inline void arrange(XSb *o, const gb_q8x_block *x) {
-  for (int s = 0; s < 8; s++) {
-    o->d[s] = x[s].d;
-    o->dsum[s] = x[s].d * (float)x[s].sum;
-  }
-}
+using gb_x86_krows16::ld32;
+using XSb = gb_x86_krows16::Q4KAct;
 
 // Eight binary16 values, one in the low half of each 32-bit lane of v (the
 // high halves zero), as floats.
@@ -122,7 +106,7 @@ __attribute__((always_inline)) inline void sb_dot(__m256 acc[2], const uint8_t *
 struct Q4KR16 {
   static constexpr size_t kGsb = ::kGsb;
   using XSb = ::XSb;
-  static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
+  static inline void arrange(XSb *o, const gb_q8x_block *x) { gb_x86_krows16::arrange(o, x); }
   __attribute__((always_inline)) static inline void sb_dot(__m256 acc[2], const uint8_t *g, const gb_q8x_block *x,
                                                            const XSb &xs) {
     ::sb_dot(acc, g, x, xs);

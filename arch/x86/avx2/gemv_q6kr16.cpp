@@ -25,34 +25,15 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "x86/krows16_act.h"
 #include "krows16_avx2.h"
 
 namespace {
 
 constexpr size_t kGsb = 16 * GB_Q6K_BLOCK_BYTES;  // bytes of one group super-block (3360)
 
-inline int32_t ld32(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-
-// Per activation block of the super-block: its scale and -32 times the sum
-// of each 16-byte half (the accumulators' start).
-struct XSb {
-  float d[8];
-  int32_t off[8][2];
-};
-
-inline void arrange(XSb *o, const gb_q8x_block *x) {
-  for (int a = 0; a < 8; a++) {
-    int32_t lo = 0;
-    for (int j = 0; j < 16; j++) lo += x[a].qs[j];
-    o->d[a] = x[a].d;
-    o->off[a][0] = -32 * lo;
-    o->off[a][1] = -32 * (x[a].sum - lo);
-  }
-}
+using gb_x86_krows16::ld32;
+using XSb = gb_x86_krows16::Q6KAct;
 
 inline __m256i ld(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
 
@@ -114,7 +95,7 @@ __attribute__((always_inline)) inline __m256 half_dot(const uint8_t *g, int hr, 
 struct Q6KR16 {
   static constexpr size_t kGsb = ::kGsb;
   using XSb = ::XSb;
-  static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
+  static inline void arrange(XSb *o, const gb_q8x_block *x) { gb_x86_krows16::arrange(o, x); }
   __attribute__((always_inline)) static inline void sb_dot(__m256 acc[2], const uint8_t *g, const gb_q8x_block *x,
                                                            const XSb &xs) {
     acc[0] = half_dot(g, 0, x, xs, acc[0]);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "x86/krows16_act.h"
 #include "krows16_avx512.h"
 
 namespace {
@@ -34,28 +35,8 @@ namespace {
 constexpr size_t kGsb = 16 * GB_Q6K_BLOCK_BYTES;  // bytes of one group super-block (3360)
 constexpr int kSel = 0xCA;                        // vpternlogd: a ? b : c, bit by bit
 
-inline int32_t ld32(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-
-// Per activation block of the super-block: its scale and -32 times the sum
-// of each 16-byte half (the accumulators' start).
-struct XSb {
-  float d[8];
-  int32_t off[8][2];
-};
-
-inline void arrange(XSb *o, const gb_q8x_block *x) {
-  for (int a = 0; a < 8; a++) {
-    int32_t lo = 0;
-    for (int j = 0; j < 16; j++) lo += x[a].qs[j];
-    o->d[a] = x[a].d;
-    o->off[a][0] = -32 * lo;
-    o->off[a][1] = -32 * (x[a].sum - lo);
-  }
-}
+using gb_x86_krows16::ld32;
+using XSb = gb_x86_krows16::Q6KAct;
 
 // The sixteen rows' int8 scale t, as floats.
 __attribute__((always_inline)) inline __m512 scale(const uint8_t *g, int t) {
@@ -104,7 +85,7 @@ __attribute__((always_inline)) inline __m512 sb_dot(const uint8_t *g, const gb_q
 struct Q6KR16 {
   static constexpr size_t kGsb = ::kGsb;
   using XSb = ::XSb;
-  static inline void arrange(XSb *o, const gb_q8x_block *x) { ::arrange(o, x); }
+  static inline void arrange(XSb *o, const gb_q8x_block *x) { gb_x86_krows16::arrange(o, x); }
   __attribute__((always_inline)) static inline __m512 sb_dot(const uint8_t *g, const gb_q8x_block *x, const XSb &xs,
                                                              __m512 acc) {
     return ::sb_dot(g, x, xs, acc);
