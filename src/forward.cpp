@@ -144,7 +144,7 @@ const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t c
                              gb_port_pool *pool) {
   // The matrices of matmul_shared read one input: the first one's rounding
   // serves the rest.
-  if (!(sc.xh_keep && sc.xh_of == X && sc.xh_m == m && sc.xh_cols == cols)) {
+  if (!(sc.keep_input && sc.xh_of == X && sc.xh_m == m && sc.xh_cols == cols)) {
     RoundTask task{X, sc.xh, sc.xh16, cols, {}};
     run_positions(
         pool, m, (uint64_t)m * cols,
@@ -157,7 +157,7 @@ const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t c
     bool big = false;
     for (bool b : task.big) big |= b;
     sc.xh_big = big;
-    sc.xh_of = sc.xh_keep ? X : nullptr;
+    sc.xh_of = sc.keep_input ? X : nullptr;
     sc.xh_m = m;
     sc.xh_cols = cols;
   }
@@ -185,7 +185,7 @@ struct QuantTask {
 }  // namespace
 
 const gb_q8x_block *quantized_activations(const Exec &e, Scratch &sc, const float *X, uint32_t m, uint32_t cols) {
-  if (sc.xh_keep && sc.xq_of == X && sc.xq_m == m && sc.xq_cols == cols) return sc.xq;
+  if (sc.keep_input && sc.xq_of == X && sc.xq_m == m && sc.xq_cols == cols) return sc.xq;
   QuantTask task{e.k, X, sc.xq, sc.xq_stride, cols};
   run_positions(
       e.pool, m, (uint64_t)m * cols,
@@ -194,7 +194,7 @@ const gb_q8x_block *quantized_activations(const Exec &e, Scratch &sc, const floa
         for (uint32_t i = i0; i < i1; i++) k->k->quantize_act(k->xq + i * k->stride, k->x + (size_t)i * k->cols, k->cols);
       },
       &task);
-  sc.xq_of = sc.xh_keep ? X : nullptr;
+  sc.xq_of = sc.keep_input ? X : nullptr;
   sc.xq_m = m;
   sc.xq_cols = cols;
   return sc.xq;
@@ -282,9 +282,9 @@ bool matmul_shared(const Exec &e, Scratch &sc, PassCost *cost, MatmulFn mm, floa
   bool same_cols = n <= kMaxGroup;
   for (uint32_t j = 1; j < n && same_cols; j++) same_cols = W[j]->cols == W[0]->cols;
   if (mm == matmul_gemv && same_cols) return matmul_gemv_group(e, sc, cost, Y, X, W, n, glu);
-  sc.xh_keep = true;
+  sc.keep_input = true;
   for (uint32_t j = 0; j < n; j++) mm(e, sc, cost, Y[j], X, m, *W[j]);
-  sc.xh_keep = false;
+  sc.keep_input = false;
   sc.xh_of = nullptr;
   sc.xq_of = nullptr;
   return false;
@@ -340,7 +340,7 @@ namespace {
 struct RowsTask {
   float *x;          // residual streams (m, dim)
   const float *add;  // added to x first, or nullptr
-  float *out;        // rmsnorm(x) * norm, or nullptr
+  float *out;        // rmsnorm(x) * norm (may be x itself)
   const TensorRef *norm;
   uint32_t dim;
   float eps;
@@ -360,7 +360,7 @@ void add_and_norm(const Exec &e, float *x, const float *add, float *out, const T
             const float *ai = k->add + (size_t)i * k->dim;
             for (uint32_t j = 0; j < k->dim; j++) xi[j] += ai[j];
           }
-          if (k->out) rmsnorm(k->out + (size_t)i * k->dim, xi, *k->norm, k->dim, k->eps);
+          rmsnorm(k->out + (size_t)i * k->dim, xi, *k->norm, k->dim, k->eps);
         }
       },
       &task);
@@ -456,7 +456,9 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     const TensorRef *W = w.mats + (size_t)l * kMatsPerLayer;
     const TensorRef *Wb = attn_only ? w.base_mats + (size_t)l * kMatsPerLayer : W;
 
-    add_and_norm(e, X, nullptr, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
+    // The previous layer's FFN output joins the residual stream here (and,
+    // after the last layer, just before the output norm).
+    add_and_norm(e, X, l ? XB2 : nullptr, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
     {
       float *const Y[3] = {sc.q, sc.k, sc.v};
       const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
@@ -485,12 +487,11 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
       if (!matmul_shared(e, sc, cost, mm, Y, XB, m, Ws, 2, true)) swiglu(e, HB, HB2, m, hid);
     }
     mm(e, sc, cost, XB2, HB, m, Wb[kMat2]);
-    add_and_norm(e, X, XB2, nullptr, nullptr, m, dim, c.norm_eps);
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);
   if (!want_logits) return GB_OK;
-  for (uint32_t i = 0; i < m; i++) rmsnorm(X + (size_t)i * dim, X + (size_t)i * dim, mod->out_norm, dim, c.norm_eps);
+  add_and_norm(e, X, XB2, X, &mod->out_norm, m, dim, c.norm_eps);
   mm(e, sc, cost, sc.logits, X, m, *w.classifier);
   return GB_OK;
 }

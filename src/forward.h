@@ -53,11 +53,11 @@ struct Scratch {
   float *xa;         // (m_max, wide) q8/q4 activations expanded back to f32 (panel GEMM), or nullptr
   float *xh;         // (m_max, wide) activations of f16 matrices rounded to f16 (f16_activations)
   uint16_t *xh16;    // (m_max, wide) the same values in binary16 (f16_activations)
-  // What xh and xq hold while xh_keep (matmul_shared's matrices, which
+  // What xh and xq hold while keep_input (matmul_shared's matrices, which
   // share one input): the rounding of xh_of's xh_m rows of xh_cols (xh_big:
   // some value without a binary16 form), and the quantization of xq_of's
   // xq_m rows of xq_cols. Outside matmul_shared xh_of and xq_of are null.
-  bool xh_keep, xh_big;
+  bool keep_input, xh_big;
   const float *xh_of, *xq_of;
   uint32_t xh_m, xh_cols, xq_m, xq_cols;
   float *panel;      // (panel_slots, panel_rows, wide) weight panels expanded to f32, or nullptr
