@@ -159,49 +159,80 @@ inline void read_task(void *ctx, uint32_t t, uint32_t nt) {
 struct Bandwidth {
   double bytes_per_s;  // the best probe
   std::string probe;   // which one
+  int index = -1;      // its place in ReadProbe's list (-1: none ran)
 };
 
-// The read bandwidth for each thread count in `threads` (same order).
-inline std::vector<Bandwidth> read_bandwidth(size_t bytes, const std::vector<uint32_t> &threads, int reps) {
-  const size_t n = bytes / sizeof(uint64_t) / 64 * 64;
-  uint64_t *buf = static_cast<uint64_t *>(gb_port_aligned_alloc(n * sizeof(uint64_t), 4096));
-  std::vector<Bandwidth> out;
-  if (!buf) return std::vector<Bandwidth>(threads.size(), Bandwidth{0.0, "none"});
-  for (size_t i = 0; i < n; i++) buf[i] = i * 0x9E3779B97F4A7C15ull;
+// The probes over one buffer, kept for passes between other measurements
+// (ReadProbe::pass: one pass of a given probe, e.g. right before and after
+// a timed run, so that the share of the bandwidth a run reached is taken
+// against what the memory gave at that moment, not minutes earlier).
+class ReadProbe {
+ public:
+  explicit ReadProbe(size_t bytes) : n_(bytes / sizeof(uint64_t) / 64 * 64) {
+    buf_ = static_cast<uint64_t *>(gb_port_aligned_alloc(n_ * sizeof(uint64_t), 4096));
+    if (!buf_) return;
+    for (size_t i = 0; i < n_; i++) buf_[i] = i * 0x9E3779B97F4A7C15ull;
+    probes_ = {{"1 stream", sum_1}, {"4 streams", sum_4}, {"4 streams + prefetch", sum_4_pf}};
+#if defined(__x86_64__)
+    if (gb_port_cpu_features() & (1u << 1)) {  // GB_ISA_AVX2
+      probes_.push_back({"1 stream avx2", sum_1_avx2});
+      probes_.push_back({"4 streams avx2", sum_4_avx2});
+      probes_.push_back({"4 streams + prefetch avx2", sum_4_pf_avx2});
+    }
+#endif
+  }
+  ~ReadProbe() { gb_port_aligned_free(buf_); }
+  ReadProbe(const ReadProbe &) = delete;
+  ReadProbe &operator=(const ReadProbe &) = delete;
+
+  // Bytes per second of one pass of probe `index` on `threads` threads (0
+  // when there is no buffer).
+  double pass(uint32_t threads, int index) {
+    if (!buf_ || index < 0 || (size_t)index >= probes_.size()) return 0.0;
+    ReadTask task;
+    task.fn = probes_[(size_t)index].fn;
+    task.buf = buf_;
+    task.n = n_;
+    const uint64_t t0 = gb_port_now_ns();
+    gb_port_parallel_for(threads, threads, read_task, &task);
+    const uint64_t t1 = gb_port_now_ns();
+    for (uint32_t k = 0; k < threads; k++) sink_ = sink_ + task.sums[k];
+    return (double)(n_ * sizeof(uint64_t)) / ((double)(t1 - t0) * 1e-9);  // chunks cover n exactly
+  }
+
+  // The best probe on `threads` threads: the median of `reps` passes of
+  // each after a warm-up pass.
+  Bandwidth best(uint32_t threads, int reps) {
+    if (!buf_) return Bandwidth{0.0, "none", -1};
+    Bandwidth b{0.0, "", -1};
+    for (size_t p = 0; p < probes_.size(); p++) {
+      std::vector<double> bw;
+      for (int r = 0; r < reps + 1; r++) {
+        const double v = pass(threads, (int)p);
+        if (r > 0) bw.push_back(v);
+      }
+      const double m = median(bw);
+      if (m > b.bytes_per_s) b = Bandwidth{m, probes_[p].name, (int)p};
+    }
+    return b;
+  }
+
+ private:
   struct Probe {
     const char *name;
     sum_fn fn;
   };
-  std::vector<Probe> probes = {{"1 stream", sum_1}, {"4 streams", sum_4}, {"4 streams + prefetch", sum_4_pf}};
-#if defined(__x86_64__)
-  if (gb_port_cpu_features() & (1u << 1)) {  // GB_ISA_AVX2
-    probes.push_back({"1 stream avx2", sum_1_avx2});
-    probes.push_back({"4 streams avx2", sum_4_avx2});
-    probes.push_back({"4 streams + prefetch avx2", sum_4_pf_avx2});
-  }
-#endif
-  volatile uint64_t sink = 0;
-  for (uint32_t t : threads) {
-    Bandwidth best{0.0, ""};
-    for (const Probe &p : probes) {
-      ReadTask task;
-      task.fn = p.fn;
-      task.buf = buf;
-      task.n = n;
-      std::vector<double> bw;
-      for (int r = 0; r < reps + 1; r++) {
-        const uint64_t t0 = gb_port_now_ns();
-        gb_port_parallel_for(t, t, read_task, &task);
-        const uint64_t t1 = gb_port_now_ns();
-        for (uint32_t k = 0; k < t; k++) sink = sink + task.sums[k];
-        if (r > 0) bw.push_back((double)(n * sizeof(uint64_t)) / ((double)(t1 - t0) * 1e-9));  // chunks cover n exactly
-      }
-      const double m = median(bw);
-      if (m > best.bytes_per_s) best = Bandwidth{m, p.name};
-    }
-    out.push_back(best);
-  }
-  gb_port_aligned_free(buf);
+  size_t n_;
+  uint64_t *buf_ = nullptr;
+  std::vector<Probe> probes_;
+  volatile uint64_t sink_ = 0;
+};
+
+// The read bandwidth for each thread count in `threads` (same order).
+inline std::vector<Bandwidth> read_bandwidth(size_t bytes, const std::vector<uint32_t> &threads, int reps) {
+  ReadProbe probe(bytes);
+  std::vector<Bandwidth> out;
+  for (uint32_t t : threads) out.push_back(probe.best(t, reps));
   return out;
 }
 

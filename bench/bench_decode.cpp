@@ -7,7 +7,13 @@
 //          median tokens/s is kept. Weight bytes per token come from
 //          gb_step_info, so the table shows the effective weight bandwidth
 //          (bytes/token x tokens/s) as a fraction of a streaming-read
-//          bandwidth measured in the same run with the same thread count.
+//          bandwidth measured in the same run with the same thread count:
+//          the best probe is chosen once at the start, then two passes of it
+//          run right before and two right after every timed run, and each
+//          run is set against the median of its four passes (the column is the
+//          median of those shares, with their range: a shared machine's
+//          bandwidth moves within seconds, so a probe taken minutes earlier
+//          can be far off).
 //          For `auto` the gears the monitor actually chose are counted.
 // prefill: gb_prefill() of BOS + --prefill random tokens (that many forward
 //          passes), warm-up + --reps runs, median tokens/s. On an `auto`
@@ -34,6 +40,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +54,9 @@ namespace {
 
 using gbbench::median;
 
+// Probe passes right before and right after each timed decode run.
+constexpr int kAdjacentPasses = 2;
+
 // ---- the prefill modes (gb_session_options.prefill_blas) -----------------------
 const char *blas_label(int mode) { return mode == 1 ? "on" : mode == 3 ? "none" : "off"; }
 
@@ -55,6 +65,9 @@ struct Row {
   std::string gear, phase, blas = "n/a";
   uint32_t threads = 1;
   double tok_s = 0, bytes_per_tok = 0, bits_per_weight = 0, bw = 0;
+  // decode: the share of the adjacent probes' bandwidth each timed run
+  // reached (median, min, max) and those probes' median bandwidth
+  double pct = 0, pct_lo = 0, pct_hi = 0, bw_adj = 0;
   uint64_t mix[3] = {0, 0, 0};  // auto: decode steps per gear (low, mid, high)
   double vs_high = 0, vs_1t = 0;
   // spec: tokens per verify pass; drafts kept (accepted / drafted); the
@@ -222,8 +235,9 @@ int main(int argc, char **argv) {
   const double load0 = gbbench::loadavg();
   std::string llc_src;
   const size_t llc = gbbench::llc_bytes(&llc_src);
-  const std::vector<gbbench::Bandwidth> bw =
-      gbbench::read_bandwidth(std::max(std::min(4 * llc, (size_t)1 << 30), (size_t)256 << 20), threads, quick ? 2 : reps);
+  gbbench::ReadProbe probe(std::max(std::min(4 * llc, (size_t)1 << 30), (size_t)256 << 20));
+  std::vector<gbbench::Bandwidth> bw;
+  for (uint32_t t : threads) bw.push_back(probe.best(t, quick ? 2 : reps));
 
   // Prefill tokens: BOS, then fixed pseudo-random ids past the specials.
   std::vector<int32_t> prompt(1, mi.bos_id >= 0 ? mi.bos_id : 1);
@@ -292,7 +306,7 @@ int main(int argc, char **argv) {
           row.phase = "decode";
           row.threads = threads[ti];
           row.bw = bw[ti].bytes_per_s;
-          std::vector<double> rates;
+          std::vector<double> rates, shares, adjacent;
           uint64_t rounds = 0, drafted = 0, accepted = 0, judged = 0, made = 0, bytes_all = 0;
           for (int r = 0; r < reps + 1; r++) {  // run 0 warms up
             gb_session_reset(s);
@@ -301,6 +315,8 @@ int main(int argc, char **argv) {
             const int steps = std::min(tokens, (int)so.n_ctx - 1 - (int)dp.size());
             uint64_t bytes = 0, weights = 0, mix[3] = {0, 0, 0};
             int done = 0;
+            std::vector<double> passes;
+            for (int k = 0; r > 0 && k < kAdjacentPasses; k++) passes.push_back(probe.pass(threads[ti], bw[ti].index));
             const uint64_t t0 = gb_port_now_ns();
             for (; done < steps; done++) {
               gb_step_info info;
@@ -319,7 +335,13 @@ int main(int argc, char **argv) {
             const uint64_t t1 = gb_port_now_ns();
             if (done == 0) return fprintf(stderr, "decode failed (%s)\n", gb_gear_name(g)), 1;
             if (r > 0) {
+              for (int k = 0; k < kAdjacentPasses; k++) passes.push_back(probe.pass(threads[ti], bw[ti].index));
+              const double bw_run = median(passes);
               rates.push_back(done / ((double)(t1 - t0) * 1e-9));
+              if (bw_run > 0) {
+                shares.push_back((double)bytes / ((double)(t1 - t0) * 1e-9) / bw_run);
+                adjacent.push_back(bw_run);
+              }
               for (int k = 0; k < 3; k++) row.mix[k] += mix[k];
               made += done;
               bytes_all += bytes;
@@ -330,6 +352,12 @@ int main(int argc, char **argv) {
           }
           row.tok_s = median(rates);
           if (made) row.bytes_per_tok = (double)bytes_all / made;
+          if (!shares.empty()) {
+            row.pct = median(shares);
+            row.pct_lo = *std::min_element(shares.begin(), shares.end());
+            row.pct_hi = *std::max_element(shares.begin(), shares.end());
+            row.bw_adj = median(adjacent);
+          }
           if (g == GB_GEAR_SPEC) {
             row.tokens_per_verify = rounds ? (double)made / rounds : 0;
             row.acceptance = drafted ? (double)accepted / drafted : 0;
@@ -381,9 +409,11 @@ int main(int argc, char **argv) {
            bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
   printf("load average (1 min) at start %.2f, at end %.2f on %ld online CPUs\n\n", load0, gbbench::loadavg(),
          sysconf(_SC_NPROCESSORS_ONLN));
-  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, drafts kept, acceptance rate |\n",
+  printf("%% read bw: each timed run's weight bytes per second against the median of the probe passes right before and after it "
+         "(median of the runs; range; the probes' median GB/s)\n\n");
+  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | range | probe GB/s | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, drafts kept, acceptance rate |\n",
          threads[0]);
-  printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  printf("|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n");
   for (const Row &r : rows) {
     const double gbs = r.bytes_per_tok * r.tok_s;
     char mix[64] = "";
@@ -393,12 +423,12 @@ int main(int argc, char **argv) {
     if (r.gear == "spec" && r.phase == "decode") snprintf(mix, sizeof mix, "%.2f, %.1f%%, %.1f%%", r.tokens_per_verify, 100.0 * r.acceptance,
                100.0 * r.acceptance_rate);
     if (r.phase == "decode")
-      printf("| decode | %s | %s | %u | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.2fx | %.2fx | %s |\n", r.gear.c_str(), r.blas.c_str(),
-             r.threads, r.bits_per_weight, r.bytes_per_tok * 1e-6, r.tok_s, gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0,
-             r.vs_high, r.vs_1t, mix);
+      printf("| decode | %s | %s | %u | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f-%.1f%% | %.2f | %.2fx | %.2fx | %s |\n",
+             r.gear.c_str(), r.blas.c_str(), r.threads, r.bits_per_weight, r.bytes_per_tok * 1e-6, r.tok_s, gbs * 1e-9,
+             100.0 * r.pct, 100.0 * r.pct_lo, 100.0 * r.pct_hi, r.bw_adj * 1e-9, r.vs_high, r.vs_1t, mix);
     else
-      printf("| prefill | %s | %s | %u | | | %.2f | | | %.2fx | %.2fx | |\n", r.gear.c_str(), r.blas.c_str(), r.threads, r.tok_s,
-             r.vs_high, r.vs_1t);
+      printf("| prefill | %s | %s | %u | | | %.2f | | | | | %.2fx | %.2fx | |\n", r.gear.c_str(), r.blas.c_str(), r.threads,
+             r.tok_s, r.vs_high, r.vs_1t);
   }
   if (!json.empty()) {
     FILE *f = fopen(json.c_str(), "w");
@@ -410,11 +440,11 @@ int main(int argc, char **argv) {
       fprintf(f,
               "  {\"gear\": \"%s\", \"threads\": %u, \"phase\": \"%s\", \"tok_s\": %.4f, \"blas\": \"%s\", \"model\": %s, "
               "\"tokens\": %d, \"reps\": %d, \"bytes_per_token\": %.0f, \"bits_per_weight\": %.4f, \"weight_gbps\": %.4f, "
-              "\"pct_bw\": %.3f, \"bw_gbps\": %.4f, \"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
+              "\"pct_bw\": %.3f, \"pct_bw_min\": %.3f, \"pct_bw_max\": %.3f, \"bw_adjacent_gbps\": %.4f, \"bw_gbps\": %.4f, \"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
               "\"tokens_per_verify\": %.4f, \"acceptance\": %.4f, \"acceptance_rate\": %.4f, \"bits_per_token\": %.4f, \"quick\": %s}%s\n",
               r.gear.c_str(), r.threads, r.phase.c_str(), r.tok_s, r.blas.c_str(), gbbench::json_str(mi.name).c_str(),
               r.phase == "decode" ? tokens : prefill, reps, r.phase == "decode" ? r.bytes_per_tok : 0.0, r.bits_per_weight,
-              gbs * 1e-9, r.bw > 0 ? 100.0 * gbs / r.bw : 0.0, r.bw * 1e-9, r.vs_high, threads[0], r.vs_1t,
+              gbs * 1e-9, 100.0 * r.pct, 100.0 * r.pct_lo, 100.0 * r.pct_hi, r.bw_adj * 1e-9, r.bw * 1e-9, r.vs_high, threads[0], r.vs_1t,
               (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2], r.tokens_per_verify,
               r.acceptance, r.acceptance_rate, r.phase == "decode" ? r.bits_per_token : 0.0, quick ? "true" : "false",
               i + 1 < rows.size() ? "," : "");

@@ -76,7 +76,9 @@ assert any(r["kernel"].endswith("__generic") for r in g), "gemv: no generic kern
 for f in ("f16", "q8", "q4"):
     assert any(r["format"] == f for r in g), "gemv: no %s rows" % f
 
-# decode: gear, threads, phase (decode|prefill), tok_s; spec rows add
+# decode: gear, threads, phase (decode|prefill), tok_s; decode rows the
+# share of the adjacent probes' bandwidth (pct_bw, its range, those
+# probes' GB/s); spec rows add
 # tokens_per_verify, acceptance (drafts kept), acceptance_rate, bits_per_token
 r2 = load("decode")
 seen = set()
@@ -85,6 +87,10 @@ for r in r2:
     num(r, "threads", "decode", positive=True)
     num(r, "tok_s", "decode", positive=True)
     seen.add((r["gear"], r["threads"], r["phase"]))
+    if r["phase"] == "decode":  # the share of the probes right before and after each timed run
+        for k in ("pct_bw", "pct_bw_min", "pct_bw_max", "bw_adjacent_gbps"):
+            num(r, k, "decode", positive=True)
+        assert r["pct_bw_min"] <= r["pct_bw"] <= r["pct_bw_max"], "decode: pct_bw outside its range in %r" % r
     if r["gear"] == "spec" and r["phase"] == "decode":
         for k in ("tokens_per_verify", "acceptance", "acceptance_rate", "bits_per_token"):
             num(r, k, "decode spec")
