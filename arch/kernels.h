@@ -237,7 +237,8 @@ enum {
   GB_ISA_NEON = 1u << 8,    /* ARMv8-A Advanced SIMD (+fp16 conversions) */
   GB_ISA_DOTPROD = 1u << 9, /* ARMv8.2-A sdot */
   GB_ISA_I8MM = 1u << 10,   /* ARMv8.6-A smmla */
-  GB_ISA_SVE = 1u << 11     /* SVE, any vector length */
+  GB_ISA_SVE = 1u << 11,    /* SVE, any vector length */
+  GB_ISA_FP16 = 1u << 12    /* ARMv8.2-A half-precision arithmetic (FEAT_FP16: FMLA .8h) */
 };
 
 /* Weight formats, indexes of the tables below. The first four are also the

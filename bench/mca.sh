@@ -15,7 +15,7 @@
 # hot loop; loops nested in it, such as SVE q8's vector-length loops over a
 # block, are counted once, i.e. at a vector length of 256 bits and more)
 # and run through
-#   llvm-mca -mtriple=aarch64 -mcpu=CPU [-mattr=+dotprod|+i8mm|+sve].
+#   llvm-mca -mtriple=aarch64 -mcpu=CPU [-mattr=+dotprod|+i8mm|+sve|+fullfp16].
 # cycles/iteration = Total Cycles / Iterations; cycles per 32 weights =
 # cycles/iteration * 32 / weights per iteration (from the kernel source; the
 # table says so, and the weight-pointer step found in the loop is checked).
@@ -132,14 +132,16 @@ positions = [int(v) for v in os.environ["GB_POSITIONS"].split(",") if v]
 folders = {f.split("|")[0]: f.split("|")[2] for f in os.environ["GB_FOLDERS"].split(" ") if f}
 
 # ISA folders each CPU has (Arm TRMs: A55/A76/N1 are Armv8.2-A with the dot
-# product; V1 is Armv8.4-A with SVE (256-bit) and Int8 matrix multiply).
+# product and half-precision arithmetic; V1 is Armv8.4-A with those, SVE
+# (256-bit) and Int8 matrix multiply).
 CPU_ISAS = {
-    "cortex-a55": {"neon", "dotprod"},
-    "cortex-a76": {"neon", "dotprod"},
-    "neoverse-n1": {"neon", "dotprod"},
-    "neoverse-v1": {"neon", "dotprod", "i8mm", "sve"},
+    "cortex-a55": {"neon", "dotprod", "fp16"},
+    "cortex-a76": {"neon", "dotprod", "fp16"},
+    "neoverse-n1": {"neon", "dotprod", "fp16"},
+    "neoverse-v1": {"neon", "dotprod", "i8mm", "sve", "fp16"},
 }
-MATTR = {"neon": [], "dotprod": ["-mattr=+dotprod"], "i8mm": ["-mattr=+dotprod,+i8mm"], "sve": ["-mattr=+sve"]}
+MATTR = {"neon": [], "dotprod": ["-mattr=+dotprod"], "i8mm": ["-mattr=+dotprod,+i8mm"], "sve": ["-mattr=+sve"],
+         "fp16": ["-mattr=+fullfp16"]}
 SVE_VL_BITS = 256  # Neoverse-V1
 BYTES_PER_32 = {"f32": 128, "f16": 64, "q8": 34, "q4": 18, "q4r16": 18}
 
@@ -150,6 +152,8 @@ def weights_per_iter(fmt, isa):
         return 512, "16 rows x 1 block of 32", [16 * BYTES_PER_32[fmt]]
     if fmt in ("q8", "q4"):
         return 128, "4 rows x 1 block of 32", [BYTES_PER_32[fmt], 2 * BYTES_PER_32[fmt]]
+    if isa == "fp16":  # f16: FMLA on eight binary16 lanes, 8 rows x one block of 32 columns
+        return 256, "8 rows x 32 columns", [64]
     if isa == "sve":
         lanes = SVE_VL_BITS // (32 if fmt == "f32" else 16)
         return 4 * lanes, "4 rows x svcnt%s() = %d (VL %d)" % ("w" if fmt == "f32" else "h", lanes, SVE_VL_BITS), []
@@ -345,8 +349,10 @@ for fmt, isa in gemvm_kernels:
     per_fmla, gemv_c32 = gemv_loop.get((fmt, isa), (0, {}))
     asm = folder_asm(isa, fn)
     wpi, why, steps = weights_per_iter(fmt, isa)
-    if asm is None or not per_fmla or not steps:
+    if asm is None or not per_fmla or not steps or isa == "fp16":
         why_not = ("not in the assembly" if asm is None else "vector-length-scaled loops" if not steps else
+                   "tiles of 4 rows for two positions where the gemv's loop has 8 rows for one: the FMLA ratio "
+                   "is not the tile's position count" if isa == "fp16" else
                    "its position loop is a run-time loop, not position tiles")
         notes.append("%s: not modelled (%s)" % (fn, why_not))
         continue

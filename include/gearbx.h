@@ -596,7 +596,10 @@ typedef struct gb_session_options {
                              on n_threads: each output row is computed by one
                              thread), and the spec gear's draft lengths do
                              not depend on the clock (spec_adapt 2 acts as
-                             1); default 0 = fastest kernels present         */
+                             1); default 0 = fastest kernels present, whose
+                             rounding differs by CPU (e.g. on ARM cores with
+                             half-precision arithmetic the f16 gear rounds
+                             products and sums of four to binary16)         */
   uint32_t lazy_tiers;    /* 1: a low or mid tier missing from the file is
                              quantized from its f32 or high tier into the
                              session's arena on first entry and cached (a

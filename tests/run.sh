@@ -7,7 +7,7 @@
 #      concurrency test (tests/run_tsan.sh) and every libFuzzer target for
 #      30 s on the instrumented library (tests/fuzz.sh, two at a time)
 #   3. aarch64 cross build under qemu-aarch64: the whole suite on one CPU
-#      model (cortex-a76: NEON + dotprod, the Raspberry Pi 5 class), and the
+#      model (cortex-a76: NEON + dotprod + fp16, the Raspberry Pi 5 class), and the
 #      tests labelled `isa` (tests/isa/: SIMD kernels against generic, fused
 #      attention variants, the dispatcher's choice, thread invariance) on
 #      each of the others: cortex-a53 (NEON), max with SVE off (+i8mm), max
@@ -153,8 +153,8 @@ aarch64_stories() {  # cpu: both models' greedy stories under that CPU model, ag
 # suite; the others run the tests whose outcome depends on the CPU (label
 # isa, tests/isa/; tests/check_isa_labels.sh keeps the label complete).
 FULL_CPU=cortex-a76
-for spec in "cortex-a76|neon,dotprod|" "cortex-a53|neon|" "max,sve=off|neon,dotprod,i8mm|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve|128" \
-            "max,sve-max-vq=2|neon,dotprod,i8mm,sve|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve|512"; do
+for spec in "cortex-a76|neon,dotprod,fp16|" "cortex-a53|neon|" "max,sve=off|neon,dotprod,i8mm,fp16|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve,fp16|128" \
+            "max,sve-max-vq=2|neon,dotprod,i8mm,sve,fp16|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve,fp16|512"; do
   IFS='|' read -r cpu isa bits <<<"$spec"
   name="aarch64-${cpu//,sve-max-vq=/-vq}"
   envs=(QEMU_CPU="$cpu" GB_EXPECT_ISA="$isa" GB_TEST_SCALE=0.15)

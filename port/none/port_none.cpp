@@ -71,6 +71,9 @@ uint32_t gb_port_cpu_features(void) {
 #if defined(__ARM_FEATURE_DOTPROD)
   f |= GB_ISA_DOTPROD;
 #endif
+#if defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC)
+  f |= GB_ISA_FP16;
+#endif
 #if defined(__ARM_FEATURE_MATMUL_INT8)
   f |= GB_ISA_I8MM;
 #endif

@@ -434,6 +434,7 @@ uint32_t gb_port_cpu_features(void) {
   const unsigned long hw = getauxval(AT_HWCAP);
   const unsigned long hw2 = getauxval(AT_HWCAP2);
   if (hw & (1ul << 1)) f |= GB_ISA_NEON;       /* HWCAP_ASIMD */
+  if (hw & (1ul << 10)) f |= GB_ISA_FP16;      /* HWCAP_ASIMDHP */
   if (hw & (1ul << 20)) f |= GB_ISA_DOTPROD;   /* HWCAP_ASIMDDP */
   if (hw & (1ul << 22)) f |= GB_ISA_SVE;       /* HWCAP_SVE */
   if (hw2 & (1ul << 13)) f |= GB_ISA_I8MM;     /* HWCAP2_I8MM */

@@ -26,7 +26,7 @@ struct IsaName {
   uint32_t bit;
 };
 const IsaName kIsas[] = {{"avx2", GB_ISA_AVX2}, {"avx512", GB_ISA_AVX512}, {"neon", GB_ISA_NEON}, {"dotprod", GB_ISA_DOTPROD},
-                         {"i8mm", GB_ISA_I8MM}, {"sve", GB_ISA_SVE}};
+                         {"i8mm", GB_ISA_I8MM}, {"sve", GB_ISA_SVE}, {"fp16", GB_ISA_FP16}};
 
 std::string isa_list(uint32_t bits) {
   std::string s;

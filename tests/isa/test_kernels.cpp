@@ -179,6 +179,17 @@ uint32_t seed_for(const char *name) {
 
 double tol(double ref_abs_sum) { return 1e-5 * ref_abs_sum + 1e-6; }
 
+// The fp16 folder's f16 gemv rounds every product and every partial sum of
+// four products to binary16 (arch/arm64/fp16/gemv_f16.cpp): per block at
+// most 4 u (1 + u)^4 sum|w x| (u = 2^-11) plus 2^-25 per product below
+// binary16's normal range, on top of tol()'s f32 rounding. Its exact
+// definition is checked bit for bit by Kernels.Fp16F16GemvIsItsDefinition.
+double tol_for(const std::string &kernel, double ref_abs_sum, size_t cols) {
+  if (kernel.find("f16_gemv__fp16") != std::string::npos)
+    return ldexp(1.01, -9) * ref_abs_sum + (double)cols * ldexp(1.0, -25) + tol(ref_abs_sum);
+  return tol(ref_abs_sum);
+}
+
 // Generic q8x quantizer: exact per its definition.
 TEST(Kernels, GenericQuantizeActMatchesDefinition) {
   std::mt19937 rng(seed_for("quant_act"));
@@ -413,7 +424,7 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
           double mag = 0;
           for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[c]);
           mags[r] = mag;
-          ASSERT_NEAR(a[r], b[r], tol(mag)) << e.name << " rows " << rows << " cols " << cols << " r " << r;
+          ASSERT_NEAR(a[r], b[r], tol_for(e.name, mag, cols)) << e.name << " rows " << rows << " cols " << cols << " r " << r;
         }
         for (size_t r = rows; r < rows + 8; r++) ASSERT_EQ(b[r], -3.0f) << e.name << " wrote past its rows";
         // A row range not starting at 0 (how threads split a matrix): the
@@ -423,7 +434,7 @@ TEST(Kernels, EverySimdVariantMatchesGeneric) {
         e.gemv(c.data(), W.bytes.data(), x.data(), xq.data(), r0, r1, cols);
         for (size_t r = 0; r < rows + 8; r++) {
           if (r >= r0 && r < r1) {
-            ASSERT_NEAR(c[r], a[r], tol(mags[r])) << e.name << " range row " << r;
+            ASSERT_NEAR(c[r], a[r], tol_for(e.name, mags[r], cols)) << e.name << " range row " << r;
           } else {
             ASSERT_EQ(c[r], -3.0f) << e.name << " wrote outside [" << r0 << ", " << r1 << ") at " << r;
           }
@@ -895,6 +906,141 @@ TEST(Kernels, DispatchRespectsCpuFeatures) {
       want[e.fmt] = e.gemv;
     }
   for (int f = 0; f < GB_FMT_COUNT; f++) EXPECT_EQ(k.gemv[f], want[f]) << "format " << f;
+}
+
+// ---- the fp16 folder's f16 kernels against their definition ----------------
+
+// v rounded to the nearest binary16, ties to even (inf beyond 65504 + half
+// a step), as a float. long double (IEEE binary128 on aarch64) holds every
+// sum of a binary16 and a product of two exactly, so this is the single
+// rounding of a fused binary16 multiply-add.
+float round_f16(long double v) {
+  if (v != v) return NAN;
+  const long double a = fabsl(v);
+  if (a >= 65520.0L) return v < 0 ? -INFINITY : INFINITY;
+  const uint16_t h = gb::f32_to_f16((float)a);  // at most one step off
+  uint16_t best = h;
+  long double best_d = fabsl((long double)gb::f16_to_f32(h) - a);
+  for (int step = -1; step <= 1; step += 2) {
+    const int c = (int)h + step;
+    if (c < 0 || c > 0x7bff) continue;
+    const long double d = fabsl((long double)gb::f16_to_f32((uint16_t)c) - a);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) best = (uint16_t)c, best_d = d;
+  }
+  const float f = gb::f16_to_f32(best);
+  return v < 0 || (v == 0 && signbit((double)v)) ? -f : f;
+}
+
+// The row . x the fp16 kernel defines (gemv_f16.cpp): per 32 columns and
+// lane j, four binary16 roundings (the product, then three fused adds of
+// the next products), the lane sums in f32, then the fixed final order.
+float fp16_reference(const uint16_t *w, const float *x, size_t cols) {
+  float L[4] = {0, 0, 0, 0};
+  auto term = [&](size_t c) { return c < cols ? (long double)gb::f16_to_f32(w[c]) * (long double)x[c] : 0.0L; };
+  for (size_t c0 = 0; c0 < cols; c0 += 32)
+    for (size_t i = 0; i < 4; i++) {
+      float a[2];
+      for (size_t h = 0; h < 2; h++) {
+        const size_t j = i + 4 * h;
+        a[h] = round_f16(term(c0 + j));
+        for (size_t q = 1; q < 4; q++) a[h] = round_f16((long double)a[h] + term(c0 + 8 * q + j));
+      }
+      L[i] = (L[i] + a[0]) + a[1];
+    }
+  return (L[0] + L[1]) + (L[2] + L[3]);
+}
+
+bool same_float(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+// The fp16 gemv equals its definition bit for bit on f16-exact x (values
+// from 2^-20 to 2^9, products down to binary16's subnormals), and the exact
+// kernel (gb_f16_gemv__neon) where x has a value binary16 cannot hold or a
+// row's binary16 sums overflow (or its weights hold inf); the gemvm equals
+// the gemv per position with such positions and rows mixed in.
+TEST(Kernels, Fp16F16GemvIsItsDefinition) {
+  const gb_gemv_fn fp16 = gemv_of(GB_FMT_F16, "fp16"), neon = gemv_of(GB_FMT_F16, "neon");
+  gb_gemvm_fn fp16m = nullptr;
+  for (const GemvmEntry &e : all_gemvm())
+    if (e.name == "f16_gemvm__fp16") fp16m = e.fn;
+  // The reference's rounding first (on every CPU): for floats, round_f16 is
+  // f16.h's f32 -> binary16 rounding, ties and overflow included.
+  std::mt19937 rr(seed_for("round_f16"));
+  for (uint32_t h = 0; h < 0x7c00; h++) {  // every step's midpoint and a quarter past it, both signs
+    const float lo = gb::f16_to_f32((uint16_t)h), hi = gb::f16_to_f32((uint16_t)(h + 1));
+    for (const float f : {lo, lo + (hi - lo) * 0.5f, lo + (hi - lo) * 0.25f, lo + (hi - lo) * 0.75f})
+      for (const float v : {f, -f}) {
+        const float want = gb::f16_to_f32(gb::f32_to_f16(v));
+        ASSERT_TRUE(same_float(round_f16((long double)v), want) && signbit(round_f16((long double)v)) == signbit(want))
+            << "round_f16(" << v << ")";
+      }
+  }
+  for (int i = 0; i < 100000; i++) {
+    uint32_t b = (uint32_t)rr();
+    float v;
+    memcpy(&v, &b, 4);
+    if (isnan(v)) continue;
+    ASSERT_TRUE(same_float(round_f16((long double)v), gb::f16_to_f32(gb::f32_to_f16(v)))) << "round_f16(" << v << ")";
+  }
+  if (!fp16 || !(gb_port_cpu_features() & GB_ISA_FP16)) {
+    printf("no fp16 kernels in this build, or the CPU lacks half-precision arithmetic: the reference checked only\n");
+    return;
+  }
+  ASSERT_NE(neon, nullptr);
+  ASSERT_NE(fp16m, nullptr);
+  std::mt19937 rng(seed_for("fp16 definition"));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> ex(-20, 9);
+  for (size_t cols : {1, 7, 31, 32, 33, 64, 100, 288, 2085})
+    for (size_t rows : {1, 3, 4, 5, 17}) {
+      std::vector<uint16_t> w(rows * cols);
+      for (uint16_t &v : w) v = gb::f32_to_f16(nd(rng) * 0.05f);
+      // a row of large weights: its binary16 sums overflow against large x
+      const size_t big_row = rows / 2;
+      for (size_t c = 0; c < cols; c++) w[big_row * cols + c] = gb::f32_to_f16(30000.0f + (float)c);
+      std::vector<float> x(cols);
+      for (float &v : x) v = gb::f16_to_f32(gb::f32_to_f16(ldexpf(nd(rng), ex(rng))));
+      x[0] = 512.0f;  // 512 x 30000 overflows binary16 (65504)
+      std::vector<float> y(rows + 4, -7.0f), want(rows + 4, -7.0f);
+      fp16(y.data(), reinterpret_cast<const uint8_t *>(w.data()), x.data(), nullptr, 0, rows, cols);
+      neon(want.data(), reinterpret_cast<const uint8_t *>(w.data()), x.data(), nullptr, big_row, big_row + 1, cols);
+      for (size_t r = 0; r < rows; r++) {
+        const float ref = r == big_row ? want[r] : fp16_reference(&w[r * cols], x.data(), cols);
+        ASSERT_TRUE(same_float(y[r], ref)) << "cols " << cols << " rows " << rows << " r " << r << ": " << y[r] << " vs " << ref;
+      }
+      ASSERT_TRUE(std::isfinite(want[big_row])) << "the exact kernel's f32 sums hold the large row";
+      for (size_t r = rows; r < rows + 4; r++) ASSERT_EQ(y[r], -7.0f) << "wrote past its rows";
+
+      // x with a value binary16 cannot hold: every row as the exact kernel.
+      std::vector<float> xb = x;
+      xb[cols / 2] = 70000.0f;
+      std::vector<float> yb(rows, -7.0f), wb(rows, -7.0f);
+      fp16(yb.data(), reinterpret_cast<const uint8_t *>(w.data()), xb.data(), nullptr, 0, rows, cols);
+      neon(wb.data(), reinterpret_cast<const uint8_t *>(w.data()), xb.data(), nullptr, 0, rows, cols);
+      ASSERT_EQ(0, memcmp(yb.data(), wb.data(), rows * sizeof(float))) << "cols " << cols << ": x beyond binary16";
+
+      // An inf weight: the exact kernel's answer (inf or NaN), not a finite one.
+      std::vector<uint16_t> wi = w;
+      wi[(rows - 1) * cols + cols - 1] = 0x7c00;
+      std::vector<float> yi(rows), wi_want(rows);
+      fp16(yi.data(), reinterpret_cast<const uint8_t *>(wi.data()), x.data(), nullptr, 0, rows, cols);
+      neon(wi_want.data(), reinterpret_cast<const uint8_t *>(wi.data()), x.data(), nullptr, rows - 1, rows, cols);
+      ASSERT_FALSE(std::isfinite(yi[rows - 1])) << "cols " << cols << ": inf weight";
+      ASSERT_TRUE(same_float(yi[rows - 1], wi_want[rows - 1]));
+
+      // gemvm: five positions (strided), the third one beyond binary16.
+      const size_t m = 5, ldx = cols + 3, ldy = rows + 5;
+      std::vector<float> X(m * ldx, NAN), Y(m * ldy, -7.0f);
+      for (size_t i = 0; i < m; i++)
+        for (size_t c = 0; c < cols; c++) X[i * ldx + c] = i == 2 ? xb[c] : gb::f16_to_f32(gb::f32_to_f16(x[c] * (float)(i + 1)));
+      fp16m(Y.data(), ldy, reinterpret_cast<const uint8_t *>(w.data()), X.data(), ldx, nullptr, 0, m, 0, rows, cols);
+      for (size_t i = 0; i < m; i++) {
+        std::vector<float> g(rows, -7.0f);
+        fp16(g.data(), reinterpret_cast<const uint8_t *>(w.data()), &X[i * ldx], nullptr, 0, rows, cols);
+        for (size_t r = 0; r < rows; r++)
+          ASSERT_TRUE(same_float(Y[i * ldy + r], g[r])) << "gemvm position " << i << " row " << r << " cols " << cols;
+        for (size_t r = rows; r < ldy; r++) ASSERT_EQ(Y[i * ldy + r], -7.0f) << "gemvm wrote past position " << i;
+      }
+    }
 }
 
 // f16 conversion round trip and special values.
