@@ -55,8 +55,8 @@ namespace {
 
 constexpr size_t kBlock = 32;
 // Tiles: one position x 8 rows (the gemv: the conversion of x to binary16,
-// FCVTN on V0 like FCVTL, is shared by 8 rows: 6 cycles per 32 weights on
-// Neoverse-N1 where 4 rows take 9.3), or two positions x 4 rows (gemvm).
+// FCVTN on V0 like FCVTL, is shared by 8 rows: 7.6 cycles per 32 weights on
+// Neoverse-N1 where a 4-row tile took 9.3), or two positions x 4 rows (gemvm).
 // Registers: R sums per position, 4 x vectors per position, 4 weights.
 constexpr size_t kMaxTileP = 2;
 
