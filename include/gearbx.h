@@ -712,7 +712,11 @@ typedef struct gb_session_options {
                                   for k draft passes and one verify pass);
                                   k may be 0 (the verifier's own decode step)
                                   when drafts do not pay, with a one-draft
-                                  probe every 16th such round.
+                                  probe every 16th such round. The rate
+                                  starts, after create and reset, at 3/4
+                                  with the weight of two judged drafts,
+                                  decayed with the measured ones (one early
+                                  rejection does not stop drafting).
                                   2: the same rule on measured times instead
                                   of bytes (running estimates of one draft
                                   position's pass and of the verify pass per

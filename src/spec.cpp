@@ -185,6 +185,17 @@ void ema_time(double *avg, uint64_t t0, uint64_t t1) {
 // text becomes easier for the draft.
 constexpr uint32_t kProbeRounds = 16;
 
+// The acceptance estimate after a reset: kPriorAccepted of kPriorJudged
+// drafts (3/4, the weight of two judged drafts), decayed with the real
+// counts, so it fades within a few rounds. Starting from no counts, the
+// first judged draft alone set the estimate: a rejection there (one run in
+// seven at 85 % acceptance) read as a = 0, k = 0, and the session decoded
+// on the verifier alone until the next probe, 16 rounds later. With the
+// prior, one early rejection gives a = 0.48 and two in a row 0.35 (still
+// drafting where a draft pass costs a third of a verify pass); a draft
+// that is really poor reaches k = 0 after three.
+constexpr double kPriorAccepted = 1.5, kPriorJudged = 2.0;
+
 // The draft pool catches up with the verifier's tokens hist[dpos..to): in
 // batched passes of up to sp_m positions (each weight read once per pass,
 // per position bit for bit a single draft step) when the pool takes a
@@ -212,7 +223,7 @@ gb_status round(gb_session *s) {
   // it counts bytes instead.
   const bool timed = s->opt.spec_adapt == 2 && !s->opt.deterministic && gb_port_now_ns() != 0;
   uint32_t k = s->opt.spec_k;
-  if (timed && s->sp_trials <= 0.0) k = 1;  // start short, lengthen as measured
+  if (timed && s->sp_trials <= 0.0) k = 1;  // no estimate (a restored state's zero counts): start short
   if (s->opt.spec_adapt && s->sp_trials > 0.0) {
     const gb_model *m = s->model;
     const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
@@ -386,7 +397,8 @@ void spec_reset(gb_session *s) {
   s->sp_out_n = s->sp_out_i = 0;
   s->sp_drafted = s->sp_accepted = 0;
   s->sp_round_bytes = s->sp_round_weights = 0;
-  s->sp_succ = s->sp_trials = 0.0;
+  s->sp_succ = kPriorAccepted;
+  s->sp_trials = kPriorJudged;
   s->sp_idle = 0;
 }
 
