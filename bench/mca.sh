@@ -207,8 +207,8 @@ def hot_loop(lines, steps, all_stepped=False):
     items = []  # (kind, text) kind: label / insn
     for line in lines:
         s = line.strip()
-        if not s or s.startswith("//"):
-            continue
+        if not s or s.startswith(("//", "#")):
+            continue  # comments, and GCC's #APP / #NO_APP around asm statements
         m = re.match(r"^([.\w$]+):", s)
         if m:
             labels[m.group(1)] = len(items)

@@ -790,6 +790,142 @@ TEST(Kernels, Q4Rows16EqualsRowMajorQ4BitForBit) {
     }
 }
 
+// FPCR (aarch64): read and write, for the flush-to-zero part of the test
+// below. Elsewhere: 0, and nothing is written.
+#if defined(__aarch64__)
+uint64_t read_fpcr() {
+  uint64_t v;
+  __asm__ __volatile__("mrs %0, fpcr" : "=r"(v)::"memory");
+  return v;
+}
+void write_fpcr(uint64_t v) { __asm__ __volatile__("msr fpcr, %0" ::"r"(v) : "memory"); }
+constexpr bool kHasFpcr = true;
+#else
+uint64_t read_fpcr() { return 0; }
+void write_fpcr(uint64_t) {}
+constexpr bool kHasFpcr = false;
+#endif
+
+// Every q4r16 gemv and gemvm this CPU can run against the generic gemv, bit
+// for bit (or both NaN), on the scales and activation scales that the
+// kernels' scale conversions must get right: negative and positive, binary16
+// subnormals, +-0, the largest; +-inf and NaN in some blocks (the arm64
+// dotprod gemv then redoes the group with its FCVTL path); activation scales
+// near 2^16 on both sides of the dotprod gemv's bound, 0 (with nonzero
+// codes), f32 subnormals, inf and NaN; more than 512 blocks per row (the
+// dotprod gemv's column chunks; special blocks in the second chunk only);
+// row ranges not starting at 0, with canaries around them. On aarch64 also
+// with FPCR.FZ set (flush-to-zero: the dotprod gemv must not use its scaled
+// conversion, whose binary16 subnormals become f32 subnormals).
+TEST(Kernels, Q4Rows16SpecialScalesEqualGenericBitForBit) {
+  const uint32_t cpu = gb_port_cpu_features() | GB_ISA_GENERIC;
+  const gb_gemv_fn generic = gemv_of(GB_FMT_Q4R16, "generic");
+  ASSERT_NE(generic, nullptr);
+  std::mt19937 rng(seed_for("q4r16 special scales"));
+  const uint16_t kEdge[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x7bff, 0xfbff, 0x3c00};
+  const uint16_t kNonFinite[] = {0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0xfd55};
+  // A finite binary16: mostly any sign and exponent (subnormals included),
+  // sometimes one of kEdge.
+  auto finite_h = [&]() -> uint16_t {
+    if (rng() % 6 == 0) return kEdge[rng() % (sizeof kEdge / sizeof kEdge[0])];
+    return (uint16_t)((rng() % 2 ? 0x8000u : 0u) | (rng() % 31) << 10 | (rng() & 0x3ff));
+  };
+  auto same = [](float a, float b) { return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)); };
+  const float below = nextafterf(65536.0f, 0.0f);
+  int checked = 0;
+  for (size_t cols : {32, 33, 100, 1000, 512 * 32 + 100})
+    for (size_t rows : {16, 48}) {
+      if (cols > 1000 && rows > 32) continue;
+      const size_t nb = (cols + 31) / 32, groups = rows / 16;
+      const size_t late = nb > 512 ? 512 : 0;  // first block of the special cases
+      std::vector<uint8_t> W(groups * nb * 288);
+      for (uint8_t &v : W) v = (uint8_t)rng();
+      auto set_scale = [&](size_t g, size_t b, size_t i, uint16_t h) {
+        uint8_t *p = &W[(g * nb + b) * 288 + 2 * i];
+        p[0] = (uint8_t)h;
+        p[1] = (uint8_t)(h >> 8);
+      };
+      for (size_t g = 0; g < groups; g++)
+        for (size_t b = 0; b < nb; b++)
+          for (size_t i = 0; i < 16; i++) set_scale(g, b, i, finite_h());
+      std::vector<gb_q8x_block> xa(nb), xb(nb);
+      gb_q8x_quantize__generic(xa.data(), make_vector(cols, rng).data(), cols);
+      gb_q8x_quantize__generic(xb.data(), make_vector(cols, rng).data(), cols);
+      // xb: activation scales near the bound, 0 and subnormal (still the
+      // dotprod gemv's scaled path).
+      xb[late].d = 40000.0f;
+      xb[nb - 1].d = below;
+      if (nb > 1) xb[late + 1].d = 0.0f;
+      if (nb > 2) xb[late + 2].d = 1e-40f;
+      std::vector<gb_q8x_block> xc = xb;  // xc: one at 2^16 or beyond, inf or NaN (its FCVTL path)
+      const float kBeyond[] = {65536.0f, 1e5f, INFINITY, NAN};
+      xc[nb - 1].d = kBeyond[rng() % 4];
+      std::vector<uint8_t> W_nonfinite = W;  // inf / NaN scales in one block of each group
+      for (size_t g = 0; g < groups; g++) {
+        const size_t b = late + rng() % (nb - late), i = rng() % 16;
+        W_nonfinite[(g * nb + b) * 288 + 2 * i] = (uint8_t)kNonFinite[(g + i) % 6];
+        W_nonfinite[(g * nb + b) * 288 + 2 * i + 1] = (uint8_t)(kNonFinite[(g + i) % 6] >> 8);
+      }
+      const size_t r0 = rows >= 48 ? 16 : 0, r1 = rows >= 48 ? rows - 16 : rows;
+      for (const bool flush : {false, true}) {
+        if (flush && !kHasFpcr) continue;  // FPCR.FZ is aarch64's
+        const uint64_t saved = read_fpcr();
+        // FPCR back as it was however the block ends (a failed ASSERT returns).
+        struct Restore {
+          uint64_t v;
+          bool on;
+          ~Restore() {
+            if (on) write_fpcr(v);
+          }
+        } restore{saved, flush};
+        if (flush) write_fpcr(saved | (1u << 24));
+        for (const std::vector<uint8_t> *w : {&W, &W_nonfinite})
+          for (int xi = 0; xi < 3; xi++) {
+            const std::vector<gb_q8x_block> *x = xi == 0 ? &xa : xi == 1 ? &xb : &xc;
+            std::vector<float> want(rows, -2.0f), got(rows);
+            generic(want.data(), w->data(), nullptr, x->data(), r0, r1, cols);
+            for (const Entry &e : all_kernels()) {
+              if (e.op != 0 || e.fmt != GB_FMT_Q4R16 || (e.req & cpu) != e.req) continue;
+              std::fill(got.begin(), got.end(), -2.0f);
+              e.gemv(got.data(), w->data(), nullptr, x->data(), r0, r1, cols);
+              for (size_t r = 0; r < rows; r++)
+                ASSERT_TRUE(same(got[r], want[r]))
+                    << e.name << " cols " << cols << " rows " << rows << " row " << r << (flush ? " FZ" : "")
+                    << (w == &W ? "" : " inf/NaN scales") << " x " << "abc"[xi] << ": " << got[r]
+                    << " vs " << want[r];
+              checked++;
+            }
+            // gemvm: this x alone (m = 1: the gemv's path), then with xa before it
+            std::vector<gb_q8x_block> two(2 * nb);
+            std::copy(xa.begin(), xa.end(), two.begin());
+            std::copy(x->begin(), x->end(), two.begin() + nb);
+            std::vector<float> want_a(rows, -2.0f);
+            generic(want_a.data(), w->data(), nullptr, xa.data(), r0, r1, cols);
+            for (const GemvmEntry &e : all_gemvm()) {
+              if (e.fmt != GB_FMT_Q4R16 || (e.req & cpu) != e.req) continue;
+              for (size_t m : {1, 2}) {
+                std::vector<float> Y(m * rows, -2.0f);
+                e.fn(Y.data(), rows, w->data(), nullptr, 0, m == 1 ? x->data() : two.data(), nb, m, r0, r1, cols);
+                for (size_t i = 0; i < m; i++)
+                  for (size_t r = 0; r < rows; r++) {
+                    const float want_ir = m == 2 && i == 0 ? want_a[r] : want[r];
+                    ASSERT_TRUE(same(Y[i * rows + r], want_ir))
+                        << e.name << " m " << m << " position " << i << " cols " << cols << " rows " << rows << " row "
+                        << r << (flush ? " FZ" : "") << (w == &W ? "" : " inf/NaN scales") << " x " << "abc"[xi]
+                        << ": " << Y[i * rows + r] << " vs " << want_ir;
+                  }
+                checked++;
+              }
+            }
+          }
+        if (flush) write_fpcr(saved);
+        EXPECT_EQ(read_fpcr(), saved);
+        restore.on = false;
+      }
+    }
+  printf("%d q4r16 kernel runs checked (FPCR.FZ part %s)\n", checked, kHasFpcr ? "run" : "skipped: not aarch64");
+}
+
 // The 16-row K-quant layouts (krows16.h): the interleave round-trips, and
 // the generic q4kr16 / q6kr16 gemv, gemvm and row expansion give bit for bit
 // what the generic row-major q4k / q6k kernels give on the same weights (the
