@@ -85,6 +85,7 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
   if (((req) & avail) == (req) && gemv_isa[id] && strcmp(gemv_isa[id], #isa) == 0) { \
     k->gemvm[id] = gb_##fmt##_gemvm__##isa;                                        \
     k->gemvm_name[id] = #fmt "_gemvm__" #isa;                                      \
+    k->gemvm_isa[id] = (req);                                                      \
     gemvm_req[id] = (req);                                                         \
   }
 #include "kernels.inc"

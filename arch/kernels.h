@@ -301,6 +301,8 @@ typedef struct gb_kernels {
   uint32_t isa_mask;               /* every ISA a chosen kernel uses       */
   gb_gemv_fn gemv[GB_FMT_COUNT];
   gb_gemvm_fn gemvm[GB_FMT_COUNT]; /* NULL where gemv's folder has none    */
+  uint32_t gemvm_isa[GB_FMT_COUNT]; /* ISA bits the chosen gemvm requires
+                                      (GB_ISA_GENERIC: the portable one)  */
   gb_rows_to_f32_fn rows_to_f32[GB_FMT_COUNT];
   gb_quantize_act_fn quantize_act;
   gb_attn_run_fn attn_run;         /* fused attention over packed records */

@@ -5,15 +5,17 @@
 //   Weights  a read-only view of the tiers in use (gears.h makes them)
 //   KvPool   the cache the pass appends to and attends over (kv.h)
 //   Scratch  activations for up to m_max positions, carved once per session
-//   Exec     how the matrices are multiplied: kernel table, threads, GEMM
+//   Exec     how the matrices are multiplied: kernel table, threads, the
+//            matmul plan (matmul.h)
 //
-// Decode (m = 1, one GEMV per matrix), batched prefill (m = the chunk, GEMMs
-// on weight panels) and speculative verification (m = drafts + 1, the
-// multi-position GEMV that reads each weight once) are the same function
-// with a different m and MatmulFn; drafting is a call with the draft tier's
-// Weights and the draft's KvPool.
+// Decode (m = 1, one GEMV per matrix), batched prefill (m = the chunk, the
+// session's prefill method) and speculative verification (m = drafts + 1,
+// the multi-position GEMV that reads each weight once) are the same
+// function with a different m and PassKind; drafting is a call with the
+// draft tier's Weights and the draft's KvPool.
 #pragma once
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +24,7 @@
 #include "gearbx_port.h"
 #include "kernels.h"
 #include "kv.h"
+#include "matmul.h"
 #include "model.h"
 
 namespace gb {
@@ -75,47 +78,6 @@ struct ScratchShape {
 // Carve sc from the arena (counting when a is counting; sc is always real).
 void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &shape);
 
-// How a pass multiplies: the session's kernel table, its worker pool, and the
-// panel GEMM (OpenBLAS or the table's) with its panel height.
-struct Exec {
-  const gb_kernels *k;
-  gb_port_pool *pool;
-  gb_gemm_fn gemm;
-  uint32_t panel_rows, panel_slots;  // panel_slots 0: no panels, every prefill matrix through the gemvm kernels
-  bool pgemm;                        // prefill may use the table's prefill GEMMs (not bit for bit decoding's)
-  const float *rope_freq;  // (rope_dim / 2) inverse frequencies
-  Logger log;
-};
-
-// Weights streamed by a pass (the classifier included when it ran).
-struct PassCost {
-  uint64_t bytes = 0, weights = 0;
-};
-
-// Y (m, w.rows) = X (m, w.cols) W^T on W's format, through sc's activation
-// buffers; adds what it streamed to *cost.
-typedef void (*MatmulFn)(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// The activations an f16 matrix multiplies: X's m rows of cols values, each
-// rounded to the nearest f16 (ties to even) where its magnitude is at most
-// 65504 (larger ones, and NaNs, stay as they are), in sc.xh. f16 weights
-// times f16 activations with f32 sums, on every ISA and in every pass
-// (decode, verify, prefill): the SIMD kernels can then read x at 2 bytes a
-// column without changing a product (arch/x86/avx512/gemv_f16.cpp).
-// The same values in binary16 go to sc.xh16 (row stride cols), for the
-// multi-position kernels that read them (gb_gemvm_fn's XQ): *xh16, when
-// asked, is sc.xh16, or nullptr when some value has no binary16 form
-// (|x| > 65504, NaN).
-// The positions are split between pool's threads (when given) as
-// run_positions does; the result does not depend on it.
-const float *f16_activations(Scratch &sc, const float *X, uint32_t m, uint32_t cols, const uint16_t **xh16 = nullptr,
-                             gb_port_pool *pool = nullptr);
-
-// X's m rows of cols values quantized for the integer kernels (the
-// kernel table's quantize_act per row), in sc.xq at row stride
-// sc.xq_stride; positions split between the pool's threads as
-// run_positions does.
-const gb_q8x_block *quantized_activations(const Exec &e, Scratch &sc, const float *X, uint32_t m, uint32_t cols);
-
 // Per-position work of a pass on the pool: fn(ctx, task, i0, i1) for
 // contiguous position ranges [i0, i1) covering [0, m), at most
 // kMaxPositionTasks tasks (task < that), one task when `values` (the work,
@@ -126,25 +88,13 @@ constexpr uint32_t kMaxPositionTasks = 64;
 typedef void (*PositionsFn)(void *ctx, uint32_t task, uint32_t i0, uint32_t i1);
 void run_positions(gb_port_pool *pool, uint32_t m, uint64_t values, PositionsFn fn, void *ctx);
 
-// One position, one GEMV per matrix (decode).
-void matmul_gemv(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// m positions through the multi-position GEMV: each weight read from memory
-// once (past GB_GEMVM_MAX_M positions, in L2-sized blocks of rows that every
-// group of positions multiplies in turn), each position's result bit for bit
-// matmul_gemv's (speculative verification, prefill chunks).
-void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// The same through the kernel table's prefill GEMM of w's format (which must
-// exist): each position's result equals matmul_gemv's up to float summation
-// order.
-void matmul_pgemm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// m positions as GEMMs on weight panels expanded to f32 (batched prefill;
-// not counted in *cost: prefill is not a decode step).
-void matmul_panels(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
-// A prefill chunk: matmul_gemvm (every position of the chunk in one pass
-// over the weights) for quantized and f16 formats with SIMD multi-position
-// kernels, and for every format when the session has no panels
-// (e.panel_slots 0); else matmul_panels.
-void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w);
+// a[i] = silu(a[i]) * b[i] for i in [i0, i1): the FFN's gate (SwiGLU).
+inline void silu_mul(float *a, const float *b, size_t i0, size_t i1) {
+  for (size_t i = i0; i < i1; i++) {
+    const float g = a[i];
+    a[i] = g / (1.0f + expf(-g)) * b[i];
+  }
+}
 
 // Run tokens[0..m) at positions pos..pos+m-1 through the model: each enters
 // the KV pool, each position attends to the cache up to itself, and when
@@ -154,22 +104,9 @@ void matmul_prefill(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const 
 // GB_ERR_CONTEXT_FULL with nothing run when the pool cannot take them;
 // GB_ERR_INTERNAL when m exceeds what sc was carved for.
 gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tokens, uint32_t m, uint32_t pos,
-                  MatmulFn mm, bool want_logits, PassCost *cost);
+                  PassKind kind, bool want_logits, PassCost *cost);
 
 // Pieces of the pass.
 void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
 void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
-// Tasks a GEMV of rows x cols is split into on the pool: whole row tiles, at
-// most one per thread, none smaller than a minimum of work.
-uint32_t gemv_tasks(gb_port_pool *pool, uint64_t rows, uint64_t cols);
-// Rows [*r0, *r1) of task t of n over a matrix of `rows` rows: whole kernel
-// row tiles (GB_GEMV_ROW_TILE), so each row is computed as one call over the
-// whole matrix would compute it, whatever n is.
-inline void task_rows(size_t rows, uint32_t t, uint32_t n, size_t *r0, size_t *r1) {
-  const size_t tiles = (rows + GB_GEMV_ROW_TILE - 1) / GB_GEMV_ROW_TILE;
-  *r0 = tiles * t / n * GB_GEMV_ROW_TILE;
-  *r1 = tiles * (t + 1) / n * GB_GEMV_ROW_TILE;
-  if (*r1 > rows) *r1 = rows;
-}
-
 }  // namespace gb

@@ -93,20 +93,6 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   return GB_OK;
 }
 
-// How prefill runs batched. prefill_blas 0 asks for the built-in GEMM on
-// panels; 1 and 2 for OpenBLAS, which deterministic sessions never use; 3
-// for no panels: every matrix through the multi-position GEMV kernels, each
-// weight read once per group of positions and each position's result bit
-// for bit token-by-token decoding's (the built-in GEMM on panels runs at
-// about a third of the decode kernels' speed). prefill_blas 1 falls back to
-// 3 without OpenBLAS (the usual cross-compiled ARM build) and in
-// deterministic sessions (whose kernel table is the generic one).
-bool prefill_uses_blas(const gb_session_options &o) {
-  return (o.prefill_blas == 1 || o.prefill_blas == 2) && !o.deterministic && gb_gemm_blas();
-}
-bool prefill_gemvm_only(const gb_session_options &o) {
-  return o.prefill_blas == 3 || (o.prefill_blas == 1 && !prefill_uses_blas(o));
-}
 bool prefill_batched(const gb_session_options &o) { return o.prefill_batch > 1 && o.n_ctx > 1; }
 
 // The arena layout of a session (counting when a is counting).
@@ -132,7 +118,7 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   ScratchShape shape;
   shape.m_max = M > S ? M : S;
   shape.logit_rows = calibrating && M > S ? M : S;
-  if (M > 1 && !prefill_gemvm_only(o)) {
+  if (M > 1 && !matmul_gemvm_only(o)) {
     shape.panel_slots = o.n_threads > 1 ? o.n_threads : 1;
     shape.panel_rows = o.prefill_panel_rows;
   }
@@ -275,7 +261,7 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
   r.gear = s->gear;
   r.tokens_in_gear = s->monitor.tokens_in_gear + 1;
   PassCost cost;
-  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, &token, 1, s->pos, matmul_gemv, true, &cost));
+  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, &token, 1, s->pos, PassKind::kExact, true, &cost));
   s->pos++;
   control_push(&s->ctl, token);
   const uint32_t V = s->model->meta.vocab_size;
@@ -442,7 +428,12 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->mem_bytes = mem_bytes;
   s->owns_mem = owns;
   s->n_ctx = o.n_ctx;
-  gb_kernels_select(&s->k, o.deterministic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
+  s->ex.pool = s->pool;
+  gb_kernels_select(&s->ex.k, o.deterministic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
+  s->ex.mm = matmul_plan(s->ex.k, o, s->pf_batch);
+  if (matmul_uses_blas(o)) gb_gemm_blas_single_threaded();
+  s->ex.rope_freq = s->rope_freq;
+  s->ex.log = log;
   const Meta &c = m->meta;
   // Pair i turns by pos * theta^(-2i / rope_dim), divided by the model's
   // frequency factor where it has one (Llama 3.1-style long-context scaling).
@@ -450,20 +441,6 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   for (uint32_t i = 0; i < c.rope_dim / 2; i++) {
     s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
     if (factor) s->rope_freq[i] /= factor[i];
-  }
-  // How passes multiply. Prefill GEMM: OpenBLAS unless the options or
-  // deterministic mode say no.
-  s->ex.k = &s->k;
-  s->ex.pool = s->pool;
-  s->ex.gemm = s->k.gemm_f32;
-  s->ex.panel_rows = o.prefill_panel_rows;
-  s->ex.panel_slots = prefill_gemvm_only(o) ? 0 : o.n_threads > 1 ? o.n_threads : 1;
-  s->ex.pgemm = o.prefill_blas != 3 && !o.deterministic;
-  s->ex.rope_freq = s->rope_freq;
-  s->ex.log = log;
-  if (prefill_uses_blas(o)) {
-    s->ex.gemm = gb_gemm_blas();
-    gb_gemm_blas_single_threaded();
   }
   gb_session_reset(s);
   s->pending = -1;
@@ -548,7 +525,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     int32_t *chunk = m == 1 ? &one : s->pf_tok;
     for (uint32_t j = 0; j < m; j++) chunk[j] = token_at(i + j);
     PassCost cost;
-    GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, m == 1 ? matmul_gemv : matmul_prefill, calib, &cost));
+    GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, PassKind::kPrefill, calib, &cost));
     s->pos += m;
     for (uint32_t j = 0; j < m; j++) control_push(&s->ctl, chunk[j]);
     for (uint32_t j = 0; calib && j < m; j++) {

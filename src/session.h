@@ -23,7 +23,6 @@ struct gb_session {
   void *mem;         // the arena
   size_t mem_bytes;
   bool owns_mem;     // obtained by the library, freed on destroy
-  gb_kernels k;      // kernel table chosen at creation
   gb_port_pool *pool;  // worker threads (opt.n_threads, caller included), in the arena
 
   uint32_t n_ctx;
@@ -35,7 +34,7 @@ struct gb_session {
   // are handed out.
   gb::Weights w;     // the current gear's tier (set_gear)
   gb::Scratch sc;    // activations of every pass, sized for the largest m
-  gb::Exec ex;       // kernel table, pool, panel GEMM, rope frequencies
+  gb::Exec ex;       // kernel table, pool, matmul plan, rope frequencies
   float *rope_freq;  // (rope_dim / 2) inverse frequencies
   gb::KvPool kv;     // the KV pool and attention scratch
   gb::Sampler sampler;
@@ -53,7 +52,7 @@ struct gb_session {
   float *lazy_row;                          // (max cols) dequantized source row
 
   // Batched prefill: chunks of up to pf_batch positions through forward()
-  // with matmul_panels (ex.gemm on panels of ex.panel_rows rows).
+  // with the plan's prefill methods (ex.mm).
   uint32_t pf_batch;       // positions per chunk (1: token by token)
   int32_t *pf_tok;         // (pf_batch) tokens of the chunk, or nullptr
 

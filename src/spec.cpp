@@ -42,104 +42,12 @@
 namespace gb {
 namespace {
 
-struct GemvmTask {
-  gb_gemvm_fn fn;            // the gemvm or the prefill GEMM of w's format
-  const TensorRef *w;
-  float *Y;                  // (m, w.rows)
-  const float *X;            // (m, w.cols)
-  const uint8_t *XQ;         // (m, xq_stride): q8 blocks, or binary16 activations (f16), or nullptr
-  size_t xq_stride;          // in the kernel's units (blocks, or binary16 values)
-  size_t xq_bytes;           // bytes per position of XQ
-  uint32_t m;
-  uint32_t group;            // positions per kernel call, at most GB_GEMVM_MAX_M
-  size_t block_rows;         // rows per kernel call, whole row tiles
-};
-
-// Weight bytes per kernel call when m exceeds one kernel call's positions:
-// the block stays in the core's L2 (1 MiB on the Zen 4 host, 512 KiB on
-// Cortex-A76) while every group of positions passes over it,
-// so the matrix is read from memory once per pass instead of once per group.
-// The 4x3 f16 tile on a 2048 x 5632 matrix ran at 40 GMAC/s with 15
-// positions per weight read and 49-52 with 48-120 (docs/RESULTS.md,
-// "Session 16").
-constexpr uint64_t kGemvmBlockBytes = 192 * 1024;
-
-// Rows in whole kernel tiles per task, as the one-position GEMV splits them;
-// within them, blocks of block_rows rows, each multiplied by every group of
-// positions before the next block.
-void gemvm_task(void *ctx, uint32_t t, uint32_t n) {
-  const GemvmTask *g = static_cast<const GemvmTask *>(ctx);
-  const TensorRef &w = *g->w;
-  const size_t rows = w.rows;
-  size_t r0, r1;
-  task_rows(rows, t, n, &r0, &r1);
-  for (size_t b = r0; b < r1; b += g->block_rows) {
-    const size_t be = r1 - b < g->block_rows ? r1 : b + g->block_rows;
-    for (uint32_t i = 0; i < g->m; i += g->group) {
-      const uint32_t mi = g->m - i < g->group ? g->m - i : g->group;
-      const gb_q8x_block *xq = g->XQ ? reinterpret_cast<const gb_q8x_block *>(g->XQ + i * g->xq_bytes) : nullptr;
-      g->fn(g->Y + (size_t)i * rows, rows, w.data, g->X + (size_t)i * w.cols, w.cols, xq, g->xq_stride,
-                            mi, b, be, w.cols);
-    }
-  }
-}
-
-// Y = X W^T through fn (the gemvm, or the prefill GEMM when pgemm): rows
-// split between the pool's tasks, each in L2-sized blocks that every group
-// of positions multiplies in turn.
-void matmul_multi(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w,
-                  bool pgemm) {
-  size_t stride = sc.xq_stride, stride_bytes = stride * sizeof(gb_q8x_block);
-  const uint8_t *XQ = nullptr;
-  // Positions per kernel call: GB_GEMVM_MAX_M, or for f16 a multiple of
-  // the AVX-512 kernel's 3-position tile (the 1.1B model's matrices with
-  // 128 positions: 4-6 % faster in groups of 15 than of 16, whose 16th
-  // position ran through a 1-position tile).
-  uint32_t group = GB_GEMVM_MAX_M;
-  if (is_block_format(w.format)) {  // each position's activations quantized as matmul_gemv does
-    XQ = reinterpret_cast<const uint8_t *>(quantized_activations(e, sc, X, m, w.cols));
-  } else if (w.format == kFmtF16) {
-    // The binary16 copy goes where the block formats' quantized
-    // activations do (kernels.h, gb_gemvm_fn).
-    const uint16_t *xh16 = nullptr;
-    X = f16_activations(sc, X, m, w.cols, &xh16, e.pool);
-    XQ = reinterpret_cast<const uint8_t *>(xh16);
-    stride = w.cols;
-    stride_bytes = stride * sizeof(uint16_t);
-    if (!pgemm) group = GB_GEMVM_MAX_M / 3 * 3;
-  }
-  size_t block_rows = w.rows;  // one group of positions: one call per task
-  if (m > group) {
-    const uint64_t tile_bytes = row_bytes(w.format, w.cols) * GB_GEMV_ROW_TILE;
-    const uint64_t tiles = tile_bytes ? kGemvmBlockBytes / tile_bytes : 1;
-    block_rows = (size_t)(tiles > 1 ? tiles : 1) * GB_GEMV_ROW_TILE;
-  }
-  GemvmTask task{pgemm ? e.k->pgemm[w.format] : e.k->gemvm[w.format], &w, Y, X, XQ, stride, stride_bytes, m, group,
-                 block_rows};
-  gb_port_pool_run(e.pool, gemv_tasks(e.pool, w.rows, (uint64_t)w.cols * m), gemvm_task, &task);
-  cost->bytes += w.nbytes;
-  cost->weights += (uint64_t)w.rows * w.cols;
-}
-
-}  // namespace
-
-void matmul_gemvm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
-  matmul_multi(e, sc, cost, Y, X, m, w, false);
-}
-
-void matmul_pgemm(const Exec &e, Scratch &sc, PassCost *cost, float *Y, const float *X, uint32_t m, const TensorRef &w) {
-  matmul_multi(e, sc, cost, Y, X, m, w, true);
-}
-
-namespace {
-
 // One draft pass: tokens at the draft's positions dpos.. on the draft tier
 // and pool (logits in sc.logits when asked); the weights it read count for
 // the round.
 gb_status draft_forward(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits) {
   PassCost cost;
-  GB_TRY(forward(s->wdraft, &s->dkv, s->sc, s->ex, tokens, m, s->dpos, m == 1 ? matmul_gemv : matmul_gemvm, want_logits,
-                 &cost));
+  GB_TRY(forward(s->wdraft, &s->dkv, s->sc, s->ex, tokens, m, s->dpos, PassKind::kExact, want_logits, &cost));
   s->dpos += m;
   s->sp_round_bytes += cost.bytes;
   s->sp_round_weights += cost.weights;
@@ -306,7 +214,7 @@ gb_status round(gb_session *s) {
   // the verifier's ordinary decode step, the same logits bit for bit).
   PassCost cost;
   const uint64_t t0 = timed ? gb_port_now_ns() : 0;
-  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, s->sp_tok, n + 1, pos, n == 0 ? matmul_gemv : matmul_gemvm, true, &cost));
+  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, s->sp_tok, n + 1, pos, PassKind::kExact, true, &cost));
   if (timed) ema_time(&s->sp_t_verify[n], t0, gb_port_now_ns());
   for (uint32_t i = 0; i <= n; i++) nan_guard(s->sc.logits + (size_t)i * V, V);
   s->sp_round_bytes += cost.bytes;

@@ -196,7 +196,7 @@ TEST_F(Kv, UniformImportanceGivesUniformAllocation) {
     std::normal_distribution<float> nd(0, 1);
     std::vector<float> key(32), val(32);
     for (uint32_t t = 0; t < 400; t++) {
-      ASSERT_EQ(gb::kv_begin(&kv, s->k, t, s->log), GB_OK) << t;
+      ASSERT_EQ(gb::kv_begin(&kv, s->ex.k, t, s->log), GB_OK) << t;
       for (uint32_t l = 0; l < kv.n_layers; l++) {
         for (auto &v : key) v = nd(rng);
         for (auto &v : val) v = nd(rng);
@@ -205,7 +205,7 @@ TEST_F(Kv, UniformImportanceGivesUniformAllocation) {
       gb::kv_end(&kv);  // no kv_attend: every importance stays equal
     }
     if (pol == GB_KV_SEED)
-      for (uint32_t l = 0; l < kv.n_layers; l++) gb::kv_seed_realloc(&kv, s->k, l, 0);
+      for (uint32_t l = 0; l < kv.n_layers; l++) gb::kv_seed_realloc(&kv, s->ex.k, l, 0);
     check_pool(kv);
     for (uint32_t l = 0; l < kv.n_layers; l++) {
       uint32_t lo = gb::kLevels, hi = 0;

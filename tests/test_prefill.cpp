@@ -400,13 +400,13 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o.deterministic = 1;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf_batch, 32u);
-  EXPECT_EQ(s->ex.panel_slots, 0u);
+  EXPECT_EQ(s->ex.mm.panel_slots, 0u);
   EXPECT_EQ(s->sc.panel, nullptr);
   gb_session_destroy(s);
   o.prefill_blas = 0;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf_batch, 32u);
-  EXPECT_EQ(s->ex.gemm, s->k.gemm_f32);
+  EXPECT_EQ(s->ex.mm.gemm, s->ex.k.gemm_f32);
   EXPECT_NE(s->sc.panel, nullptr);
   gb_session_destroy(s);
   // Callers built against the header before the prefill options get the
@@ -416,9 +416,9 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o.struct_size = offsetof(gb_session_options, prefill_batch);
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf_batch, 64u);
-  EXPECT_EQ(s->ex.panel_rows, 64u);
+  EXPECT_EQ(s->ex.mm.panel_rows, 64u);
   if (gb_gemm_blas()) {
-    EXPECT_EQ(s->ex.gemm, gb_gemm_blas());
+    EXPECT_EQ(s->ex.mm.gemm, gb_gemm_blas());
     EXPECT_NE(s->sc.panel, nullptr);
   } else {
     EXPECT_EQ(s->sc.panel, nullptr);
