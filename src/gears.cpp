@@ -8,6 +8,7 @@
 #include "format.h"
 #include "gearbx_port.h"
 #include "quant.h"
+#include "session.h"
 
 namespace gb {
 
@@ -46,7 +47,7 @@ bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g) {
 
 // Every managed matrix (and the classifier when it follows the gear) of each
 // lazy tier the policy may enter, in the tier's format.
-bool lazy_carve(gb_session *t, Arena &a, const gb_model *m, const gb_session_options &o) {
+bool lazy_carve(Gears *t, Arena &a, const gb_model *m, const gb_session_options &o) {
   const Meta &c = m->meta;
   const uint32_t enters = policy_tiers(o);
   bool any_lazy = false;
@@ -85,10 +86,10 @@ Weights tier_weights(gb_session *s, gb_gear g) {
   const bool all = s->opt.managed == GB_MANAGED_ALL;
   Weights w;
   w.model = m;
-  if (s->lazy_mats[g]) {
-    if (!s->lazy_ready[g]) lazy_quantize(s, g);
-    w.mats = s->lazy_mats[g];
-    w.classifier = all ? &s->lazy_cls[g] : &m->classifier[s->opt.base_gear];
+  if (s->gears.lazy_mats[g]) {
+    if (!s->gears.lazy_ready[g]) lazy_quantize(s, g);
+    w.mats = s->gears.lazy_mats[g];
+    w.classifier = all ? &s->gears.lazy_cls[g] : &m->classifier[s->opt.base_gear];
   } else {
     w.mats = m->mats[g];
     w.classifier = &m->classifier[all ? g : s->opt.base_gear];
@@ -98,8 +99,8 @@ Weights tier_weights(gb_session *s, gb_gear g) {
 }
 
 void set_gear(gb_session *s, gb_gear g) {
-  s->gear = g;
-  s->w = tier_weights(s, g);
+  s->gears.gear = g;
+  s->gears.w = tier_weights(s, g);
 }
 
 namespace {
@@ -108,7 +109,7 @@ namespace {
 // on the grid amax/127 (within f16 rounding) look 8-bit quantized.
 void check_double_quantization(gb_session *s, const TensorRef *src, uint32_t n_layers) {
   uint32_t blocks = 0, q4_like = 0, q8_like = 0;
-  float *row = s->lazy_row;
+  float *row = s->gears.lazy_row;
   for (uint32_t l = 0; l < n_layers; l++) {
     const TensorRef &W = src[(size_t)l * kMatsPerLayer + kMatQ];
     const uint64_t rb = row_bytes(W.format, W.cols);
@@ -154,14 +155,14 @@ void lazy_quantize(gb_session *s, gb_gear g) {
     const uint64_t rs = row_bytes(from.format, from.cols), rd = row_bytes(to.format, to.cols);
     uint8_t *out = const_cast<uint8_t *>(to.data);  // arena memory this session owns
     for (uint32_t r = 0; r < from.rows; r++) {
-      dequantize_row(from.format, s->lazy_row, from.data + r * rs, from.cols);
-      quantize_row(to.format, out + r * rd, s->lazy_row, to.cols);
+      dequantize_row(from.format, s->gears.lazy_row, from.data + r * rs, from.cols);
+      quantize_row(to.format, out + r * rd, s->gears.lazy_row, to.cols);
     }
   };
   const size_t nm = (size_t)m->meta.n_layers * kMatsPerLayer;
-  for (size_t i = 0; i < nm; i++) convert(src[i], s->lazy_mats[g][i]);
-  convert(m->classifier[srcg], s->lazy_cls[g]);
-  s->lazy_ready[g] = true;
+  for (size_t i = 0; i < nm; i++) convert(src[i], s->gears.lazy_mats[g][i]);
+  convert(m->classifier[srcg], s->gears.lazy_cls[g]);
+  s->gears.lazy_ready[g] = true;
   s->log.log(GB_LOG_INFO, "lazy tier %s quantized from the %s tier in %.1f ms", gb_gear_name((gb_gear)g),
              gb_gear_name((gb_gear)srcg), (double)(gb_port_now_ns() - t0) * 1e-6);
 }
@@ -180,9 +181,9 @@ uint64_t measure_resident(const gb_session *s) {
 
 void shift_gear(gb_session *s, gb_gear g) {
   const gb_model *m = s->model;
-  const gb_gear old = s->gear;
+  const gb_gear old = s->gears.gear;
   set_gear(s, g);
-  s->shifts++;
+  s->gears.shifts++;
   // Hints only for a file mapping: on a caller's (anonymous) buffer
   // DONTNEED would discard the contents.
   if (!model_mapped(m)) return;
@@ -195,17 +196,17 @@ void shift_gear(gb_session *s, gb_gear g) {
   for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
     if (!(m->gears >> t & 1)) continue;
     const bool base = s->opt.managed == GB_MANAGED_ATTENTION && t == (uint32_t)s->opt.base_gear;
-    const bool used = t == (uint32_t)g || base || (t == (uint32_t)s->prewarmed && s->prewarmed != old);
+    const bool used = t == (uint32_t)g || base || (t == (uint32_t)s->gears.prewarmed && s->gears.prewarmed != old);
     if (used) {
-      s->release_pending &= ~(1u << t);  // back in use: what was released re-faults on touch
-      if (t == (uint32_t)g && s->prewarmed != g && !base)
+      s->gears.release_pending &= ~(1u << t);  // back in use: what was released re-faults on touch
+      if (t == (uint32_t)g && s->gears.prewarmed != g && !base)
         gb_port_advise(m->base + m->gear_section[t].offset, m->gear_section[t].size, GB_PORT_ADVISE_WILLNEED);
-    } else if (!(s->release_pending >> t & 1)) {
-      s->release_pending |= 1u << t;
-      s->release_off[t] = 0;
+    } else if (!(s->gears.release_pending >> t & 1)) {
+      s->gears.release_pending |= 1u << t;
+      s->gears.release_off[t] = 0;
     }
   }
-  s->prewarmed = GB_GEAR_COUNT;
+  s->gears.prewarmed = GB_GEAR_COUNT;
   if (s->opt.release_steps <= 1) release_work(s, true);
 }
 
@@ -214,36 +215,36 @@ void release_work(gb_session *s, bool all) {
   if (model_mapped(m)) {
     const uint64_t page = gb_port_page_size(), steps = s->opt.release_steps ? s->opt.release_steps : 1;
     for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
-      if (!(s->release_pending >> t & 1)) continue;
+      if (!(s->gears.release_pending >> t & 1)) continue;
       const SectionRef &sec = m->gear_section[t];
       // Slices of whole pages (sections are page-aligned in the file); the
       // port rounds inward, so a slice never touches a neighbour's page.
       uint64_t n = all ? sec.size : (sec.size / steps + page - 1) / page * page;
-      if (n > sec.size - s->release_off[t]) n = sec.size - s->release_off[t];
-      gb_port_advise(m->base + sec.offset + s->release_off[t], n, GB_PORT_ADVISE_DONTNEED);
-      s->release_off[t] += n;
-      if (s->release_off[t] >= sec.size) s->release_pending &= ~(1u << t);
+      if (n > sec.size - s->gears.release_off[t]) n = sec.size - s->gears.release_off[t];
+      gb_port_advise(m->base + sec.offset + s->gears.release_off[t], n, GB_PORT_ADVISE_DONTNEED);
+      s->gears.release_off[t] += n;
+      if (s->gears.release_off[t] >= sec.size) s->gears.release_pending &= ~(1u << t);
     }
   } else {
-    s->release_pending = 0;
+    s->gears.release_pending = 0;
   }
-  if (!s->release_pending) s->resident_stale = true;  // measured at the end of the next step
+  if (!s->gears.release_pending) s->gears.resident_stale = true;  // measured at the end of the next step
 }
 
 void gears_after_step(gb_session *s, gb_gear next) {
-  if (next != s->gear) shift_gear(s, next);  // a pointer swap; fixed policies never shift
-  if (s->release_pending) release_work(s, false);  // this step's slice of the tiers left behind
-  if (s->resident_stale && s->opt.measure_residency) {
-    s->resident_bytes = measure_resident(s);
-    s->resident_stale = false;
+  if (next != s->gears.gear) shift_gear(s, next);  // a pointer swap; fixed policies never shift
+  if (s->gears.release_pending) release_work(s, false);  // this step's slice of the tiers left behind
+  if (s->gears.resident_stale && s->opt.measure_residency) {
+    s->gears.resident_bytes = measure_resident(s);
+    s->gears.resident_stale = false;
   }
   // Pre-warming: hint the forecast tier in once, when the forecast changes.
   const gb_gear pred = s->monitor.predicted;
-  if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gear && pred != s->prewarmed && model_mapped(s->model)) {
+  if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gears.gear && pred != s->gears.prewarmed && model_mapped(s->model)) {
     const SectionRef &t = s->model->gear_section[pred];
     gb_port_advise(s->model->base + t.offset, t.size, GB_PORT_ADVISE_WILLNEED);
-    s->release_pending &= ~(1u << pred);  // wanted again: stop releasing it
-    s->prewarmed = pred;
+    s->gears.release_pending &= ~(1u << pred);  // wanted again: stop releasing it
+    s->gears.prewarmed = pred;
   }
 }
 

@@ -13,9 +13,31 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "session.h"
+#include "forward.h"
+#include "model.h"
+
+struct gb_session;
 
 namespace gb {
+
+// The gear machinery's part of a session.
+struct Gears {
+  gb_gear gear;  // gear of the next forward pass (w is its tier)
+  Weights w;     // the current gear's tier (set_gear)
+  // Lazy tiers: tiers the file lacks, quantized from its f32 / high tier into
+  // the arena on first entry and cached (never re-quantized on re-entry).
+  TensorRef *lazy_mats[GB_GEAR_COUNT];  // (n_layers * kMatsPerLayer), nullptr = not lazy
+  TensorRef lazy_cls[GB_GEAR_COUNT];
+  bool lazy_ready[GB_GEAR_COUNT];
+  float *lazy_row;                      // (max cols) dequantized source row
+  // Residency of the tiers (mapped files only).
+  gb_gear prewarmed;                    // tier last hinted in (WILLNEED), GB_GEAR_COUNT = none
+  uint64_t resident_bytes;              // weight tiers resident, measured at creation / completed releases
+  uint32_t release_pending;             // bit t: tier t is being returned to the OS, a slice per step
+  bool resident_stale;                  // a release completed: re-measure after the next pass
+  uint64_t release_off[GB_GEAR_COUNT];  // bytes of tier t released so far
+  uint64_t shifts;                      // gear shifts since creation
+};
 
 // Tiers (bit 1u << tier) the managed matrices may run on under o's gear
 // policy: the fixed gear; low, mid and high for auto; the draft and the
@@ -35,9 +57,9 @@ int lazy_source(const gb_model *m);
 // tier the file lacks, with lazy_tiers on and a source tier present.
 bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g);
 // Carve the lazy tiers the policy may enter (counting when a is counting)
-// into t->lazy_mats / lazy_cls (quantized on first entry); whether there
+// into g->lazy_mats / lazy_cls (quantized on first entry); whether there
 // is any (the caller then carves lazy_row).
-bool lazy_carve(gb_session *t, Arena &a, const gb_model *m, const gb_session_options &o);
+bool lazy_carve(Gears *g, Arena &a, const gb_model *m, const gb_session_options &o);
 // Quantize a lazy tier from its source tier (first entry; logs a warning
 // when the source looks already quantized).
 void lazy_quantize(gb_session *s, gb_gear g);
@@ -45,7 +67,7 @@ void lazy_quantize(gb_session *s, gb_gear g);
 // The Weights of tier g (no copy; a lazy tier is built on its first use):
 // the managed matrices on g, the others on the base gear's tier.
 Weights tier_weights(gb_session *s, gb_gear g);
-// Run the next passes on gear g: s->gear and s->w.
+// Run the next passes on gear g: s->gears.gear and s->gears.w.
 void set_gear(gb_session *s, gb_gear g);
 // The precision manager's shift: set_gear, hint the new tier in (unless it
 // was pre-warmed) and queue the tiers no longer in use for release.

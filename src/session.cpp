@@ -102,19 +102,19 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   gb_session *s = a.array<gb_session>(1);
   gb_session tmp;  // receives pointers while counting
   gb_session *t = s ? new (s) gb_session() : &tmp;
-  t->rope_freq = a.array<float>(c.rope_dim / 2 + 1);
+  float *rope_freq = a.array<float>(c.rope_dim / 2 + 1);
+  t->ex.rope_freq = rope_freq;
   kv_carve(&t->kv, a, c, o, kvp);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
-  t->calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
-  const bool any_lazy = lazy_carve(t, a, m, o);
+  t->pf.calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
+  const bool any_lazy = lazy_carve(&t->gears, a, m, o);
   // One scratch for every pass: the prefill chunk, the verify pass, or one
   // position; logits rows for calibrating prefill chunks and verify passes.
   // Policies that move tokens between precisions decide token by token, so
   // their prefill never batches (kv_batchable): no chunk scratch for them.
   const bool batched = prefill_batched(o) && !kv_policy_multi_level(kvp.policy);
   const uint32_t M = !batched ? 1 : o.prefill_batch < o.n_ctx ? o.prefill_batch : o.n_ctx;
-  t->spec = o.gear == GB_GEAR_SPEC;
-  const uint32_t S = t->spec ? o.spec_k + 1 : 1;
+  const uint32_t S = o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 1;
   ScratchShape shape;
   shape.m_max = M > S ? M : S;
   shape.logit_rows = calibrating && M > S ? M : S;
@@ -130,29 +130,17 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
     shape.attn_cap = kvp.cap;
   }
   scratch_carve(&t->sc, a, c, shape);
-  t->pf_batch = M;
-  t->pf_tok = M > 1 ? a.array<int32_t>(M) : nullptr;
-  // Speculative gear: the draft's pool, the history, the round's buffers.
-  t->hist = nullptr;
-  t->sp_m = 0;
-  if (t->spec) {
-    const uint32_t V = c.vocab_size;
-    kv_carve(&t->dkv, a, c, o, kvp);
-    t->hist = a.array<int32_t>(o.n_ctx);
-    t->sp_m = S;
-    t->sp_draft_p = a.array<float>((size_t)o.spec_k * V);
-    t->sp_p = a.array<float>(V);
-    t->sp_tok = a.array<int32_t>(S);
-    t->sp_out = a.array<int32_t>(S);
-  }
+  t->pf.batch = M;
+  t->pf.tok = M > 1 ? a.array<int32_t>(M) : nullptr;
+  spec_carve(&t->spec, a, c, o, kvp);
   const uint32_t max_cols = c.hidden_dim > qd ? (c.hidden_dim > c.dim ? c.hidden_dim : c.dim) : (qd > c.dim ? qd : c.dim);
-  t->lazy_row = any_lazy ? a.array<float>(max_cols) : nullptr;
+  t->gears.lazy_row = any_lazy ? a.array<float>(max_cols) : nullptr;
   void *pmem = a.alloc(gb_port_pool_mem_size(o.n_threads), 64);
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
   control_carve(&t->ctl, a, o, c.vocab_size, s != nullptr);
   if (!s) return nullptr;
-  s->pool = gb_port_pool_start(pmem, o.n_threads);
+  s->ex.pool = gb_port_pool_start(pmem, o.n_threads);
   sampler_init(&s->sampler, o.sampler, c.vocab_size, smem);
   monitor_init(&s->monitor, o.monitor, c.vocab_size, mmem);
   return s;
@@ -221,8 +209,8 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.token = token;
   r.pos = pos;
   r.gear = sr.gear;
-  r.next_gear = s->gear;
-  r.shifted = s->gear != sr.gear;
+  r.next_gear = s->gears.gear;
+  r.shifted = s->gears.gear != sr.gear;
   r.tokens_in_gear = sr.tokens_in_gear;
   r.entropy = sr.H;
   r.entropy_smoothed = sr.Hs;
@@ -238,7 +226,7 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.stop_trim = sr.stop_trim;
   r.predicted_gear = s->monitor.predicted;
   r.catastrophic = s->monitor.catastrophic ? 1u : 0u;
-  r.resident_weight_bytes = s->resident_bytes;
+  r.resident_weight_bytes = s->gears.resident_bytes;
   r.theta_low = s->monitor.th_low;
   r.theta_high = s->monitor.th_high;
   KvStats ks;
@@ -258,11 +246,11 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
 // Run `token` with logits, then the NaN guard, the entropy and the monitor.
 gb_status step(gb_session *s, int32_t token, StepResult *out) {
   StepResult &r = *out;
-  r.gear = s->gear;
+  r.gear = s->gears.gear;
   r.tokens_in_gear = s->monitor.tokens_in_gear + 1;
   PassCost cost;
-  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, &token, 1, s->pos, PassKind::kExact, true, &cost));
-  s->pos++;
+  GB_TRY(forward(s->gears.w, &s->kv, s->sc, s->ex, &token, 1, s->cur.pos, PassKind::kExact, true, &cost));
+  s->cur.pos++;
   control_push(&s->ctl, token);
   const uint32_t V = s->model->meta.vocab_size;
   float *logits = s->sc.logits;
@@ -279,29 +267,29 @@ gb_status step(gb_session *s, int32_t token, StepResult *out) {
 // round, or a new round. The info reports the verifier's distribution for
 // the token, the round's counts, and its weight bytes on the call that ran it.
 gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint64_t t0) {
-  if (s->sp_out_i >= s->sp_out_n && s->pos >= s->n_ctx)
-    return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
+  if (s->spec.out_i >= s->spec.out_n && s->cur.pos >= s->opt.n_ctx)
+    return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->opt.n_ctx);
   int32_t tok = -1;
   const float *lg = nullptr;
   bool ran = false;
   GB_TRY(spec_next(s, &tok, &lg, &ran));
   if (token_out) *token_out = tok;
   StepResult sr;
-  end_of(s, s->last_out, tok, &sr);
-  s->last_out = tok;
+  end_of(s, s->cur.last_out, tok, &sr);
+  s->cur.last_out = tok;
   if (!info) return GB_OK;
   const uint32_t V = s->model->meta.vocab_size;
   sr.gear = s->opt.spec_verify_gear;
-  sr.tokens_in_gear = s->sp_out_i;
+  sr.tokens_in_gear = s->spec.out_i;
   sr.H = entropy_bits(lg, V);
   sr.Hs = sr.H;
   sr.logits = lg;
-  sr.bytes = ran ? s->sp_round_bytes : 0;
-  sr.weights = ran ? s->sp_round_weights : 0;
-  sr.spec_drafted = s->sp_drafted;
-  sr.spec_accepted = s->sp_accepted;
+  sr.bytes = ran ? s->spec.round_bytes : 0;
+  sr.weights = ran ? s->spec.round_weights : 0;
+  sr.spec_drafted = s->spec.drafted;
+  sr.spec_accepted = s->spec.accepted;
   sr.spec_round = ran ? 1u : 0u;
-  fill_info(s, info, tok, s->sp_pos0 + s->sp_out_i - 1, sr, t0);
+  fill_info(s, info, tok, s->spec.pos0 + s->spec.out_i - 1, sr, t0);
   return GB_OK;
 }
 
@@ -424,50 +412,50 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->model = m;
   s->log = log;
   s->opt = o;
-  s->mem = mem;
-  s->mem_bytes = mem_bytes;
-  s->owns_mem = owns;
-  s->n_ctx = o.n_ctx;
-  s->ex.pool = s->pool;
+  s->mem.base = mem;
+  s->mem.bytes = mem_bytes;
+  s->mem.owned = owns;
+  s->opt.n_ctx = o.n_ctx;
+  s->ex.pool = s->ex.pool;
   gb_kernels_select(&s->ex.k, o.deterministic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
-  s->ex.mm = matmul_plan(s->ex.k, o, s->pf_batch);
+  s->ex.mm = matmul_plan(s->ex.k, o, s->pf.batch);
   if (matmul_uses_blas(o)) gb_gemm_blas_single_threaded();
-  s->ex.rope_freq = s->rope_freq;
   s->ex.log = log;
   const Meta &c = m->meta;
   // Pair i turns by pos * theta^(-2i / rope_dim), divided by the model's
   // frequency factor where it has one (Llama 3.1-style long-context scaling).
   const float *factor = reinterpret_cast<const float *>(m->rope_freqs.data);
+  float *rope_freq = const_cast<float *>(s->ex.rope_freq);  // carved in this session's arena
   for (uint32_t i = 0; i < c.rope_dim / 2; i++) {
-    s->rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
-    if (factor) s->rope_freq[i] /= factor[i];
+    rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
+    if (factor) rope_freq[i] /= factor[i];
   }
   gb_session_reset(s);
-  s->pending = -1;
-  s->pos = 0;
+  s->cur.pending = -1;
+  s->cur.pos = 0;
   *out = s;
   return GB_OK;
 }
 
 extern "C" gb_status gb_session_reset(gb_session *s) {
   GB_TRY(check_handle(s, kHandleSession, "gb_session_reset"));
-  s->pos = 0;
-  s->pending = -1;
+  s->cur.pos = 0;
+  s->cur.pending = -1;
   kv_reset(&s->kv);
   sampler_reset(&s->sampler);
   monitor_reset(&s->monitor);
-  if ((unsigned)s->opt.gear < GB_GEAR_COUNT || s->spec) {
-    s->monitor.gear = s->spec ? s->opt.spec_verify_gear : s->opt.gear;
+  if ((unsigned)s->opt.gear < GB_GEAR_COUNT || s->spec.on) {
+    s->monitor.gear = s->spec.on ? s->opt.spec_verify_gear : s->opt.gear;
     s->monitor.locked = true;
   }
   spec_reset(s);
   control_reset(&s->ctl);
-  s->last_out = -1;
-  s->prewarmed = GB_GEAR_COUNT;
-  s->release_pending = 0;
-  s->resident_bytes = 0;
+  s->cur.last_out = -1;
+  s->gears.prewarmed = GB_GEAR_COUNT;
+  s->gears.release_pending = 0;
+  s->gears.resident_bytes = 0;
   shift_gear(s, s->monitor.gear);
-  if (s->spec) s->wdraft = tier_weights(s, s->opt.spec_draft_gear);
+  if (s->spec.on) s->spec.wdraft = tier_weights(s, s->opt.spec_draft_gear);
   release_work(s, true);  // a fresh context starts with only its tiers mapped
   return GB_OK;
 }
@@ -475,8 +463,8 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
 extern "C" void gb_session_destroy(gb_session *s) {
   if (!s || check_handle(s, kHandleSession, "gb_session_destroy") != GB_OK) return;  // NULL: a no-op; else logged
   s->handle = kHandleDead;  // caller memory stays readable: later calls are refused
-  gb_port_pool_stop(s->pool);
-  if (s->owns_mem) gb_port_aligned_free(s->mem);
+  gb_port_pool_stop(s->ex.pool);
+  if (s->mem.owned) gb_port_aligned_free(s->mem.base);
 }
 
 extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) {
@@ -490,54 +478,54 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
   GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));
   spec_settle(s);  // tokens of a round not handed out yet leave the context
   control_clear_text(&s->ctl);  // new input: stop strings look at what follows
-  s->last_out = -1;
+  s->cur.last_out = -1;
   // A pending token is run first; then all but the last new token.
-  const uint64_t needed = (uint64_t)s->pos + (s->pending >= 0 ? 1 : 0) + (n - 1);
-  GB_RETURN_IF(needed >= s->n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->pos,
-               s->n_ctx);
-  const uint64_t adding = needed - s->pos;
+  const uint64_t needed = (uint64_t)s->cur.pos + (s->cur.pending >= 0 ? 1 : 0) + (n - 1);
+  GB_RETURN_IF(needed >= s->opt.n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->cur.pos,
+               s->opt.n_ctx);
+  const uint64_t adding = needed - s->cur.pos;
   GB_RETURN_IF(!s->opt.kv.evict && adding > kv_room(&s->kv), s->log, GB_ERR_CONTEXT_FULL,
                "gb_prefill: %zu tokens do not fit in the KV pool (room for %u more at minimum precision)", n, kv_room(&s->kv));
   // Calibration: the first prefill of an auto session calibrates the thresholds from
   // the entropies of its positions (computing their logits).
-  const bool calib = s->calib && !s->monitor.calibrated;
+  const bool calib = s->pf.calib && !s->monitor.calibrated;
   size_t nc = 0;
   // The positions to run: the pending token, then all but the last new one;
-  // in chunks of up to pf_batch (a single position runs as a decode pass, and
+  // in chunks of up to pf.batch (a single position runs as a decode pass, and
   // so does every position when the KV policy moves tokens between
   // precisions: its decisions are made token by token).
-  const int32_t pending = s->pending;
+  const int32_t pending = s->cur.pending;
   const size_t total = (pending >= 0 ? 1 : 0) + (n - 1);
   auto token_at = [&](size_t i) { return pending >= 0 ? (i == 0 ? pending : tokens[i - 1]) : tokens[i]; };
-  if (s->spec)  // the draft catches up from the history at its next round
-    for (size_t i = 0; i < total; i++) s->hist[s->pos + i] = token_at(i);
+  if (s->spec.on)  // the draft catches up from the history at its next round
+    for (size_t i = 0; i < total; i++) s->spec.hist[s->cur.pos + i] = token_at(i);
   for (size_t i = 0; i < total;) {
     // The abort callback, between chunks: what ran stays (no token pending
     // then); before the first, nothing has changed.
     if (control_aborted(s->ctl)) {
-      s->log.log(GB_LOG_INFO, "gb_prefill: aborted by the callback at position %u", s->pos);
+      s->log.log(GB_LOG_INFO, "gb_prefill: aborted by the callback at position %u", s->cur.pos);
       return GB_ERR_ABORTED;
     }
     if (i > 0) GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));  // what ran stays, as for an abort
-    uint32_t m = (uint32_t)(total - i < s->pf_batch ? total - i : s->pf_batch);
+    uint32_t m = (uint32_t)(total - i < s->pf.batch ? total - i : s->pf.batch);
     if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
     int32_t one;
-    int32_t *chunk = m == 1 ? &one : s->pf_tok;
+    int32_t *chunk = m == 1 ? &one : s->pf.tok;
     for (uint32_t j = 0; j < m; j++) chunk[j] = token_at(i + j);
     PassCost cost;
-    GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, chunk, m, s->pos, PassKind::kPrefill, calib, &cost));
-    s->pos += m;
+    GB_TRY(forward(s->gears.w, &s->kv, s->sc, s->ex, chunk, m, s->cur.pos, PassKind::kPrefill, calib, &cost));
+    s->cur.pos += m;
     for (uint32_t j = 0; j < m; j++) control_push(&s->ctl, chunk[j]);
     for (uint32_t j = 0; calib && j < m; j++) {
       float *lg = s->sc.logits + (size_t)j * V;
       nan_guard(lg, V);
-      s->calib[nc++] = entropy_bits(lg, V);
+      s->pf.calib[nc++] = entropy_bits(lg, V);
     }
-    s->pending = -1;  // it ran in the first chunk
+    s->cur.pending = -1;  // it ran in the first chunk
     i += m;
   }
-  s->pending = tokens[n - 1];
-  if (calib && monitor_calibrate(&s->monitor, s->calib, nc))
+  s->cur.pending = tokens[n - 1];
+  if (calib && monitor_calibrate(&s->monitor, s->pf.calib, nc))
     s->log.log(GB_LOG_INFO, "monitor calibrated from %zu prefill entropies: theta_low %.3f, theta_high %.3f bits", nc,
                (double)s->monitor.th_low, (double)s->monitor.th_high);
   return GB_OK;
@@ -559,7 +547,7 @@ extern "C" gb_status gb_session_set_gear(gb_session *s, gb_gear gear) {
                raw_enum(gear));
   s->monitor.gear = gear;
   s->monitor.tokens_in_gear = 0;
-  if (gear != s->gear) shift_gear(s, gear);
+  if (gear != s->gears.gear) shift_gear(s, gear);
   return GB_OK;
 }
 
@@ -567,22 +555,22 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   GB_TRY(check_handle(s, kHandleSession, "gb_decode_step"));
   const uint64_t t0 = gb_port_now_ns();
   GB_TRY(check_info(s, info, "gb_decode_step"));
-  GB_RETURN_IF(s->pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
+  GB_RETURN_IF(s->cur.pending < 0, s->log, GB_ERR_BAD_STATE, "gb_decode_step: nothing to run; call gb_prefill first");
   if (control_aborted(s->ctl)) {
-    s->log.log(GB_LOG_INFO, "gb_decode_step: aborted by the callback at position %u", s->pos);
+    s->log.log(GB_LOG_INFO, "gb_decode_step: aborted by the callback at position %u", s->cur.pos);
     return GB_ERR_ABORTED;
   }
   GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));
-  if (s->spec) return spec_step(s, token_out, info, t0);
-  if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->n_ctx);
-  const uint32_t pos = s->pos;
+  if (s->spec.on) return spec_step(s, token_out, info, t0);
+  if (s->cur.pos >= s->opt.n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->opt.n_ctx);
+  const uint32_t pos = s->cur.pos;
   StepResult sr;
-  GB_TRY(step(s, s->pending, &sr));
+  GB_TRY(step(s, s->cur.pending, &sr));
   control_apply(&s->ctl, s->sc.logits, s->model->meta.vocab_size);
   const int32_t next = sampler_sample(&s->sampler, s->sc.logits);
-  end_of(s, s->pending, next, &sr);
-  s->pending = next;
-  s->last_out = next;
+  end_of(s, s->cur.pending, next, &sr);
+  s->cur.pending = next;
+  s->cur.last_out = next;
   if (token_out) *token_out = next;
   fill_info(s, info, next, pos, sr, t0);
   return GB_OK;
@@ -595,17 +583,17 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   GB_RETURN_IF(token < 0 || (uint32_t)token >= s->model->meta.vocab_size, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                "gb_feed: token %d out of range", token);
   if (control_aborted(s->ctl)) {
-    s->log.log(GB_LOG_INFO, "gb_feed: aborted by the callback at position %u", s->pos);
+    s->log.log(GB_LOG_INFO, "gb_feed: aborted by the callback at position %u", s->cur.pos);
     return GB_ERR_ABORTED;
   }
   GB_TRY(model_check_file(*s->model, s->log, "gb_feed"));
   spec_settle(s);
-  if (s->pos >= s->n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->n_ctx);
+  if (s->cur.pos >= s->opt.n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_feed: context of %u tokens is full", s->opt.n_ctx);
   control_clear_text(&s->ctl);
-  s->last_out = -1;
-  s->pending = -1;
-  if (s->spec) s->hist[s->pos] = token;
-  const uint32_t pos = s->pos;
+  s->cur.last_out = -1;
+  s->cur.pending = -1;
+  if (s->spec.on) s->spec.hist[s->cur.pos] = token;
+  const uint32_t pos = s->cur.pos;
   StepResult sr;
   GB_TRY(step(s, token, &sr));
   fill_info(s, info, -1, pos, sr, t0);
@@ -614,7 +602,7 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
 
 extern "C" gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx) {
   GB_TRY(check_handle(s, kHandleSession, "gb_session_position"));
-  if (pos) *pos = s->pos;
-  if (n_ctx) *n_ctx = s->n_ctx;
+  if (pos) *pos = s->cur.pos;
+  if (n_ctx) *n_ctx = s->opt.n_ctx;
   return GB_OK;
 }

@@ -47,10 +47,10 @@ namespace {
 // the round.
 gb_status draft_forward(gb_session *s, const int32_t *tokens, uint32_t m, bool want_logits) {
   PassCost cost;
-  GB_TRY(forward(s->wdraft, &s->dkv, s->sc, s->ex, tokens, m, s->dpos, PassKind::kExact, want_logits, &cost));
-  s->dpos += m;
-  s->sp_round_bytes += cost.bytes;
-  s->sp_round_weights += cost.weights;
+  GB_TRY(forward(s->spec.wdraft, &s->spec.dkv, s->sc, s->ex, tokens, m, s->spec.dpos, PassKind::kExact, want_logits, &cost));
+  s->spec.dpos += m;
+  s->spec.round_bytes += cost.bytes;
+  s->spec.round_weights += cost.weights;
   return GB_OK;
 }
 
@@ -105,25 +105,25 @@ constexpr uint32_t kProbeRounds = 16;
 constexpr double kPriorAccepted = 1.5, kPriorJudged = 2.0;
 
 // The draft pool catches up with the verifier's tokens hist[dpos..to): in
-// batched passes of up to sp_m positions (each weight read once per pass,
+// batched passes of up to spec.m positions (each weight read once per pass,
 // per position bit for bit a single draft step) when the pool takes a
 // batch, else one position at a time.
 gb_status draft_catch_up(gb_session *s, uint32_t to) {
-  while (s->dpos < to) {
-    uint32_t m = to - s->dpos;
-    if (m > s->sp_m) m = s->sp_m;
-    if (m > 1 && !kv_batchable(&s->dkv, m)) m = 1;
-    GB_TRY(draft_forward(s, s->hist + s->dpos, m, false));
+  while (s->spec.dpos < to) {
+    uint32_t m = to - s->spec.dpos;
+    if (m > s->spec.m) m = s->spec.m;
+    if (m > 1 && !kv_batchable(&s->spec.dkv, m)) m = 1;
+    GB_TRY(draft_forward(s, s->spec.hist + s->spec.dpos, m, false));
   }
   return GB_OK;
 }
 
 gb_status round(gb_session *s) {
   const Meta &c = s->model->meta;
-  const uint32_t V = c.vocab_size, pos = s->pos;
+  const uint32_t V = c.vocab_size, pos = s->cur.pos;
   const bool greedy = s->opt.sampler.temperature == 0.0f;
-  s->sp_round_bytes = s->sp_round_weights = 0;
-  s->sp_pos0 = pos;
+  s->spec.round_bytes = s->spec.round_weights = 0;
+  s->spec.pos0 = pos;
   // 1. The draft length, then (when drafting) catch up and draft.
   // The timed rule (spec_adapt 2) makes the draft lengths, and so a
   // sampled run's random draws, depend on the clock: with deterministic = 1
@@ -131,8 +131,8 @@ gb_status round(gb_session *s) {
   // it counts bytes instead.
   const bool timed = s->opt.spec_adapt == 2 && !s->opt.deterministic && gb_port_now_ns() != 0;
   uint32_t k = s->opt.spec_k;
-  if (timed && s->sp_trials <= 0.0) k = 1;  // no estimate (a restored state's zero counts): start short
-  if (s->opt.spec_adapt && s->sp_trials > 0.0) {
+  if (timed && s->spec.trials <= 0.0) k = 1;  // no estimate (a restored state's zero counts): start short
+  if (s->opt.spec_adapt && s->spec.trials > 0.0) {
     const gb_model *m = s->model;
     const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
     double Vk[GB_GEMVM_MAX_M];
@@ -153,78 +153,78 @@ gb_status round(gb_session *s) {
       // until a single-position draft pass is timed (the first round's
       // draft also runs the prompt), bytes stand in for every time.
       uint32_t longest = 0;
-      while (longest < k && s->sp_t_verify[longest + 1] > 0.0) longest++;
+      while (longest < k && s->spec.t_verify[longest + 1] > 0.0) longest++;
       kmax = longest + 1 < k ? longest + 1 : k;
-      if (s->sp_t_draft > 0.0) {
-        D = s->sp_t_draft;
-        Vk[0] = s->sp_t_verify[0] > 0.0 ? s->sp_t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
-        for (uint32_t j = 1; j <= longest; j++) Vk[j] = s->sp_t_verify[j];
+      if (s->spec.t_draft > 0.0) {
+        D = s->spec.t_draft;
+        Vk[0] = s->spec.t_verify[0] > 0.0 ? s->spec.t_verify[0] : D * (vb / (db > 0.0 ? db : 1.0));
+        for (uint32_t j = 1; j <= longest; j++) Vk[j] = s->spec.t_verify[j];
         if (longest < k) {
           const double step = longest >= 2 ? Vk[longest] - Vk[longest - 1] : 0.0;
           Vk[longest + 1] = Vk[longest] + (step > 0.0 ? step : 0.0);
         }
       }
     }
-    k = best_k(s->sp_succ / s->sp_trials, kmax, D, Vk);
-    if (k > 0 || ++s->sp_idle >= kProbeRounds) {
+    k = best_k(s->spec.succ / s->spec.trials, kmax, D, Vk);
+    if (k > 0 || ++s->spec.idle >= kProbeRounds) {
       k = k > 0 ? k : 1;
-      s->sp_idle = 0;
+      s->spec.idle = 0;
     }
   }
-  if (pos + k + 1 > s->n_ctx) k = s->n_ctx - pos - 1;  // the verify pass must fit the context
+  if (pos + k + 1 > s->opt.n_ctx) k = s->opt.n_ctx - pos - 1;  // the verify pass must fit the context
   if (kv_room(&s->kv) < k + 1) k = kv_room(&s->kv) > 0 ? kv_room(&s->kv) - 1 : 0;
   // The draft lags behind the verifier by the tokens it has not run: the
   // prompt and fed tokens, rounds without drafts, and one after a round
   // that kept all its drafts (the last draft was sampled, never run). Up
-  // to sp_m - 1 of those ride along with the pending token in the first
+  // to spec.m - 1 of those ride along with the pending token in the first
   // draft pass: one read of the draft tier instead of two (a
   // multi-position pass, per position bit for bit single steps), the rest
   // goes in batched catch-up passes first. Every path keeps dpos <= pos;
   // should one not, the draft drops its extra positions here.
-  if (s->dpos > pos) {
-    kv_truncate(&s->dkv, pos);
-    s->dpos = pos;
+  if (s->spec.dpos > pos) {
+    kv_truncate(&s->spec.dkv, pos);
+    s->spec.dpos = pos;
   }
   if (k > 0) {
-    const uint32_t lag = pos - s->dpos, carry = lag < s->sp_m - 1 ? lag : s->sp_m - 1;
+    const uint32_t lag = pos - s->spec.dpos, carry = lag < s->spec.m - 1 ? lag : s->spec.m - 1;
     GB_TRY(draft_catch_up(s, pos - carry));
-    if (carry > 0 && !kv_batchable(&s->dkv, carry + 1)) GB_TRY(draft_catch_up(s, pos));
+    if (carry > 0 && !kv_batchable(&s->spec.dkv, carry + 1)) GB_TRY(draft_catch_up(s, pos));
   }
-  s->sp_tok[0] = s->pending;
-  s->hist[pos] = s->pending;  // the first draft pass reads hist[dpos..pos]
+  s->spec.tok[0] = s->cur.pending;
+  s->spec.hist[pos] = s->cur.pending;  // the first draft pass reads hist[dpos..pos]
   uint32_t n = 0;  // drafted
-  for (int32_t cur = s->pending; n < k;) {
-    const uint32_t mp = n == 0 ? pos + 1 - s->dpos : 1;
+  for (int32_t cur = s->cur.pending; n < k;) {
+    const uint32_t mp = n == 0 ? pos + 1 - s->spec.dpos : 1;
     const uint64_t t0 = timed ? gb_port_now_ns() : 0;
-    GB_TRY(draft_forward(s, n == 0 ? s->hist + s->dpos : &cur, mp, true));
-    if (timed && mp == 1) ema_time(&s->sp_t_draft, t0, gb_port_now_ns());
+    GB_TRY(draft_forward(s, n == 0 ? s->spec.hist + s->spec.dpos : &cur, mp, true));
+    if (timed && mp == 1) ema_time(&s->spec.t_draft, t0, gb_port_now_ns());
     float *dl = s->sc.logits + (size_t)(mp - 1) * V;  // the draft's logits of its last position
     nan_guard(dl, V);
     if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(dl, V) > s->opt.spec_stop_entropy) break;
     if (greedy) {
       cur = sampler_sample(&s->sampler, dl);
     } else {
-      float *q = s->sp_draft_p + (size_t)n * V;
+      float *q = s->spec.draft_p + (size_t)n * V;
       sampler_probs(&s->sampler, dl, q);
       cur = sampler_draw(&s->sampler, q);
     }
-    s->sp_tok[++n] = cur;
+    s->spec.tok[++n] = cur;
   }
   // 2. Verify the pending token and the n drafts in one pass (no drafts:
   // the verifier's ordinary decode step, the same logits bit for bit).
   PassCost cost;
   const uint64_t t0 = timed ? gb_port_now_ns() : 0;
-  GB_TRY(forward(s->w, &s->kv, s->sc, s->ex, s->sp_tok, n + 1, pos, PassKind::kExact, true, &cost));
-  if (timed) ema_time(&s->sp_t_verify[n], t0, gb_port_now_ns());
+  GB_TRY(forward(s->gears.w, &s->kv, s->sc, s->ex, s->spec.tok, n + 1, pos, PassKind::kExact, true, &cost));
+  if (timed) ema_time(&s->spec.t_verify[n], t0, gb_port_now_ns());
   for (uint32_t i = 0; i <= n; i++) nan_guard(s->sc.logits + (size_t)i * V, V);
-  s->sp_round_bytes += cost.bytes;
-  s->sp_round_weights += cost.weights;
+  s->spec.round_bytes += cost.bytes;
+  s->spec.round_weights += cost.weights;
   // 3. Accept the longest agreeing prefix, then the verifier's own token.
   uint32_t a = 0;
   int32_t bonus = -1;
   for (; a < n; a++) {
     const float *L = s->sc.logits + (size_t)a * V;
-    const int32_t d = s->sp_tok[a + 1];
+    const int32_t d = s->spec.tok[a + 1];
     if (greedy) {
       const int32_t best = sampler_sample(&s->sampler, L);
       if (best != d) {
@@ -233,12 +233,12 @@ gb_status round(gb_session *s) {
       }
       continue;
     }
-    sampler_probs(&s->sampler, L, s->sp_p);
-    const float *q = s->sp_draft_p + (size_t)a * V;
-    const float ratio = q[d] > 0.0f ? s->sp_p[d] / q[d] : 0.0f;
+    sampler_probs(&s->sampler, L, s->spec.p);
+    const float *q = s->spec.draft_p + (size_t)a * V;
+    const float ratio = q[d] > 0.0f ? s->spec.p[d] / q[d] : 0.0f;
     if (sampler_uniform(&s->sampler) < ratio) continue;
-    for (uint32_t j = 0; j < V; j++) s->sp_p[j] = s->sp_p[j] > q[j] ? s->sp_p[j] - q[j] : 0.0f;
-    bonus = sampler_draw(&s->sampler, s->sp_p);
+    for (uint32_t j = 0; j < V; j++) s->spec.p[j] = s->spec.p[j] > q[j] ? s->spec.p[j] - q[j] : 0.0f;
+    bonus = sampler_draw(&s->sampler, s->spec.p);
     break;
   }
   if (bonus < 0) {
@@ -246,68 +246,83 @@ gb_status round(gb_session *s) {
     if (greedy) {
       bonus = sampler_sample(&s->sampler, L);
     } else {
-      sampler_probs(&s->sampler, L, s->sp_p);
-      bonus = sampler_draw(&s->sampler, s->sp_p);
+      sampler_probs(&s->sampler, L, s->spec.p);
+      bonus = sampler_draw(&s->sampler, s->spec.p);
     }
   }
   // 4. Keep positions pos..pos+a (the pending token and the a kept drafts).
   kv_truncate(&s->kv, pos + a + 1);
-  s->pos = pos + a + 1;
-  if (s->dpos > s->pos) {
-    kv_truncate(&s->dkv, s->pos);
-    s->dpos = s->pos;
+  s->cur.pos = pos + a + 1;
+  if (s->spec.dpos > s->cur.pos) {
+    kv_truncate(&s->spec.dkv, s->cur.pos);
+    s->spec.dpos = s->cur.pos;
   }
-  for (uint32_t i = 0; i <= a; i++) s->hist[pos + i] = s->sp_tok[i];
-  for (uint32_t i = 0; i < a; i++) s->sp_out[i] = s->sp_tok[i + 1];
-  s->sp_out[a] = bonus;
-  s->sp_out_n = a + 1;
-  s->sp_out_i = 0;
-  s->pending = bonus;
-  s->sp_drafted = n;
-  s->sp_accepted = a;
+  for (uint32_t i = 0; i <= a; i++) s->spec.hist[pos + i] = s->spec.tok[i];
+  for (uint32_t i = 0; i < a; i++) s->spec.out[i] = s->spec.tok[i + 1];
+  s->spec.out[a] = bonus;
+  s->spec.out_n = a + 1;
+  s->spec.out_i = 0;
+  s->cur.pending = bonus;
+  s->spec.drafted = n;
+  s->spec.accepted = a;
   // Acceptance so far (decayed): a successes in a + [a < n] trials.
-  s->sp_succ = 0.9 * s->sp_succ + a;
-  s->sp_trials = 0.9 * s->sp_trials + a + (a < n ? 1 : 0);
+  s->spec.succ = 0.9 * s->spec.succ + a;
+  s->spec.trials = 0.9 * s->spec.trials + a + (a < n ? 1 : 0);
   return GB_OK;
 }
 
 }  // namespace
 
+void spec_carve(Spec *sp, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &kvp) {
+  sp->on = o.gear == GB_GEAR_SPEC;
+  sp->hist = nullptr;
+  sp->m = 0;
+  if (!sp->on) return;
+  const uint32_t V = c.vocab_size, S = o.spec_k + 1;
+  kv_carve(&sp->dkv, a, c, o, kvp);
+  sp->hist = a.array<int32_t>(o.n_ctx);
+  sp->m = S;
+  sp->draft_p = a.array<float>((size_t)o.spec_k * V);
+  sp->p = a.array<float>(V);
+  sp->tok = a.array<int32_t>(S);
+  sp->out = a.array<int32_t>(S);
+}
+
 gb_status spec_next(gb_session *s, int32_t *token, const float **logits, bool *ran_round) {
   *ran_round = false;
-  if (s->sp_out_i >= s->sp_out_n) {
+  if (s->spec.out_i >= s->spec.out_n) {
     GB_TRY(round(s));
     *ran_round = true;
   }
-  const uint32_t i = s->sp_out_i++;
-  *token = s->sp_out[i];
+  const uint32_t i = s->spec.out_i++;
+  *token = s->spec.out[i];
   *logits = s->sc.logits + (size_t)i * s->model->meta.vocab_size;
   return GB_OK;
 }
 
 void spec_settle(gb_session *s) {
-  if (!s->spec || s->sp_out_i >= s->sp_out_n) return;
-  const uint32_t keep = s->sp_pos0 + s->sp_out_i;  // positions of the tokens before the last handed out
+  if (!s->spec.on || s->spec.out_i >= s->spec.out_n) return;
+  const uint32_t keep = s->spec.pos0 + s->spec.out_i;  // positions of the tokens before the last handed out
   kv_truncate(&s->kv, keep);
-  s->pos = keep;
-  s->pending = s->sp_out_i ? s->sp_out[s->sp_out_i - 1] : s->sp_tok[0];
-  if (s->dpos > keep) {
-    kv_truncate(&s->dkv, keep);
-    s->dpos = keep;
+  s->cur.pos = keep;
+  s->cur.pending = s->spec.out_i ? s->spec.out[s->spec.out_i - 1] : s->spec.tok[0];
+  if (s->spec.dpos > keep) {
+    kv_truncate(&s->spec.dkv, keep);
+    s->spec.dpos = keep;
   }
-  s->sp_out_n = s->sp_out_i = 0;
+  s->spec.out_n = s->spec.out_i = 0;
 }
 
 void spec_reset(gb_session *s) {
-  if (!s->spec) return;
-  kv_reset(&s->dkv);
-  s->dpos = 0;
-  s->sp_out_n = s->sp_out_i = 0;
-  s->sp_drafted = s->sp_accepted = 0;
-  s->sp_round_bytes = s->sp_round_weights = 0;
-  s->sp_succ = kPriorAccepted;
-  s->sp_trials = kPriorJudged;
-  s->sp_idle = 0;
+  if (!s->spec.on) return;
+  kv_reset(&s->spec.dkv);
+  s->spec.dpos = 0;
+  s->spec.out_n = s->spec.out_i = 0;
+  s->spec.drafted = s->spec.accepted = 0;
+  s->spec.round_bytes = s->spec.round_weights = 0;
+  s->spec.succ = kPriorAccepted;
+  s->spec.trials = kPriorJudged;
+  s->spec.idle = 0;
 }
 
 }  // namespace gb

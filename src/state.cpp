@@ -530,10 +530,10 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
 }
 
 gb_status check_save(const gb_session *s) {
-  GB_RETURN_IF(s->spec && s->sp_out_i < s->sp_out_n, s->log, GB_ERR_BAD_STATE,
+  GB_RETURN_IF(s->spec.on && s->spec.out_i < s->spec.out_n, s->log, GB_ERR_BAD_STATE,
                "session state: a spec session is in the middle of a round (%u of %u tokens handed out); decode on and save "
                "after the round",
-               s->sp_out_i, s->sp_out_n);
+               s->spec.out_i, s->spec.out_n);
   return GB_OK;
 }
 
@@ -545,16 +545,16 @@ void save_body(W &w, const gb_session *s) {
   w.u32(c.n_heads);
   w.u32(c.n_kv_heads);
   w.u32(c.head_dim);
-  w.u32(s->n_ctx);
-  w.u32(s->pos);
-  w.i32(s->pending);
-  w.i32(s->last_out);
+  w.u32(s->opt.n_ctx);
+  w.u32(s->cur.pos);
+  w.i32(s->cur.pending);
+  w.i32(s->cur.last_out);
   w.i32((int32_t)s->opt.gear);
   w.i32((int32_t)s->opt.spec_k);
   w.i32((int32_t)s->opt.spec_verify_gear);
   w.i32((int32_t)s->opt.spec_draft_gear);
-  w.i32((int32_t)s->gear);
-  w.u64(s->shifts);
+  w.i32((int32_t)s->gears.gear);
+  w.u64(s->gears.shifts);
   const Monitor &m = s->monitor;
   w.u32(m.o.window);
   w.f32(m.th_low);
@@ -579,17 +579,17 @@ void save_body(W &w, const gb_session *s) {
   w.u32(ct.tail_n);
   w.raw(ct.tail, ct.tail_n);
   save_kv(w, s->kv);
-  w.u8(s->spec ? 1 : 0);
-  if (s->spec) {
-    w.u32(s->dpos);
-    w.f64(s->sp_succ);
-    w.f64(s->sp_trials);
-    w.u32(s->sp_idle);
-    w.u32(s->sp_pos0);
-    w.u32(s->sp_drafted);
-    w.u32(s->sp_accepted);
-    for (uint32_t i = 0; i < s->pos; i++) w.i32(s->hist[i]);
-    save_kv(w, s->dkv);
+  w.u8(s->spec.on ? 1 : 0);
+  if (s->spec.on) {
+    w.u32(s->spec.dpos);
+    w.f64(s->spec.succ);
+    w.f64(s->spec.trials);
+    w.u32(s->spec.idle);
+    w.u32(s->spec.pos0);
+    w.u32(s->spec.drafted);
+    w.u32(s->spec.accepted);
+    for (uint32_t i = 0; i < s->cur.pos; i++) w.i32(s->spec.hist[i]);
+    save_kv(w, s->spec.dkv);
   }
 }
 
@@ -613,11 +613,11 @@ gb_status load_body(R &r, gb_session *s, bool apply) {
   const uint64_t shifts = r.u64();
   GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: body truncated");
   GB_RETURN_IF(pos > n_ctx, log, GB_ERR_CORRUPT, "session state: position %u beyond its n_ctx %u", pos, n_ctx);
-  GB_RETURN_IF(pos > s->n_ctx, log, GB_ERR_CONTEXT_FULL,
-               "session state: saved at position %u (n_ctx %u); this session's n_ctx is %u", pos, n_ctx, s->n_ctx);
+  GB_RETURN_IF(pos > s->opt.n_ctx, log, GB_ERR_CONTEXT_FULL,
+               "session state: saved at position %u (n_ctx %u); this session's n_ctx is %u", pos, n_ctx, s->opt.n_ctx);
   GB_RETURN_IF(pending < -1 || pending >= (int32_t)V || last_out < -1 || last_out >= (int32_t)V, log, GB_ERR_CORRUPT,
                "session state: pending token %d or last token %d out of range", pending, last_out);
-  const bool spec = s->spec;
+  const bool spec = s->spec.on;
   GB_RETURN_IF(gpol != (int32_t)s->opt.gear || (spec && (spk != (int32_t)s->opt.spec_k || svg != (int32_t)s->opt.spec_verify_gear ||
                                                          sdg != (int32_t)s->opt.spec_draft_gear)),
                log, GB_ERR_INVALID_ARGUMENT,
@@ -625,7 +625,7 @@ gb_status load_body(R &r, gb_session *s, bool apply) {
                sdg, (int32_t)s->opt.gear);
   const Monitor &m = s->monitor;
   const bool locked = m.locked;
-  GB_RETURN_IF(!gear_ok(gear) || (locked ? gear != (int32_t)s->gear : gear > GB_GEAR_HIGH), log, GB_ERR_CORRUPT,
+  GB_RETURN_IF(!gear_ok(gear) || (locked ? gear != (int32_t)s->gears.gear : gear > GB_GEAR_HIGH), log, GB_ERR_CORRUPT,
                "session state: gear %d invalid for this gear policy", gear);
   const uint32_t mw = r.u32();
   const float thl = r.f32(), thh = r.f32();
@@ -665,9 +665,9 @@ gb_status load_body(R &r, gb_session *s, bool apply) {
   const uint8_t *tail = r.take(tail_n);
   GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: stop tail truncated");
   if (apply) {
-    s->pos = pos;
-    s->pending = pending;
-    s->last_out = last_out;
+    s->cur.pos = pos;
+    s->cur.pending = pending;
+    s->cur.last_out = last_out;
     Monitor &mm = s->monitor;
     mm.th_low = thl;
     mm.th_high = thh;
@@ -709,24 +709,24 @@ gb_status load_body(R &r, gb_session *s, bool apply) {
       GB_RETURN_IF(r.bad || tk < 0 || tk >= (int32_t)V, log, GB_ERR_CORRUPT, "session state: spec history token out of range");
     }
     if (apply) {
-      s->dpos = dpos;
-      s->sp_succ = succ;
-      s->sp_trials = trials;
-      s->sp_idle = idle;
-      s->sp_pos0 = pos0;
-      s->sp_drafted = drafted;
-      s->sp_accepted = accepted;
-      s->sp_out_n = s->sp_out_i = 0;
+      s->spec.dpos = dpos;
+      s->spec.succ = succ;
+      s->spec.trials = trials;
+      s->spec.idle = idle;
+      s->spec.pos0 = pos0;
+      s->spec.drafted = drafted;
+      s->spec.accepted = accepted;
+      s->spec.out_n = s->spec.out_i = 0;
       R hr = r;
       hr.at = h_at;
-      for (uint32_t i = 0; i < pos; i++) s->hist[i] = hr.i32();
+      for (uint32_t i = 0; i < pos; i++) s->spec.hist[i] = hr.i32();
     }
-    GB_TRY(load_kv(r, &s->dkv, apply, log, dpos, "draft"));
+    GB_TRY(load_kv(r, &s->spec.dkv, apply, log, dpos, "draft"));
   }
   GB_RETURN_IF(r.at != r.n, log, GB_ERR_CORRUPT, "session state: %zu bytes after the last field", r.n - r.at);
   if (apply) {
-    if (gear != (int32_t)s->gear) shift_gear(s, (gb_gear)gear);
-    s->shifts = shifts;
+    if (gear != (int32_t)s->gears.gear) shift_gear(s, (gb_gear)gear);
+    s->gears.shifts = shifts;
   }
   return GB_OK;
 }
@@ -750,7 +750,7 @@ extern "C" gb_status gb_session_state_max_size(const gb_session *s, size_t *out_
   GB_TRY(gb::check_handle(s, gb::kHandleSession, "gb_session_state_max_size"));
   if (!out_bytes) return gb::null_arg(s->log, "gb_session_state_max_size", "out_bytes");
   uint64_t n = kHeadBytes + 256 + 4ull * s->monitor.o.window + 4ull * s->ctl.window + s->ctl.stop_max + kv_max_bytes(s->kv);
-  if (s->spec) n += 64 + 4ull * s->n_ctx + kv_max_bytes(s->dkv);
+  if (s->spec.on) n += 64 + 4ull * s->opt.n_ctx + kv_max_bytes(s->spec.dkv);
   *out_bytes = (size_t)n;
   return GB_OK;
 }
@@ -803,6 +803,6 @@ extern "C" gb_status gb_session_state_load(gb_session *s, const void *buf, size_
   R apply{b + kHeadBytes, (size_t)body};
   const gb_status st = load_body(apply, s, true);
   if (st != GB_OK) return fail(s->log, GB_ERR_INTERNAL, "gb_session_state_load: the image passed its checks and then failed");
-  s->log.log(GB_LOG_INFO, "session state loaded: position %u, %u KV tokens", s->pos, s->kv.n_tokens);
+  s->log.log(GB_LOG_INFO, "session state loaded: position %u, %u KV tokens", s->cur.pos, s->kv.n_tokens);
   return GB_OK;
 }

@@ -272,7 +272,7 @@ TEST(Prefill, NoPanelsEqualsDecodeBitForBit) {
         o.deterministic = det;
         gb_session *s = nullptr;
         ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-        EXPECT_EQ(s->pf_batch, batch);
+        EXPECT_EQ(s->pf.batch, batch);
         EXPECT_EQ(s->sc.panel, nullptr);
         gb_session_destroy(s);
         const Trace b = run(m, o, prompt, nullptr);
@@ -387,7 +387,7 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o = options(GB_GEAR_HIGH, 4096, 65536, gb_gemm_blas() ? 2 : 0);
   o.n_ctx = 64;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 64u);
+  EXPECT_EQ(s->pf.batch, 64u);
   const std::vector<int32_t> prompt = tokenize(m, kPrompt);
   EXPECT_EQ(gb_prefill(s, prompt.data(), 65), GB_ERR_CONTEXT_FULL);
   EXPECT_EQ(gb_prefill(s, prompt.data(), 64), GB_OK);  // one chunk of 63 positions
@@ -399,13 +399,13 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o = options(GB_GEAR_HIGH, 32, 64, 1);
   o.deterministic = 1;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 32u);
+  EXPECT_EQ(s->pf.batch, 32u);
   EXPECT_EQ(s->ex.mm.panel_slots, 0u);
   EXPECT_EQ(s->sc.panel, nullptr);
   gb_session_destroy(s);
   o.prefill_blas = 0;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 32u);
+  EXPECT_EQ(s->pf.batch, 32u);
   EXPECT_EQ(s->ex.mm.gemm, s->ex.k.gemm_f32);
   EXPECT_NE(s->sc.panel, nullptr);
   gb_session_destroy(s);
@@ -415,7 +415,7 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   o = options(GB_GEAR_HIGH, 0, 0, 9);
   o.struct_size = offsetof(gb_session_options, prefill_batch);
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->pf_batch, 64u);
+  EXPECT_EQ(s->pf.batch, 64u);
   EXPECT_EQ(s->ex.mm.panel_rows, 64u);
   if (gb_gemm_blas()) {
     EXPECT_EQ(s->ex.mm.gemm, gb_gemm_blas());

@@ -117,8 +117,8 @@ TEST(LazyTiers, MissingTiersAreQuantizedOnFirstEntry) {
     so.gear = GB_GEAR_MID;
     gb_session *s = nullptr;
     ASSERT_EQ(gb_session_create(lazy, &so, nullptr, 0, &s), GB_OK);
-    ASSERT_TRUE(s->lazy_ready[GB_GEAR_MID]);
-    const gb::TensorRef *src = lazy->mats[GB_GEAR_HIGH], *dst = s->lazy_mats[GB_GEAR_MID];
+    ASSERT_TRUE(s->gears.lazy_ready[GB_GEAR_MID]);
+    const gb::TensorRef *src = lazy->mats[GB_GEAR_HIGH], *dst = s->gears.lazy_mats[GB_GEAR_MID];
     std::vector<float> row;
     std::vector<uint8_t> q;
     for (size_t i = 0; i < (size_t)mi.n_layers * gb::kMatsPerLayer; i++) {
@@ -177,7 +177,7 @@ TEST(LazyTiers, AutoShiftsIntoLazyTiersWithoutAllocating) {
   }
   EXPECT_EQ(gbt::alloc_count_stop(), 0u);
   EXPECT_GT(seen[GB_GEAR_LOW] + seen[GB_GEAR_MID], 0);
-  EXPECT_TRUE(s->lazy_ready[GB_GEAR_LOW] || s->lazy_ready[GB_GEAR_MID]);
+  EXPECT_TRUE(s->gears.lazy_ready[GB_GEAR_LOW] || s->gears.lazy_ready[GB_GEAR_MID]);
   gb_session_destroy(s);
   gb_model_close(m);
 }

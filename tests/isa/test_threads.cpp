@@ -63,12 +63,12 @@ TEST(Pool, GemvTaskCounts) {
   o.n_threads = 4;
   gb_session *s = nullptr;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(gb_port_pool_threads(s->pool), 4u);
-  EXPECT_EQ(gb::gemv_tasks(s->pool, 64, 64), 1u);        // 4096 weights: not worth a hand-off
-  EXPECT_EQ(gb::gemv_tasks(s->pool, 16, 100000), 1u);    // one row tile (GB_GEMV_ROW_TILE)
-  EXPECT_EQ(gb::gemv_tasks(s->pool, 32, 100000), 2u);    // two row tiles
-  EXPECT_EQ(gb::gemv_tasks(s->pool, 2048, 2048), 4u);    // one per thread
-  EXPECT_EQ(gb::gemv_tasks(s->pool, 512, 64), 2u);       // 32768 weights
+  EXPECT_EQ(gb_port_pool_threads(s->ex.pool), 4u);
+  EXPECT_EQ(gb::gemv_tasks(s->ex.pool, 64, 64), 1u);        // 4096 weights: not worth a hand-off
+  EXPECT_EQ(gb::gemv_tasks(s->ex.pool, 16, 100000), 1u);    // one row tile (GB_GEMV_ROW_TILE)
+  EXPECT_EQ(gb::gemv_tasks(s->ex.pool, 32, 100000), 2u);    // two row tiles
+  EXPECT_EQ(gb::gemv_tasks(s->ex.pool, 2048, 2048), 4u);    // one per thread
+  EXPECT_EQ(gb::gemv_tasks(s->ex.pool, 512, 64), 2u);       // 32768 weights
   gb_session_destroy(s);
   gb_model_close(m);
 }
