@@ -34,6 +34,14 @@ struct Control {
   gb_abort_fn abort_fn = nullptr;
   void *abort_user = nullptr;
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state.
+#define GB_CONTROL_FIELDS(F)                                                                                     \
+  F(SKIP, repeat) F(SKIP, freq) F(SKIP, presence) F(MATCH, window) F(OWN, ring) F(SAVE, ring_n) F(SAVE, ring_head) \
+  F(SKIP, mark) F(SKIP, bias_tok) F(SKIP, bias_val) F(SKIP, n_bias) F(SKIP, stop_text) F(SKIP, stop_off)          \
+  F(SKIP, n_stop) F(MATCH, stop_max) F(OWN, tail) F(OWN, tail_n) F(SKIP, abort_fn) F(SKIP, abort_user)
 
 // Check the generation-control options (logging the one at fault).
 gb_status control_validate(const gb_session_options &o, uint32_t vocab, const Logger &log);

@@ -22,7 +22,8 @@ namespace gb {
 
 // The gear machinery's part of a session.
 struct Gears {
-  gb_gear gear;  // gear of the next forward pass (w is its tier)
+  gb_gear policy;  // the session's gear: a tier, GB_GEAR_AUTO or GB_GEAR_SPEC
+  gb_gear gear;    // gear of the next forward pass (w is its tier)
   Weights w;     // the current gear's tier (set_gear)
   // Lazy tiers: tiers the file lacks, quantized from its f32 / high tier into
   // the arena on first entry and cached (never re-quantized on re-entry).
@@ -38,6 +39,14 @@ struct Gears {
   uint64_t release_off[GB_GEAR_COUNT];  // bytes of tier t released so far
   uint64_t shifts;                      // gear shifts since creation
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state.
+#define GB_GEARS_FIELDS(F)                                                                                        \
+  F(MATCH, policy) F(OWN, gear) F(SKIP, w) F(SKIP, lazy_mats) F(SKIP, lazy_cls) F(SKIP, lazy_ready) F(SKIP, lazy_row) \
+  F(SKIP, prewarmed) F(SKIP, resident_bytes) F(SKIP, release_pending) F(SKIP, resident_stale) F(SKIP, release_off)   \
+  F(SAVE, shifts)
 
 // Tiers (bit 1u << tier) the managed matrices may run on under o's gear
 // policy: the fixed gear; low, mid and high for auto; the draft and the

@@ -77,6 +77,21 @@ struct KvPlan {
   uint64_t pool_bytes;             // layer_bytes * n_layers
   bool importance;                 // attention statistics are gathered
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state. A state
+// loads into a pool of the same layout with more slots or pages.
+#define GB_KV_PLAN_FIELDS(F)                                                                                         \
+  F(MATCH, policy) F(MATCH, levels) F(MATCH, entry) F(MATCH, min) F(MATCH, kbits) F(MATCH, vbits) F(SKIP, unit)       \
+  F(MATCH, rec) F(MATCH, tpp) F(MATCH, page_bytes) F(SKIP, n_pages) F(MATCH, reserve) F(SKIP, cap) F(SKIP, max_tokens) \
+  F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance)
+// The pool options a state must have been saved with (the others are
+// resolved into the plan, or size the pool).
+#define GB_KV_OPTIONS_FIELDS(F)                                                                                     \
+  F(SKIP, policy) F(SKIP, pool_bytes) F(SKIP, beta) F(MATCH, evict) F(SKIP, asymmetric) F(MATCH, k_critical)         \
+  F(MATCH, k_tail) F(MATCH, window) F(MATCH, gamma) F(MATCH, gamma_head) F(MATCH, recency_T) F(MATCH, alpha)         \
+  F(MATCH, eps_importance) F(MATCH, f_base) F(MATCH, rank_threshold) F(MATCH, rank_intervals) F(MATCH, drift_kl)
 
 // The working buffers of one attention (kv_attend: the pool's own set;
 // kv_attend_with: one set per query attending at the same time). Sized for
@@ -120,6 +135,17 @@ struct KvPool {
   uint64_t step, reallocs, requant, evicted;
   uint64_t alloc_ns;     // time inside allocator decisions (bench)
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state. OWN: the
+// tokens' slots, pages and records (state.cpp's kv codec).
+#define GB_KV_POOL_FIELDS(F)                                                                                          \
+  F(NEST, plan) F(NEST, opt) F(SKIP, n_layers) F(SKIP, n_heads) F(SKIP, n_kv_heads) F(SKIP, head_dim) F(SKIP, n_ctx)    \
+  F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
+  F(OWN, n_free_slots) F(SAVE, n_tokens) F(SAVE, newest) F(SKIP, att) F(SKIP, mass) F(SKIP, wmass) F(OWN, head_w)      \
+  F(SKIP, tmp) F(SKIP, planned) F(SKIP, order) F(SKIP, heap) F(SAVE, cur_slot) F(SKIP, batch_slot) F(SAVE, step)       \
+  F(SAVE, reallocs) F(SAVE, requant) F(SAVE, evicted) F(SKIP, alloc_ns)
 
 // Sizes for these options; logs and fails when the pool is unusable
 // (GB_ERR_INVALID_ARGUMENT; GB_ERR_BUDGET_EXCEEDED when the protected tokens

@@ -31,6 +31,14 @@ struct Monitor {
   bool catastrophic = false;      // the fallback fired at the last update
   uint32_t hot_run = 0;           // consecutive entropies above the catastrophic line
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state.
+#define GB_MONITOR_FIELDS(F)                                                                                          \
+  F(SKIP, o) F(SAVE, th_low) F(SAVE, th_high) F(OWN, hist) F(SAVE, count) F(SAVE, head) F(SAVE, gear)                  \
+  F(SAVE, tokens_in_gear) F(SKIP, locked) F(SKIP, log2v) F(SAVE, calibrated) F(SAVE, predicted) F(SAVE, catastrophic) \
+  F(SAVE, hot_run)
 
 gb_status monitor_validate(const gb_monitor_options &o, const Logger &log);
 size_t monitor_mem_size(const gb_monitor_options &o);

@@ -23,6 +23,11 @@ struct Sampler {
   ProbIndex *scratch = nullptr;  // (n_vocab)
   float *work = nullptr;         // (n_vocab)
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state.
+#define GB_SAMPLER_FIELDS(F) F(SKIP, opt) F(SKIP, n_vocab) F(SAVE, rng) F(SKIP, scratch) F(SKIP, work)
 
 // Validate options (temperature >= 0 and finite, top_p in (0,1], min_p in
 // [0,1), method known); log and return GB_ERR_INVALID_ARGUMENT otherwise.

@@ -279,7 +279,7 @@ gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint6
   s->cur.last_out = tok;
   if (!info) return GB_OK;
   const uint32_t V = s->model->meta.vocab_size;
-  sr.gear = s->opt.spec_verify_gear;
+  sr.gear = s->spec.verify;
   sr.tokens_in_gear = s->spec.out_i;
   sr.H = entropy_bits(lg, V);
   sr.Hs = sr.H;
@@ -416,7 +416,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->mem.bytes = mem_bytes;
   s->mem.owned = owns;
   s->opt.n_ctx = o.n_ctx;
-  s->ex.pool = s->ex.pool;
+  s->gears.policy = o.gear;
   gb_kernels_select(&s->ex.k, o.deterministic ? (uint32_t)GB_ISA_GENERIC : gb_port_cpu_features());
   s->ex.mm = matmul_plan(s->ex.k, o, s->pf.batch);
   if (matmul_uses_blas(o)) gb_gemm_blas_single_threaded();
@@ -445,7 +445,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
   sampler_reset(&s->sampler);
   monitor_reset(&s->monitor);
   if ((unsigned)s->opt.gear < GB_GEAR_COUNT || s->spec.on) {
-    s->monitor.gear = s->spec.on ? s->opt.spec_verify_gear : s->opt.gear;
+    s->monitor.gear = s->spec.on ? s->spec.verify : s->opt.gear;
     s->monitor.locked = true;
   }
   spec_reset(s);
@@ -455,7 +455,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
   s->gears.release_pending = 0;
   s->gears.resident_bytes = 0;
   shift_gear(s, s->monitor.gear);
-  if (s->spec.on) s->spec.wdraft = tier_weights(s, s->opt.spec_draft_gear);
+  if (s->spec.on) s->spec.wdraft = tier_weights(s, s->spec.draft);
   release_work(s, true);  // a fresh context starts with only its tiers mapped
   return GB_OK;
 }

@@ -32,6 +32,11 @@ struct Cursor {
   int32_t pending;   // token to run at the next decode step, -1 = none
   int32_t last_out;  // token gb_decode_step handed out last (-1 after new input)
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state.
+#define GB_CURSOR_FIELDS(F) F(SAVE, pos) F(SAVE, pending) F(SAVE, last_out)
 
 // Batched prefill: chunks of up to `batch` positions through forward() with
 // the plan's prefill methods (Exec::mm); the first prefill of an auto

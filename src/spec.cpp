@@ -130,11 +130,11 @@ gb_status round(gb_session *s) {
   // (output independent of the machine), or on a port whose clock reads 0,
   // it counts bytes instead.
   const bool timed = s->opt.spec_adapt == 2 && !s->opt.deterministic && gb_port_now_ns() != 0;
-  uint32_t k = s->opt.spec_k;
+  uint32_t k = s->spec.k;
   if (timed && s->spec.trials <= 0.0) k = 1;  // no estimate (a restored state's zero counts): start short
   if (s->opt.spec_adapt && s->spec.trials > 0.0) {
     const gb_model *m = s->model;
-    const double db = (double)m->gear_section[s->opt.spec_draft_gear].size, vb = (double)m->gear_section[s->opt.spec_verify_gear].size;
+    const double db = (double)m->gear_section[s->spec.draft].size, vb = (double)m->gear_section[s->spec.verify].size;
     double Vk[GB_GEMVM_MAX_M];
     double D = db;
     uint32_t kmax = k;
@@ -275,6 +275,9 @@ gb_status round(gb_session *s) {
 
 void spec_carve(Spec *sp, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &kvp) {
   sp->on = o.gear == GB_GEAR_SPEC;
+  sp->k = o.spec_k;
+  sp->verify = o.spec_verify_gear;
+  sp->draft = o.spec_draft_gear;
   sp->hist = nullptr;
   sp->m = 0;
   if (!sp->on) return;

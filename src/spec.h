@@ -18,6 +18,8 @@ namespace gb {
 // the token at every position, for the draft to catch up with.
 struct Spec {
   bool on;                    // the session runs GB_GEAR_SPEC
+  uint32_t k;                 // spec_k: most drafts per round
+  gb_gear verify, draft;      // the verifying and the drafting tier
   Weights wdraft;             // the draft tier
   KvPool dkv;                 // the draft's KV pool (same plan as the verifier's)
   uint32_t dpos;              // positions in dkv
@@ -38,6 +40,15 @@ struct Spec {
   double t_draft;
   double t_verify[GB_GEMVM_MAX_M];
 };
+// What a saved session state holds of it (state.cpp): every field once, in
+// order; SAVE written and restored, MATCH configuration a state must have
+// been saved with, NEST a struct with a list of its own, OWN contents the
+// part's own code in state.cpp writes, SKIP not part of the state.
+#define GB_SPEC_FIELDS(F)                                                                                       \
+  F(SKIP, on) F(MATCH, k) F(MATCH, verify) F(MATCH, draft) F(SKIP, wdraft) F(OWN, dkv) F(SAVE, dpos) F(OWN, hist) \
+  F(SKIP, m) F(SKIP, draft_p) F(SKIP, p) F(SKIP, tok) F(SKIP, out) F(SKIP, out_n) F(SKIP, out_i) F(SAVE, pos0)    \
+  F(SAVE, drafted) F(SAVE, accepted) F(SKIP, round_bytes) F(SKIP, round_weights) F(SAVE, succ) F(SAVE, trials)   \
+  F(SAVE, idle) F(SKIP, t_draft) F(SKIP, t_verify)
 
 // Carve the part for options o (counting when a is counting): for
 // GB_GEAR_SPEC the draft's KV pool (plan kvp), the history and the round's

@@ -1,51 +1,56 @@
 // state.cpp — session state save / restore (gb_session_state_*).
 //
-// Image format (version 1), every integer little-endian, floats as IEEE bits:
+// What is saved of each part of a session is declared once, next to the
+// part's struct, as a field list (state_fields.h); this file expands those
+// lists and adds what a list cannot say: variable-length contents (OWN
+// fields) and the checks of values read back.
+//
+// Image format (version 2), every integer little-endian, floats as IEEE bits:
 //
 //   header (32 bytes)
-//     +0  char[8] magic "GBSTATE\0"      +8  u32 version (1)      +12 u32 flags (0)
+//     +0  char[8] magic "GBSTATE\0"      +8  u32 version (2)      +12 u32 flags (0)
 //     +16 u64 body_bytes                 +24 u32 CRC32 of the body +28 u32 reserved (0)
-//   body (body_bytes)
-//     model:   u32 model hash (CRC32 of the .gbx metadata fields and of every
-//              section's kind, size and CRC), vocab, n_layers, n_heads, n_kv_heads, head_dim
-//     session: u32 n_ctx, pos; i32 pending, last_out; i32 gear policy (opt.gear),
-//              spec_k, spec_verify_gear, spec_draft_gear; i32 gear of the next pass; u64 shifts
-//     monitor: u32 window, f32 th_low, th_high, u32 count, head, i32 gear, u32 tokens_in_gear,
-//              u8 calibrated, i32 predicted, u8 catastrophic, u32 hot_run, f32 hist[window]
-//     sampler: u64 rng[2]
-//     control: u32 window, ring_n, ring_head, i32 ring[window]; u32 stop_max, tail_n, tail bytes
-//     kv pool  (below)
-//     u8 spec; when 1: u32 dpos, f64 sp_succ, sp_trials, u32 sp_idle, sp_pos0, sp_drafted,
-//              sp_accepted, i32 hist[pos], then the draft's kv pool
-//   kv pool:
-//     plan: u32 policy, levels, u8 entry, min, u8 kbits[6], vbits[6], u32 rec[6], tpp[6],
-//           page_bytes, n_pages, reserve, cap, max_tokens, scale_bytes, u8 importance
-//     options: u32 evict, k_critical, k_tail, window, f32 gamma, gamma_head, recency_T, alpha,
-//           eps_importance, u32 f_base, f32 rank_threshold, u32 rank_intervals, f32 drift_kl
-//     u32 n_tokens, newest, cur_slot; u64 step, reallocs, requant, evicted
-//     free slots: u32 p, t, u32 tail[t]. The stack is its natural prefix
-//           (cap-1, cap-2, ..., cap-p: slots never used) then tail. Slots below
-//           ks = cap - p are the tail's or occupied; ks - t = n_tokens.
+//   body: records, each u32 tag, u32 payload bytes, payload; in this order:
+//     MODL  the model: u32 hash (CRC32 of the .gbx metadata fields and of
+//           every section's kind, size and CRC), vocab, n_layers, n_heads,
+//           n_kv_heads, head_dim
+//     CURS  u32 n_ctx (when saved), then GB_CURSOR_FIELDS
+//     GEAR  GB_GEARS_FIELDS; OWN: i32 gear of the next pass
+//     MONI  GB_MONITOR_FIELDS; OWN: u32 window, f32 hist[window]
+//     SAMP  GB_SAMPLER_FIELDS
+//     CTRL  GB_CONTROL_FIELDS; OWN: i32 ring[window], u32 tail_n, tail bytes
+//     KVPL  the KV pool: GB_KV_POOL_FIELDS (with GB_KV_PLAN_FIELDS and
+//           GB_KV_OPTIONS_FIELDS nested), then its contents (below)
+//     SPEC  only for GB_GEAR_SPEC: GB_SPEC_FIELDS; OWN: i32 hist[pos], then
+//           the draft's pool as a KVPL record
+//   Fields are written in list order, SAVE / MATCH / NEST entries only;
+//   scalars at their size (bool and u8 1 byte, enums 4), arrays element by
+//   element.
+//
+//   KV pool contents (after its fields):
+//     u32 ks (slots ever used), u32 t, u32 tail[t]: the free-slot stack is
+//           (cap-1, cap-2, ..., ks) then tail, so slots below ks are the
+//           tail's or occupied; ks - t = n_tokens
 //     f32 head_w[n_heads]
 //     per occupied slot (increasing slot < ks): u32 pos, u64 birth,
 //           [f32 wema, wsum, imp when importance], [f32 snap for SEED]
-//     per layer: free pages u32 p, t, tail[t] (natural prefix of n_pages-1, ...;
-//           kp = n_pages - p), f32 head_ema[n_heads], u64 next_realloc;
+//     per layer: u32 kp (pages ever used), u32 t, u32 tail[t] (free pages,
+//           as the slots), f32 head_ema[n_heads], u64 next_realloc;
 //           per level of the plan: u32 count, u32 pages[ceil(count / tpp)],
 //           u32 slots[count], the count records (rec bytes each, bucket order);
 //           per occupied slot: u16 scales[2 * n_kv_heads] when quantized,
 //           f32 ema when importance, f32 rank_ref + u8 rank_cnt for SEED.
 //
-// The natural prefixes make the image independent of cap / n_pages, so it
-// loads into a pool with more slots or pages (a larger n_ctx): the new ones
-// join the bottom of the stacks. Page and slot ids stay as saved (attention
-// reads buckets in record order through their pages, so the runs stay the
-// same and the results bit-identical).
+// The stacks are stored relative to the slots and pages ever used, so an
+// image loads into a pool with more slots or pages (a larger n_ctx): the new
+// ones join the bottom of the stacks. Page and slot ids stay as saved
+// (attention reads buckets in record order through their pages, so the runs
+// stay the same and the results bit-identical).
 //
-// Loading parses the image twice: once only checking (into no state), once
-// writing, so a failed load changes nothing. The checks use bitmaps in the
-// KV pool's attention scratch (score_slot, scores), which holds nothing
-// between calls.
+// Loading parses the image twice: once only checking (into copies of the
+// parts), once writing, so a failed load changes nothing. The KV checks use
+// bitmaps in the KV pool's attention scratch (score_slot, scores), which
+// holds nothing between calls.
 #include <math.h>
 #include <string.h>
 
@@ -53,13 +58,22 @@
 #include "crc32.h"
 #include "gears.h"
 #include "session.h"
+#include "state_fields.h"
 
 namespace gb {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'B', 'S', 'T', 'A', 'T', 'E', 0};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kHeadBytes = 32;
+
+// Record tags: four characters, read as a little-endian u32.
+constexpr uint32_t tag(const char (&s)[5]) {
+  return (uint32_t)(uint8_t)s[0] | (uint32_t)(uint8_t)s[1] << 8 | (uint32_t)(uint8_t)s[2] << 16 | (uint32_t)(uint8_t)s[3] << 24;
+}
+constexpr uint32_t kTagModel = tag("MODL"), kTagCursor = tag("CURS"), kTagGears = tag("GEAR"), kTagMonitor = tag("MONI"),
+                   kTagSampler = tag("SAMP"), kTagControl = tag("CTRL"), kTagKv = tag("KVPL"), kTagSpec = tag("SPEC");
+constexpr size_t kRecordHead = 8;
 
 uint32_t model_hash(const gb_model *m) {
   const Meta &c = m->meta;
@@ -87,6 +101,18 @@ uint32_t model_hash(const gb_model *m) {
     put(m->sections[i].crc);
   }
   return h;
+}
+
+// The model a state belongs to.
+struct ModelId {
+  uint32_t hash, vocab, n_layers, n_heads, n_kv_heads, head_dim;
+};
+#define GB_MODEL_ID_FIELDS(F) \
+  F(MATCH, hash) F(MATCH, vocab) F(MATCH, n_layers) F(MATCH, n_heads) F(MATCH, n_kv_heads) F(MATCH, head_dim)
+
+ModelId model_id(const gb_model *m) {
+  const Meta &c = m->meta;
+  return ModelId{model_hash(m), c.vocab_size, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim};
 }
 
 // ---- writing (counting when p is null) ----
@@ -123,6 +149,16 @@ struct W {
     uint64_t u;
     memcpy(&u, &v, 8);
     u64(u);
+  }
+  // A record: its tag and a length patched by end().
+  size_t begin(uint32_t t) {
+    u32(t);
+    const size_t at = n;
+    u32(0);
+    return at;
+  }
+  void end(size_t at) {
+    if (p) st_u32(p + at, (uint32_t)(n - at - 4));
   }
 };
 
@@ -171,6 +207,122 @@ struct R {
   }
 };
 
+// ---- field values on the wire ----
+inline void put(W &w, bool v) { w.u8(v ? 1 : 0); }
+inline void put(W &w, uint8_t v) { w.u8(v); }
+inline void put(W &w, uint32_t v) { w.u32(v); }
+inline void put(W &w, int32_t v) { w.i32(v); }
+inline void put(W &w, uint64_t v) { w.u64(v); }
+inline void put(W &w, float v) { w.f32(v); }
+inline void put(W &w, double v) { w.f64(v); }
+inline void put(W &w, gb_gear v) { w.i32(raw_enum(v)); }
+template <class T, size_t N>
+void put(W &w, const T (&a)[N]) {
+  for (size_t i = 0; i < N; i++) put(w, a[i]);
+}
+
+// A bool must read 0 or 1: anything else is a corrupt image.
+inline void get(R &r, bool *v) {
+  const uint8_t b = r.u8();
+  if (b > 1) r.bad = true;
+  *v = b != 0;
+}
+inline void get(R &r, uint8_t *v) { *v = r.u8(); }
+inline void get(R &r, uint32_t *v) { *v = r.u32(); }
+inline void get(R &r, int32_t *v) { *v = r.i32(); }
+inline void get(R &r, uint64_t *v) { *v = r.u64(); }
+inline void get(R &r, float *v) { *v = r.f32(); }
+inline void get(R &r, double *v) { *v = r.f64(); }
+// Enums are read as their raw bits; the part's checks judge the value.
+inline void get(R &r, gb_gear *v) {
+  const int32_t x = r.i32();
+  memcpy(v, &x, sizeof x);
+}
+template <class T, size_t N>
+void get(R &r, T (*a)[N]) {
+  for (size_t i = 0; i < N; i++) get(r, &(*a)[i]);
+}
+
+template <class T>
+uint64_t wire_bytes(const T &) {
+  return sizeof(T) == 1 ? 1 : sizeof(T) <= 4 ? 4 : 8;
+}
+template <class T, size_t N>
+uint64_t wire_bytes(const T (&a)[N]) {
+  return N * wire_bytes(a[0]);
+}
+
+// A MATCH field: whether the saved value equals this session's.
+template <class T>
+bool match(R &r, const T &cur) {
+  T v;
+  get(r, &v);
+  return r.bad || v == cur;  // a short read is reported as truncation, not as a mismatch
+}
+template <class T, size_t N>
+bool match(R &r, const T (&cur)[N]) {
+  bool same = true;
+  for (size_t i = 0; i < N; i++) same = match(r, cur[i]) && same;
+  return same;
+}
+
+template <class T>
+void assign(T *d, const T &s) {
+  *d = s;
+}
+template <class T, size_t N>
+void assign(T (*d)[N], const T (&s)[N]) {
+  for (size_t i = 0; i < N; i++) (*d)[i] = s[i];
+}
+
+// The first MATCH field of a part whose saved value differs.
+struct Mismatch {
+  const char *field = nullptr;
+  void note(const char *f) {
+    if (!field) field = f;
+  }
+};
+
+GB_STATE_FIELDS(ModelId, GB_MODEL_ID_FIELDS)
+GB_STATE_FIELDS(Cursor, GB_CURSOR_FIELDS)
+GB_STATE_FIELDS(Gears, GB_GEARS_FIELDS)
+GB_STATE_FIELDS(Monitor, GB_MONITOR_FIELDS)
+GB_STATE_FIELDS(Sampler, GB_SAMPLER_FIELDS)
+GB_STATE_FIELDS(Control, GB_CONTROL_FIELDS)
+GB_STATE_FIELDS(KvPlan, GB_KV_PLAN_FIELDS)
+GB_STATE_FIELDS(gb_kv_options, GB_KV_OPTIONS_FIELDS)
+GB_STATE_FIELDS(KvPool, GB_KV_POOL_FIELDS)
+GB_STATE_FIELDS(Spec, GB_SPEC_FIELDS)
+
+// Read a part's fields into *out (a copy of the part), comparing MATCH fields
+// with cur: GB_ERR_CORRUPT when the record ends early, GB_ERR_INVALID_ARGUMENT
+// naming the first field saved with another value.
+template <class T>
+gb_status read_fields(R &r, const T &cur, T *out, const Logger &log, const char *part) {
+  Mismatch mm;
+  get_fields(r, cur, out, &mm);
+  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: the %s record is truncated or holds an invalid value", part);
+  GB_RETURN_IF(mm.field, log, GB_ERR_INVALID_ARGUMENT,
+               "session state: saved with another %s (field %s differs from this session's)", part, mm.field);
+  return GB_OK;
+}
+
+// The payload of the next record, which must carry tag t.
+gb_status open_record(R &r, uint32_t t, R *out, const Logger &log, const char *part) {
+  const uint32_t got = r.u32(), len = r.u32();
+  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: the image ends before the %s record", part);
+  GB_RETURN_IF(got != t, log, GB_ERR_CORRUPT, "session state: record %08x where the %s record belongs", got, part);
+  const uint8_t *q = r.take(len);
+  GB_RETURN_IF(!q, log, GB_ERR_CORRUPT, "session state: the %s record (%u bytes) runs past the image", part, len);
+  *out = R{q, len};
+  return GB_OK;
+}
+gb_status close_record(const R &r, const Logger &log, const char *part) {
+  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: the %s record is truncated", part);
+  GB_RETURN_IF(r.at != r.n, log, GB_ERR_CORRUPT, "session state: %zu bytes after the %s record's last field", r.n - r.at, part);
+  return GB_OK;
+}
+
 inline uint32_t pages_for(uint32_t count, uint32_t tpp) { return (count + tpp - 1) / tpp; }
 
 // Length of the natural prefix of a stack (n-1, n-2, ... at its bottom).
@@ -180,48 +332,20 @@ uint32_t natural_prefix(const uint32_t *stack, uint32_t len, uint32_t n) {
   return p;
 }
 
+inline bool finite(float v) { return isfinite(v) != 0; }
+inline bool gear_ok(int32_t g) { return g >= 0 && g < GB_GEAR_COUNT; }
+inline void bit_set(uint8_t *m, uint32_t i) { m[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+inline bool bit_get(const uint8_t *m, uint32_t i) { return m[i >> 3] >> (i & 7) & 1; }
+
 // ---- the KV pool ----
+
 void save_kv(W &w, const KvPool &kv) {
+  const size_t rec = w.begin(kTagKv);
+  put_fields(w, kv);
   const KvPlan &p = kv.plan;
-  w.u32(p.policy);
-  w.u32(p.levels);
-  w.u8(p.entry);
-  w.u8(p.min);
-  for (uint32_t i = 0; i < kLevels; i++) w.u8(p.kbits[i]);
-  for (uint32_t i = 0; i < kLevels; i++) w.u8(p.vbits[i]);
-  for (uint32_t i = 0; i < kLevels; i++) w.u32(p.rec[i]);
-  for (uint32_t i = 0; i < kLevels; i++) w.u32(p.tpp[i]);
-  w.u32(p.page_bytes);
-  w.u32(p.n_pages);
-  w.u32(p.reserve);
-  w.u32(p.cap);
-  w.u32(p.max_tokens);
-  w.u32(p.scale_bytes);
-  w.u8(p.importance ? 1 : 0);
-  const gb_kv_options &o = kv.opt;
-  w.u32(o.evict);
-  w.u32(o.k_critical);
-  w.u32(o.k_tail);
-  w.u32(o.window);
-  w.f32(o.gamma);
-  w.f32(o.gamma_head);
-  w.f32(o.recency_T);
-  w.f32(o.alpha);
-  w.f32(o.eps_importance);
-  w.u32(o.f_base);
-  w.f32(o.rank_threshold);
-  w.u32(o.rank_intervals);
-  w.f32(o.drift_kl);
-  w.u32(kv.n_tokens);
-  w.u32(kv.newest);
-  w.u32(kv.cur_slot);
-  w.u64(kv.step);
-  w.u64(kv.reallocs);
-  w.u64(kv.requant);
-  w.u64(kv.evicted);
   const uint32_t sp = natural_prefix(kv.free_slots, kv.n_free_slots, p.cap);
   const uint32_t ks = p.cap - sp;
-  w.u32(sp);
+  w.u32(ks);
   w.u32(kv.n_free_slots - sp);
   for (uint32_t i = sp; i < kv.n_free_slots; i++) w.u32(kv.free_slots[i]);
   for (uint32_t h = 0; h < kv.n_heads; h++) w.f32(kv.head_w[h]);
@@ -242,7 +366,7 @@ void save_kv(W &w, const KvPool &kv) {
   for (uint32_t l = 0; l < kv.n_layers; l++) {
     const KvLayer &y = kv.layers[l];
     const uint32_t pp = natural_prefix(y.free_pages, y.n_free, p.n_pages);
-    w.u32(pp);
+    w.u32(p.n_pages - pp);
     w.u32(y.n_free - pp);
     for (uint32_t i = pp; i < y.n_free; i++) w.u32(y.free_pages[i]);
     for (uint32_t h = 0; h < kv.n_heads; h++) w.f32(y.head_ema[h]);
@@ -268,100 +392,40 @@ void save_kv(W &w, const KvPool &kv) {
       }
     }
   }
+  w.end(rec);
 }
 
 // Upper bound of save_kv's bytes for any state of the pool.
 uint64_t kv_max_bytes(const KvPool &kv) {
   const KvPlan &p = kv.plan;
   const uint64_t cap = p.cap, H = kv.n_heads;
-  uint64_t n = 512 + 4 * cap + 4 * H;                     // plan, options, counters, free-slot tail, head_w
-  n += cap * (4 + 8 + 12 + 4);                             // per slot
+  uint64_t n = kRecordHead + fields_bytes(kv) + 8 + 4 * cap + 4 * H;  // fields, free-slot tail, head_w
+  n += cap * (4 + 8 + 12 + 4);                                        // per slot
   uint64_t rec_max = 0;
   for (uint32_t lv = 0; lv < kLevels; lv++) rec_max = p.rec[lv] > rec_max ? p.rec[lv] : rec_max;
-  uint64_t layer = 32 + 4ull * p.n_pages + 4 * H + 8;      // free pages, head_ema
+  uint64_t layer = 8 + 4ull * p.n_pages + 4 * H + 8;  // free pages, head_ema
   layer += kLevels * (4 + 4ull) + 4ull * (cap + kLevels) + 4 * cap + cap * rec_max;  // buckets
-  layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);        // per slot
+  layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);  // per slot
   return n + layer * kv.n_layers;
 }
 
-inline bool finite(float v) { return isfinite(v) != 0; }
-inline void bit_set(uint8_t *m, uint32_t i) { m[i >> 3] |= (uint8_t)(1u << (i & 7)); }
-inline bool bit_get(const uint8_t *m, uint32_t i) { return m[i >> 3] >> (i & 7) & 1; }
-
-// Read a pool image into kv (apply) or only check it against kv (!apply).
-gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_limit, const char *which) {
+// Read a pool record into kv (apply) or only check it against kv (!apply).
+// pos_limit: positions the session holds (every token's position is below).
+gb_status load_kv(R &outer, KvPool *kv, bool apply, const Logger &log, uint32_t pos_limit, const char *which) {
+  R r{nullptr, 0};
+  GB_TRY(open_record(outer, kTagKv, &r, log, which));
+  KvPool in = *kv;
+  GB_TRY(read_fields(r, *kv, &in, log, which));
   const KvPlan &t = kv->plan;
-  KvPlan p;
-  memset(&p, 0, sizeof p);
-  p.policy = r.u32();
-  p.levels = r.u32();
-  p.entry = r.u8();
-  p.min = r.u8();
-  for (uint32_t i = 0; i < kLevels; i++) p.kbits[i] = r.u8();
-  for (uint32_t i = 0; i < kLevels; i++) p.vbits[i] = r.u8();
-  for (uint32_t i = 0; i < kLevels; i++) p.rec[i] = r.u32();
-  for (uint32_t i = 0; i < kLevels; i++) p.tpp[i] = r.u32();
-  p.page_bytes = r.u32();
-  p.n_pages = r.u32();
-  p.reserve = r.u32();
-  p.cap = r.u32();
-  p.max_tokens = r.u32();
-  p.scale_bytes = r.u32();
-  p.importance = r.u8() != 0;
-  gb_kv_options o;
-  memset(&o, 0, sizeof o);
-  o.evict = r.u32();
-  o.k_critical = r.u32();
-  o.k_tail = r.u32();
-  o.window = r.u32();
-  o.gamma = r.f32();
-  o.gamma_head = r.f32();
-  o.recency_T = r.f32();
-  o.alpha = r.f32();
-  o.eps_importance = r.f32();
-  o.f_base = r.u32();
-  o.rank_threshold = r.f32();
-  o.rank_intervals = r.u32();
-  o.drift_kl = r.f32();
-  if (r.bad) return fail(log, GB_ERR_CORRUPT, "session state: %s KV pool header truncated", which);
-  // The layout must be the target's (bit levels, records, pages); only the
-  // numbers of slots and pages may differ.
-  bool same = p.policy == t.policy && p.levels == t.levels && p.entry == t.entry && p.min == t.min &&
-              p.page_bytes == t.page_bytes && p.reserve == t.reserve && p.scale_bytes == t.scale_bytes &&
-              p.importance == t.importance;
-  for (uint32_t i = 0; i < kLevels; i++)
-    same = same && p.kbits[i] == t.kbits[i] && p.vbits[i] == t.vbits[i] && p.rec[i] == t.rec[i] && p.tpp[i] == t.tpp[i];
-  GB_RETURN_IF(!same, log, GB_ERR_INVALID_ARGUMENT,
-               "session state: the %s KV pool was saved with policy %s and another layout (levels 0x%x, page %u bytes) than "
-               "this session's (%s, levels 0x%x, page %u bytes)",
-               which, p.policy <= GB_KV_RECENCY ? gb_kv_policy_name((gb_kv_policy)p.policy) : "?", p.levels, p.page_bytes,
-               gb_kv_policy_name((gb_kv_policy)t.policy), t.levels, t.page_bytes);
-  const gb_kv_options &k = kv->opt;
-  const bool same_opt = o.evict == k.evict && o.k_critical == k.k_critical && o.k_tail == k.k_tail && o.window == k.window &&
-                        o.gamma == k.gamma && o.gamma_head == k.gamma_head && o.recency_T == k.recency_T &&
-                        o.alpha == k.alpha && o.eps_importance == k.eps_importance && o.f_base == k.f_base &&
-                        o.rank_threshold == k.rank_threshold && o.rank_intervals == k.rank_intervals &&
-                        o.drift_kl == k.drift_kl;
-  GB_RETURN_IF(!same_opt, log, GB_ERR_INVALID_ARGUMENT,
-               "session state: the %s KV pool's options (evict, k_critical, k_tail, window, gamma, recency_T, SEED "
-               "parameters) differ from this session's",
-               which);
-  // Sanity of the layout fields (equal to the target's, so already sane).
-  const uint32_t n_tokens = r.u32(), newest = r.u32(), cur_slot = r.u32();
-  const uint64_t step = r.u64(), reallocs = r.u64(), requant = r.u64(), evicted = r.u64();
-  const uint32_t sp = r.u32(), st = r.u32();
-  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s KV pool truncated", which);
-  GB_RETURN_IF(sp > p.cap || st > p.cap - sp, log, GB_ERR_CORRUPT, "session state: %s KV pool free-slot stack (%u + %u) exceeds its %u slots",
-               which, sp, st, p.cap);
-  const uint32_t ks = p.cap - sp;  // slots ever used
-  GB_RETURN_IF(ks - st != n_tokens, log, GB_ERR_CORRUPT, "session state: %s KV pool holds %u tokens, its free slots say %u", which,
-               n_tokens, ks - st);
+  const uint32_t n_tokens = in.n_tokens, newest = in.newest;
+  const uint32_t ks = r.u32(), st = r.u32();  // slots ever used, free-slot tail
+  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated", which);
   GB_RETURN_IF(n_tokens > pos_limit || newest > pos_limit, log, GB_ERR_CORRUPT,
-               "session state: %s KV pool counters (tokens %u, newest %u) beyond the position %u", which, n_tokens, newest,
-               pos_limit);
+               "session state: %s counters (tokens %u, newest %u) beyond the position %u", which, n_tokens, newest, pos_limit);
+  GB_RETURN_IF(st > ks || ks - st != n_tokens, log, GB_ERR_CORRUPT,
+               "session state: %s holds %u tokens, its free slots say %u of %u", which, n_tokens, ks - st, ks);
   GB_RETURN_IF(ks > t.cap || n_tokens > t.max_tokens, log, GB_ERR_BUDGET_EXCEEDED,
-               "session state: the %s KV pool holds %u tokens in slots up to %u; this session's pool has %u slots and holds "
-               "%u tokens",
+               "session state: %s holds %u tokens in slots up to %u; this session's pool has %u slots and holds %u tokens",
                which, n_tokens, ks, t.cap, t.max_tokens);
   // Bitmaps in the attention scratch: free slots, slots seen in a layer, pages.
   const uint32_t cap = t.cap;
@@ -373,31 +437,27 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
   const size_t tail_at = r.at;
   for (uint32_t i = 0; i < st; i++) {
     const uint32_t s = r.u32();
-    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s KV pool truncated in its free slots", which);
-    GB_RETURN_IF(s >= ks || bit_get(free_map, s), log, GB_ERR_CORRUPT, "session state: %s KV pool free slot %u invalid or repeated",
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated in its free slots", which);
+    GB_RETURN_IF(s >= ks || bit_get(free_map, s), log, GB_ERR_CORRUPT, "session state: %s free slot %u invalid or repeated",
                  which, s);
     bit_set(free_map, s);
   }
   if (apply) {
+    set_fields(kv, in);
     // The target's natural prefix, then the saved tail.
     kv->n_free_slots = 0;
     for (uint32_t s = cap; s-- > ks;) kv->free_slots[kv->n_free_slots++] = s;
     R tr = r;
     tr.at = tail_at;
     for (uint32_t i = 0; i < st; i++) kv->free_slots[kv->n_free_slots++] = tr.u32();
-    kv->n_tokens = n_tokens;
-    kv->newest = newest;
-    kv->cur_slot = cur_slot < cap ? cur_slot : 0;
-    kv->step = step;
-    kv->reallocs = reallocs;
-    kv->requant = requant;
-    kv->evicted = evicted;
+    if (kv->cur_slot >= cap) kv->cur_slot = 0;
   }
   for (uint32_t h = 0; h < kv->n_heads; h++) {
     const float v = r.f32();
-    GB_RETURN_IF(!finite(v), log, GB_ERR_CORRUPT, "session state: %s KV pool head weight not finite", which);
+    GB_RETURN_IF(!finite(v), log, GB_ERR_CORRUPT, "session state: %s head weight not finite", which);
     if (apply) kv->head_w[h] = v;
   }
+  const KvPlan &p = t;  // the layout is the saved one (its MATCH fields)
   const bool seed = p.policy == GB_KV_SEED;
   for (uint32_t s = 0; s < ks; s++) {
     if (bit_get(free_map, s)) continue;
@@ -410,9 +470,9 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
       imp = r.f32();
     }
     if (seed) snap = r.f32();
-    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s KV pool truncated in its slots", which);
-    GB_RETURN_IF(ps >= pos_limit || birth > step || !finite(wema) || !finite(wsum) || !finite(imp) || !finite(snap), log,
-                 GB_ERR_CORRUPT, "session state: %s KV pool slot %u: position %u, birth or statistics out of range", which, s, ps);
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated in its slots", which);
+    GB_RETURN_IF(ps >= pos_limit || birth > in.step || !finite(wema) || !finite(wsum) || !finite(imp) || !finite(snap), log,
+                 GB_ERR_CORRUPT, "session state: %s slot %u: position %u, birth or statistics out of range", which, s, ps);
     if (apply) {
       kv->pos[s] = ps;
       kv->birth[s] = birth;
@@ -427,23 +487,20 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
   const uint32_t R2 = 2 * kv->n_kv_heads;
   for (uint32_t l = 0; l < kv->n_layers; l++) {
     KvLayer &y = kv->layers[l];
-    const uint32_t pp = r.u32(), pt = r.u32();
-    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s KV pool truncated at layer %u", which, l);
-    GB_RETURN_IF(pp > p.n_pages || pt > p.n_pages - pp, log, GB_ERR_CORRUPT,
-                 "session state: %s KV pool layer %u free-page stack (%u + %u) exceeds its %u pages", which, l, pp, pt, p.n_pages);
-    const uint32_t kp = p.n_pages - pp;  // pages ever used
-    GB_RETURN_IF(kp > ks + kLevels || kp > page_map_bits, log, GB_ERR_CORRUPT,
-                 "session state: %s KV pool layer %u used %u pages for %u slots", which, l, kp, ks);
+    const uint32_t kp = r.u32(), pt = r.u32();  // pages ever used, free-page tail
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated at layer %u", which, l);
+    GB_RETURN_IF(pt > kp, log, GB_ERR_CORRUPT, "session state: %s layer %u: %u free pages of %u used", which, l, pt, kp);
+    GB_RETURN_IF(kp > ks + kLevels || kp > page_map_bits, log, GB_ERR_CORRUPT, "session state: %s layer %u used %u pages for %u slots",
+                 which, l, kp, ks);
     GB_RETURN_IF(kp > t.n_pages || kp - pt > t.n_pages - t.reserve, log, GB_ERR_BUDGET_EXCEEDED,
-                 "session state: the %s KV pool's layer %u uses pages up to %u; this session's pool has %u", which, l, kp,
-                 t.n_pages);
+                 "session state: %s layer %u uses pages up to %u; this session's pool has %u", which, l, kp, t.n_pages);
     memset(page_map, 0, (kp + 7) / 8);
     const size_t ptail_at = r.at;
     for (uint32_t i = 0; i < pt; i++) {
       const uint32_t g = r.u32();
-      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s KV pool truncated in layer %u's free pages", which, l);
-      GB_RETURN_IF(g >= kp || bit_get(page_map, g), log, GB_ERR_CORRUPT,
-                   "session state: %s KV pool layer %u free page %u invalid or repeated", which, l, g);
+      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated in layer %u's free pages", which, l);
+      GB_RETURN_IF(g >= kp || bit_get(page_map, g), log, GB_ERR_CORRUPT, "session state: %s layer %u free page %u invalid or repeated",
+                   which, l, g);
       bit_set(page_map, g);
     }
     if (apply) {
@@ -456,7 +513,7 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
     }
     for (uint32_t h = 0; h < kv->n_heads; h++) {
       const float v = r.f32();
-      GB_RETURN_IF(!finite(v), log, GB_ERR_CORRUPT, "session state: %s KV pool layer %u head EMA not finite", which, l);
+      GB_RETURN_IF(!finite(v), log, GB_ERR_CORRUPT, "session state: %s layer %u head EMA not finite", which, l);
       if (apply) y.head_ema[h] = v;
     }
     const uint64_t next_realloc = r.u64();
@@ -467,24 +524,23 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
       if (!(p.levels >> lv & 1)) continue;
       const uint32_t count = r.u32();
       GB_RETURN_IF(r.bad || count > n_tokens - tokens, log, GB_ERR_CORRUPT,
-                   "session state: %s KV pool layer %u level %u: %u records, more than its tokens", which, l, lv, count);
+                   "session state: %s layer %u level %u: %u records, more than its tokens", which, l, lv, count);
       tokens += count;
       const uint32_t np = pages_for(count, p.tpp[lv]);
       pages += np;
-      GB_RETURN_IF(pages > kp - pt, log, GB_ERR_CORRUPT, "session state: %s KV pool layer %u: buckets use more pages than it has",
-                   which, l);
+      GB_RETURN_IF(pages > kp - pt, log, GB_ERR_CORRUPT, "session state: %s layer %u: buckets use more pages than it has", which, l);
       KvBucket &b = y.bucket[lv];
       for (uint32_t i = 0; i < np; i++) {
         const uint32_t g = r.u32();
         GB_RETURN_IF(r.bad || g >= kp || bit_get(page_map, g), log, GB_ERR_CORRUPT,
-                     "session state: %s KV pool layer %u level %u: page %u invalid or repeated", which, l, lv, g);
+                     "session state: %s layer %u level %u: page %u invalid or repeated", which, l, lv, g);
         bit_set(page_map, g);
         if (apply) b.pages[i] = g;
       }
       for (uint32_t i = 0; i < count; i++) {
         const uint32_t s = r.u32();
         GB_RETURN_IF(r.bad || s >= ks || bit_get(free_map, s) || bit_get(seen, s), log, GB_ERR_CORRUPT,
-                     "session state: %s KV pool layer %u level %u: slot %u invalid, free or repeated", which, l, lv, s);
+                     "session state: %s layer %u level %u: slot %u invalid, free or repeated", which, l, lv, s);
         bit_set(seen, s);
         if (apply) {
           b.slots[i] = s;
@@ -493,7 +549,7 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
         }
       }
       const uint8_t *recs = r.take((size_t)count * p.rec[lv]);
-      GB_RETURN_IF(!recs, log, GB_ERR_CORRUPT, "session state: %s KV pool layer %u level %u: records truncated", which, l, lv);
+      GB_RETURN_IF(!recs, log, GB_ERR_CORRUPT, "session state: %s layer %u level %u: records truncated", which, l, lv);
       if (apply) {
         b.count = count;
         for (uint32_t j = 0; j < count; j++)
@@ -502,8 +558,8 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
       }
     }
     GB_RETURN_IF(tokens != n_tokens || pages != kp - pt, log, GB_ERR_CORRUPT,
-                 "session state: %s KV pool layer %u: %u records in %u pages, expected %u tokens in %u", which, l, tokens, pages,
-                 n_tokens, kp - pt);
+                 "session state: %s layer %u: %u records in %u pages, expected %u tokens in %u", which, l, tokens, pages, n_tokens,
+                 kp - pt);
     if (apply)
       for (uint32_t lv = 0; lv < kLevels; lv++)
         if (!(p.levels >> lv & 1)) y.bucket[lv].count = 0;
@@ -513,9 +569,9 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
       const float ema = p.importance ? r.f32() : 0.0f;
       const float rref = seed ? r.f32() : 0.0f;
       const uint8_t rcnt = seed ? r.u8() : 0;
-      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s KV pool layer %u truncated in its slots", which, l);
-      GB_RETURN_IF(!finite(ema) || !finite(rref), log, GB_ERR_CORRUPT, "session state: %s KV pool layer %u slot %u statistics not finite",
-                   which, l, s);
+      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s layer %u truncated in its slots", which, l);
+      GB_RETURN_IF(!finite(ema) || !finite(rref), log, GB_ERR_CORRUPT, "session state: %s layer %u slot %u statistics not finite", which,
+                   l, s);
       if (!apply) continue;
       if (sc)
         for (uint32_t i = 0; i < R2; i++) y.scales[(size_t)s * R2 + i] = ld_u16(sc + 2 * i);
@@ -526,8 +582,10 @@ gb_status load_kv(R &r, KvPool *kv, bool apply, const Logger &log, uint32_t pos_
       }
     }
   }
-  return GB_OK;
+  return close_record(r, log, which);
 }
+
+// ---- the session's parts ----
 
 gb_status check_save(const gb_session *s) {
   GB_RETURN_IF(s->spec.on && s->spec.out_i < s->spec.out_n, s->log, GB_ERR_BAD_STATE,
@@ -538,195 +596,161 @@ gb_status check_save(const gb_session *s) {
 }
 
 void save_body(W &w, const gb_session *s) {
-  const Meta &c = s->model->meta;
-  w.u32(model_hash(s->model));
-  w.u32(c.vocab_size);
-  w.u32(c.n_layers);
-  w.u32(c.n_heads);
-  w.u32(c.n_kv_heads);
-  w.u32(c.head_dim);
+  size_t r = w.begin(kTagModel);
+  put_fields(w, model_id(s->model));
+  w.end(r);
+  r = w.begin(kTagCursor);
   w.u32(s->opt.n_ctx);
-  w.u32(s->cur.pos);
-  w.i32(s->cur.pending);
-  w.i32(s->cur.last_out);
-  w.i32((int32_t)s->opt.gear);
-  w.i32((int32_t)s->opt.spec_k);
-  w.i32((int32_t)s->opt.spec_verify_gear);
-  w.i32((int32_t)s->opt.spec_draft_gear);
-  w.i32((int32_t)s->gears.gear);
-  w.u64(s->gears.shifts);
+  put_fields(w, s->cur);
+  w.end(r);
+  r = w.begin(kTagGears);
+  put_fields(w, s->gears);
+  w.i32(raw_enum(s->gears.gear));
+  w.end(r);
   const Monitor &m = s->monitor;
+  r = w.begin(kTagMonitor);
+  put_fields(w, m);
   w.u32(m.o.window);
-  w.f32(m.th_low);
-  w.f32(m.th_high);
-  w.u32(m.count);
-  w.u32(m.head);
-  w.i32((int32_t)m.gear);
-  w.u32(m.tokens_in_gear);
-  w.u8(m.calibrated ? 1 : 0);
-  w.i32((int32_t)m.predicted);
-  w.u8(m.catastrophic ? 1 : 0);
-  w.u32(m.hot_run);
   for (uint32_t i = 0; i < m.o.window; i++) w.f32(m.hist[i]);
-  w.u64(s->sampler.rng[0]);
-  w.u64(s->sampler.rng[1]);
+  w.end(r);
+  r = w.begin(kTagSampler);
+  put_fields(w, s->sampler);
+  w.end(r);
   const Control &ct = s->ctl;
-  w.u32(ct.window);
-  w.u32(ct.ring_n);
-  w.u32(ct.ring_head);
+  r = w.begin(kTagControl);
+  put_fields(w, ct);
   for (uint32_t i = 0; i < ct.window; i++) w.i32(ct.ring[i]);
-  w.u32(ct.stop_max);
   w.u32(ct.tail_n);
   w.raw(ct.tail, ct.tail_n);
+  w.end(r);
   save_kv(w, s->kv);
-  w.u8(s->spec.on ? 1 : 0);
   if (s->spec.on) {
-    w.u32(s->spec.dpos);
-    w.f64(s->spec.succ);
-    w.f64(s->spec.trials);
-    w.u32(s->spec.idle);
-    w.u32(s->spec.pos0);
-    w.u32(s->spec.drafted);
-    w.u32(s->spec.accepted);
+    r = w.begin(kTagSpec);
+    put_fields(w, s->spec);
     for (uint32_t i = 0; i < s->cur.pos; i++) w.i32(s->spec.hist[i]);
     save_kv(w, s->spec.dkv);
+    w.end(r);
   }
 }
 
-bool gear_ok(int32_t g) { return g >= 0 && g < GB_GEAR_COUNT; }
-
 // Check (apply false) or restore (apply true) the body.
-gb_status load_body(R &r, gb_session *s, bool apply) {
+gb_status load_body(R &body, gb_session *s, bool apply) {
   const Logger &log = s->log;
-  const Meta &c = s->model->meta;
-  const uint32_t V = c.vocab_size;
-  const uint32_t hash = r.u32(), vocab = r.u32(), nl = r.u32(), nh = r.u32(), nkv = r.u32(), hd = r.u32();
-  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: body truncated");
-  GB_RETURN_IF(hash != model_hash(s->model) || vocab != V || nl != c.n_layers || nh != c.n_heads || nkv != c.n_kv_heads ||
-                   hd != c.head_dim,
-               log, GB_ERR_INVALID_ARGUMENT,
-               "session state: saved from another model (hash %08x, vocab %u, %u layers; this session's model: %08x, %u, %u)",
-               hash, vocab, nl, model_hash(s->model), V, c.n_layers);
-  const uint32_t n_ctx = r.u32(), pos = r.u32();
-  const int32_t pending = r.i32(), last_out = r.i32();
-  const int32_t gpol = r.i32(), spk = r.i32(), svg = r.i32(), sdg = r.i32(), gear = r.i32();
-  const uint64_t shifts = r.u64();
-  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: body truncated");
-  GB_RETURN_IF(pos > n_ctx, log, GB_ERR_CORRUPT, "session state: position %u beyond its n_ctx %u", pos, n_ctx);
-  GB_RETURN_IF(pos > s->opt.n_ctx, log, GB_ERR_CONTEXT_FULL,
-               "session state: saved at position %u (n_ctx %u); this session's n_ctx is %u", pos, n_ctx, s->opt.n_ctx);
-  GB_RETURN_IF(pending < -1 || pending >= (int32_t)V || last_out < -1 || last_out >= (int32_t)V, log, GB_ERR_CORRUPT,
-               "session state: pending token %d or last token %d out of range", pending, last_out);
-  const bool spec = s->spec.on;
-  GB_RETURN_IF(gpol != (int32_t)s->opt.gear || (spec && (spk != (int32_t)s->opt.spec_k || svg != (int32_t)s->opt.spec_verify_gear ||
-                                                         sdg != (int32_t)s->opt.spec_draft_gear)),
-               log, GB_ERR_INVALID_ARGUMENT,
-               "session state: saved with gear policy %d (spec_k %d, verify %d, draft %d); this session runs %d", gpol, spk, svg,
-               sdg, (int32_t)s->opt.gear);
+  const uint32_t V = s->model->meta.vocab_size;
+  R r{nullptr, 0};
+
+  GB_TRY(open_record(body, kTagModel, &r, log, "model"));
+  const ModelId id = model_id(s->model);
+  ModelId saved = id;
+  {
+    Mismatch mm;
+    get_fields(r, id, &saved, &mm);
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: the model record is truncated");
+    GB_RETURN_IF(mm.field, log, GB_ERR_INVALID_ARGUMENT,
+                 "session state: saved from another model (its %s differs: this session's model has hash %08x, vocab %u, %u layers)",
+                 mm.field, id.hash, id.vocab, id.n_layers);
+  }
+  GB_TRY(close_record(r, log, "model"));
+
+  GB_TRY(open_record(body, kTagCursor, &r, log, "cursor"));
+  const uint32_t n_ctx = r.u32();
+  Cursor cur = s->cur;
+  GB_TRY(read_fields(r, s->cur, &cur, log, "cursor"));
+  GB_TRY(close_record(r, log, "cursor"));
+  GB_RETURN_IF(cur.pos > n_ctx, log, GB_ERR_CORRUPT, "session state: position %u beyond its n_ctx %u", cur.pos, n_ctx);
+  GB_RETURN_IF(cur.pos > s->opt.n_ctx, log, GB_ERR_CONTEXT_FULL,
+               "session state: saved at position %u (n_ctx %u); this session's n_ctx is %u", cur.pos, n_ctx, s->opt.n_ctx);
+  GB_RETURN_IF(cur.pending < -1 || cur.pending >= (int32_t)V || cur.last_out < -1 || cur.last_out >= (int32_t)V, log, GB_ERR_CORRUPT,
+               "session state: pending token %d or last token %d out of range", cur.pending, cur.last_out);
+  const uint32_t pos = cur.pos;
+
+  GB_TRY(open_record(body, kTagGears, &r, log, "gear policy"));
+  Gears gears = s->gears;
+  GB_TRY(read_fields(r, s->gears, &gears, log, "gear policy"));
+  const int32_t gear = r.i32();
+  GB_TRY(close_record(r, log, "gear policy"));
   const Monitor &m = s->monitor;
   const bool locked = m.locked;
   GB_RETURN_IF(!gear_ok(gear) || (locked ? gear != (int32_t)s->gears.gear : gear > GB_GEAR_HIGH), log, GB_ERR_CORRUPT,
                "session state: gear %d invalid for this gear policy", gear);
+
+  GB_TRY(open_record(body, kTagMonitor, &r, log, "monitor"));
+  Monitor mon = m;
+  GB_TRY(read_fields(r, m, &mon, log, "monitor"));
   const uint32_t mw = r.u32();
-  const float thl = r.f32(), thh = r.f32();
-  const uint32_t mcount = r.u32(), mhead = r.u32();
-  const int32_t mgear = r.i32();
-  const uint32_t tig = r.u32();
-  const uint8_t calibrated = r.u8();
-  const int32_t predicted = r.i32();
-  const uint8_t catastrophic = r.u8();
-  const uint32_t hot_run = r.u32();
   GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: monitor truncated");
   GB_RETURN_IF(mw != m.o.window, log, GB_ERR_INVALID_ARGUMENT, "session state: monitor window %u; this session's is %u", mw,
                m.o.window);
-  GB_RETURN_IF(!finite(thl) || !finite(thh) || mcount > mw || mhead >= mw || !gear_ok(mgear) ||
-                   (locked ? mgear != (int32_t)m.gear : mgear > GB_GEAR_HIGH) || !gear_ok(predicted) || calibrated > 1 ||
-                   catastrophic > 1,
+  GB_RETURN_IF(!finite(mon.th_low) || !finite(mon.th_high) || mon.count > mw || mon.head >= mw || !gear_ok(raw_enum(mon.gear)) ||
+                   (locked ? mon.gear != m.gear : raw_enum(mon.gear) > GB_GEAR_HIGH) || !gear_ok(raw_enum(mon.predicted)),
                log, GB_ERR_CORRUPT, "session state: monitor fields out of range");
   const size_t hist_at = r.at;
   for (uint32_t i = 0; i < mw; i++) GB_RETURN_IF(!finite(r.f32()), log, GB_ERR_CORRUPT, "session state: monitor entropy not finite");
-  const uint64_t rng0 = r.u64(), rng1 = r.u64();
+  GB_TRY(close_record(r, log, "monitor"));
+  const R hist = R{r.p, r.n, hist_at};
+
+  GB_TRY(open_record(body, kTagSampler, &r, log, "sampler"));
+  Sampler smp = s->sampler;
+  GB_TRY(read_fields(r, s->sampler, &smp, log, "sampler"));
+  GB_TRY(close_record(r, log, "sampler"));
+
+  GB_TRY(open_record(body, kTagControl, &r, log, "generation control"));
   const Control &ct = s->ctl;
-  const uint32_t cw = r.u32(), ring_n = r.u32(), ring_head = r.u32();
-  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: truncated before the penalty ring");
-  GB_RETURN_IF(cw != ct.window, log, GB_ERR_INVALID_ARGUMENT, "session state: penalty window %u; this session's is %u", cw,
-               ct.window);
-  GB_RETURN_IF(ring_n > cw || (cw ? ring_head >= cw : ring_head != 0), log, GB_ERR_CORRUPT, "session state: penalty ring out of range");
+  Control ctl = ct;
+  GB_TRY(read_fields(r, ct, &ctl, log, "generation control"));
+  const uint32_t cw = ct.window;
+  GB_RETURN_IF(ctl.ring_n > cw || (cw ? ctl.ring_head >= cw : ctl.ring_head != 0), log, GB_ERR_CORRUPT,
+               "session state: penalty ring out of range");
   const size_t ring_at = r.at;
   for (uint32_t i = 0; i < cw; i++) {
     const int32_t tk = r.i32();
-    GB_RETURN_IF(i < ring_n && (tk < 0 || tk >= (int32_t)V), log, GB_ERR_CORRUPT, "session state: penalty ring token %d out of range", tk);
+    GB_RETURN_IF(i < ctl.ring_n && (tk < 0 || tk >= (int32_t)V), log, GB_ERR_CORRUPT, "session state: penalty ring token %d out of range",
+                 tk);
   }
-  const uint32_t stop_max = r.u32(), tail_n = r.u32();
+  const uint32_t tail_n = r.u32();
   GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: truncated before the stop tail");
-  GB_RETURN_IF(stop_max != ct.stop_max, log, GB_ERR_INVALID_ARGUMENT,
-               "session state: longest stop string %u bytes; this session's is %u", stop_max, ct.stop_max);
-  GB_RETURN_IF(tail_n > (stop_max ? stop_max - 1 : 0), log, GB_ERR_CORRUPT, "session state: stop tail of %u bytes", tail_n);
+  GB_RETURN_IF(tail_n > (ct.stop_max ? ct.stop_max - 1 : 0), log, GB_ERR_CORRUPT, "session state: stop tail of %u bytes", tail_n);
   const uint8_t *tail = r.take(tail_n);
-  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: stop tail truncated");
+  GB_TRY(close_record(r, log, "generation control"));
+  const R ring = R{r.p, r.n, ring_at};
+
   if (apply) {
-    s->cur.pos = pos;
-    s->cur.pending = pending;
-    s->cur.last_out = last_out;
-    Monitor &mm = s->monitor;
-    mm.th_low = thl;
-    mm.th_high = thh;
-    mm.count = mcount;
-    mm.head = mhead;
-    mm.gear = (gb_gear)mgear;
-    mm.tokens_in_gear = tig;
-    mm.calibrated = calibrated != 0;
-    mm.predicted = (gb_gear)predicted;
-    mm.catastrophic = catastrophic != 0;
-    mm.hot_run = hot_run;
-    R hr = r;
-    hr.at = hist_at;
-    for (uint32_t i = 0; i < mw; i++) mm.hist[i] = hr.f32();
-    s->sampler.rng[0] = rng0;
-    s->sampler.rng[1] = rng1;
-    Control &cc = s->ctl;
-    cc.ring_n = ring_n;
-    cc.ring_head = ring_head;
-    hr.at = ring_at;
-    for (uint32_t i = 0; i < cw; i++) cc.ring[i] = hr.i32();
-    cc.tail_n = tail_n;
-    if (tail_n) memcpy(cc.tail, tail, tail_n);
+    set_fields(&s->cur, cur);
+    set_fields(&s->monitor, mon);
+    R hr = hist;
+    for (uint32_t i = 0; i < mw; i++) s->monitor.hist[i] = hr.f32();
+    set_fields(&s->sampler, smp);
+    set_fields(&s->ctl, ctl);
+    hr = ring;
+    for (uint32_t i = 0; i < cw; i++) s->ctl.ring[i] = hr.i32();
+    s->ctl.tail_n = tail_n;
+    if (tail_n) memcpy(s->ctl.tail, tail, tail_n);
   }
-  GB_TRY(load_kv(r, &s->kv, apply, log, pos, "main"));
-  const uint8_t sflag = r.u8();
-  GB_RETURN_IF(r.bad || sflag != (spec ? 1 : 0), log, GB_ERR_CORRUPT, "session state: spec flag %u does not match its gear policy",
-               sflag);
-  if (spec) {
-    const uint32_t dpos = r.u32();
-    const double succ = r.f64(), trials = r.f64();
-    const uint32_t idle = r.u32(), pos0 = r.u32(), drafted = r.u32(), accepted = r.u32();
-    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: spec state truncated");
-    GB_RETURN_IF(dpos > pos || !isfinite(succ) || !isfinite(trials) || succ < 0 || trials < 0, log, GB_ERR_CORRUPT,
-                 "session state: spec state out of range (draft position %u of %u)", dpos, pos);
+  GB_TRY(load_kv(body, &s->kv, apply, log, pos, "KV pool"));
+  if (s->spec.on) {
+    GB_TRY(open_record(body, kTagSpec, &r, log, "speculative gear"));
+    Spec sp = s->spec;
+    GB_TRY(read_fields(r, s->spec, &sp, log, "speculative gear"));
+    GB_RETURN_IF(sp.dpos > pos || !isfinite(sp.succ) || !isfinite(sp.trials) || sp.succ < 0 || sp.trials < 0, log, GB_ERR_CORRUPT,
+                 "session state: spec state out of range (draft position %u of %u)", sp.dpos, pos);
     const size_t h_at = r.at;
     for (uint32_t i = 0; i < pos; i++) {
       const int32_t tk = r.i32();
       GB_RETURN_IF(r.bad || tk < 0 || tk >= (int32_t)V, log, GB_ERR_CORRUPT, "session state: spec history token out of range");
     }
     if (apply) {
-      s->spec.dpos = dpos;
-      s->spec.succ = succ;
-      s->spec.trials = trials;
-      s->spec.idle = idle;
-      s->spec.pos0 = pos0;
-      s->spec.drafted = drafted;
-      s->spec.accepted = accepted;
+      set_fields(&s->spec, sp);
       s->spec.out_n = s->spec.out_i = 0;
-      R hr = r;
-      hr.at = h_at;
+      R hr{r.p, r.n, h_at};
       for (uint32_t i = 0; i < pos; i++) s->spec.hist[i] = hr.i32();
     }
-    GB_TRY(load_kv(r, &s->spec.dkv, apply, log, dpos, "draft"));
+    GB_TRY(load_kv(r, &s->spec.dkv, apply, log, sp.dpos, "draft KV pool"));
+    GB_TRY(close_record(r, log, "speculative gear"));
   }
-  GB_RETURN_IF(r.at != r.n, log, GB_ERR_CORRUPT, "session state: %zu bytes after the last field", r.n - r.at);
+  GB_RETURN_IF(body.at != body.n, log, GB_ERR_CORRUPT, "session state: %zu bytes after the last record", body.n - body.at);
   if (apply) {
     if (gear != (int32_t)s->gears.gear) shift_gear(s, (gb_gear)gear);
-    s->gears.shifts = shifts;
+    set_fields(&s->gears, gears);  // after the shift, which counts one
   }
   return GB_OK;
 }
@@ -749,8 +773,11 @@ extern "C" gb_status gb_session_state_size(const gb_session *s, size_t *out_byte
 extern "C" gb_status gb_session_state_max_size(const gb_session *s, size_t *out_bytes) {
   GB_TRY(gb::check_handle(s, gb::kHandleSession, "gb_session_state_max_size"));
   if (!out_bytes) return gb::null_arg(s->log, "gb_session_state_max_size", "out_bytes");
-  uint64_t n = kHeadBytes + 256 + 4ull * s->monitor.o.window + 4ull * s->ctl.window + s->ctl.stop_max + kv_max_bytes(s->kv);
-  if (s->spec.on) n += 64 + 4ull * s->opt.n_ctx + kv_max_bytes(s->spec.dkv);
+  // Every record's head and fields, and the most its OWN contents can hold.
+  uint64_t n = kHeadBytes + 7 * kRecordHead + fields_bytes(model_id(s->model)) + 4 + fields_bytes(s->cur) +
+               fields_bytes(s->gears) + 4 + fields_bytes(s->monitor) + 4 + 4ull * s->monitor.o.window + fields_bytes(s->sampler) +
+               fields_bytes(s->ctl) + 4ull * s->ctl.window + 4 + s->ctl.stop_max + kv_max_bytes(s->kv);
+  if (s->spec.on) n += kRecordHead + fields_bytes(s->spec) + 4ull * s->opt.n_ctx + kv_max_bytes(s->spec.dkv);
   *out_bytes = (size_t)n;
   return GB_OK;
 }
@@ -788,7 +815,9 @@ extern "C" gb_status gb_session_state_load(gb_session *s, const void *buf, size_
   GB_RETURN_IF(len < 8 || memcmp(b, kMagic, 8) != 0, s->log, GB_ERR_BAD_MAGIC, "gb_session_state_load: not a session state image");
   GB_RETURN_IF(len < kHeadBytes, s->log, GB_ERR_TRUNCATED, "gb_session_state_load: %zu bytes, shorter than the header", len);
   const uint32_t version = ld_u32(b + 8);
-  GB_RETURN_IF(version != kVersion, s->log, GB_ERR_UNSUPPORTED_VERSION, "gb_session_state_load: version %u (this library reads %u)",
+  GB_RETURN_IF(version != kVersion, s->log, GB_ERR_UNSUPPORTED_VERSION,
+               "gb_session_state_load: version %u (this library reads %u; images of version 1 came from gearbx 0.1 and cannot be "
+               "converted: save the session again)",
                version, kVersion);
   GB_RETURN_IF(ld_u32(b + 12) != 0 || ld_u32(b + 28) != 0, s->log, GB_ERR_CORRUPT, "gb_session_state_load: reserved header fields set");
   const uint64_t body = ld_u64(b + 16);

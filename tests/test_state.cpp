@@ -222,6 +222,14 @@ class StateErrors : public ::testing::Test {
     gb_session_destroy(v);
     gb_session_destroy(twin);
   }
+  // The payload of the image's record with this tag (the body is records of
+  // u32 tag, u32 length, payload).
+  static size_t record(const std::vector<uint8_t> &img, const char *tag) {
+    for (size_t at = 32; at + 8 <= img.size(); at += 8 + gb::ld_u32(&img[at + 4]))
+      if (memcmp(&img[at], tag, 4) == 0) return at + 8;
+    ADD_FAILURE() << "no " << tag << " record";
+    return 32;
+  }
   static void fix_crc(std::vector<uint8_t> &img) {
     gb::st_u32(&img[24], gb::crc32_update(0, img.data() + 32, img.size() - 32));
   }
@@ -288,7 +296,7 @@ TEST_F(StateErrors, Corruption) {
   b[0] ^= 1;
   expect_refused(b, GB_ERR_BAD_MAGIC, so_);
   b = img_;
-  gb::st_u32(&b[8], 2);
+  gb::st_u32(&b[8], 3);
   expect_refused(b, GB_ERR_UNSUPPORTED_VERSION, so_);
   b = img_;
   b[b.size() / 2] ^= 0x10;
@@ -310,18 +318,17 @@ TEST_F(StateErrors, Corruption) {
   expect_refused(b, GB_ERR_TRUNCATED, so_);
   // Behind a valid CRC: position beyond n_ctx, pending token out of range,
   // the monitor's count beyond its window, a body cut short (length fixed).
-  const size_t body = 32, sess = body + 24;
+  const size_t cur = record(img_, "CURS");  // u32 n_ctx, then pos, pending, last_out
   b = img_;
-  gb::st_u32(&b[sess + 4], 100000);
+  gb::st_u32(&b[cur + 4], 100000);
   fix_crc(b);
   expect_refused(b, GB_ERR_CORRUPT, so_);
   b = img_;
-  gb::st_u32(&b[sess + 8], 1u << 30);
+  gb::st_u32(&b[cur + 8], 1u << 30);
   fix_crc(b);
   expect_refused(b, GB_ERR_CORRUPT, so_);
   b = img_;
-  const size_t mon = sess + 4 * 9 + 8;
-  gb::st_u32(&b[mon + 12], 1000);
+  gb::st_u32(&b[record(img_, "MONI") + 8], 1000);  // th_low, th_high, count
   fix_crc(b);
   expect_refused(b, GB_ERR_CORRUPT, so_);
   b = img_;
@@ -344,6 +351,18 @@ TEST_F(StateErrors, Corruption) {
     }
     gb_session_destroy(v);
   }
+}
+
+// An image of the first format (version 1, written by gearbx 0.1 for this
+// model and these options) is refused with its own status, and the session
+// stays as it was.
+TEST_F(StateErrors, VersionOneImageIsRefused) {
+  const std::vector<uint8_t> v1 = gbt::read_file(std::string(GB_TEST_SOURCE_DIR) + "/corpus/state_v1/stories260k-mid-uniform8-ctx8.state");
+  ASSERT_GT(v1.size(), 32u);
+  ASSERT_EQ(gb::ld_u32(&v1[8]), 1u);
+  gb_session_options so = opts(GB_KV_UNIFORM8, 64);
+  so.gear = GB_GEAR_MID;
+  expect_refused(v1, GB_ERR_UNSUPPORTED_VERSION, so);
 }
 
 TEST_F(StateErrors, Misuse) {
