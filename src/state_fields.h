@@ -19,7 +19,8 @@
 //
 // GB_STATE_FIELDS(Type, LIST) expands a list into the functions state.cpp
 // uses: put_fields (save and, on a counting writer, size), get_fields
-// (read into a copy, comparing MATCH fields), set_fields (apply the copy's
+// (read into a copy, comparing MATCH fields), read_fields (the same with
+// the status and log line of state_io.h's fields_read), set_fields (apply the copy's
 // SAVE fields) and fields_bytes (the fixed part's size, for the maximum),
 // and fields_cover, which does not compile unless the list names every
 // field of Type exactly once: a structured binding of the listed names
@@ -28,7 +29,8 @@
 // error, so nothing the state should hold can be forgotten.
 //
 // The expansions need, in the including file: W and R (writer, reader),
-// put(W&, v), get(R&, T*), match(R&, const T&) and Mismatch (state.cpp).
+// put(W&, v), get(R&, T*), match(R&, const T&), Mismatch and fields_read
+// (state_io.h).
 #pragma once
 
 #define GB_SF_PUT(kind, name) GB_SF_PUT_##kind(name)
@@ -69,6 +71,11 @@
   [[maybe_unused]] void put_fields(W &w, const Type &obj) { LIST(GB_SF_PUT) }         \
   [[maybe_unused]] void get_fields(R &r, const Type &obj, Type *out, Mismatch *mm) {  \
     LIST(GB_SF_GET)                                                                   \
+  }                                                                                   \
+  [[maybe_unused]] gb_status read_fields(R &r, const Type &obj, Type *out, const Logger &log, const char *part) { \
+    Mismatch mm;                                                                      \
+    get_fields(r, obj, out, &mm);                                                     \
+    return fields_read(r, mm, log, part);                                             \
   }                                                                                   \
   [[maybe_unused]] void set_fields(Type *obj, const Type &in) { LIST(GB_SF_SET) }     \
   [[maybe_unused]] uint64_t fields_bytes(const Type &obj) {                           \

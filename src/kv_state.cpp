@@ -1,0 +1,278 @@
+// kv_state.cpp — the KV pool's record of a saved session state (the format
+// is in state.cpp's header comment).
+#include "kv.h"
+#include "state_fields.h"
+#include "state_io.h"
+
+namespace gb {
+namespace state {
+namespace {
+
+constexpr uint32_t kTagKv = tag("KVPL");
+
+GB_STATE_FIELDS(KvPlan, GB_KV_PLAN_FIELDS)
+GB_STATE_FIELDS(gb_kv_options, GB_KV_OPTIONS_FIELDS)
+GB_STATE_FIELDS(KvPool, GB_KV_POOL_FIELDS)
+
+inline uint32_t pages_for(uint32_t count, uint32_t tpp) { return (count + tpp - 1) / tpp; }
+
+// Length of the natural prefix of a stack (n-1, n-2, ... at its bottom).
+uint32_t natural_prefix(const uint32_t *stack, uint32_t len, uint32_t n) {
+  uint32_t p = 0;
+  while (p < len && stack[p] == n - 1 - p) p++;
+  return p;
+}
+
+inline void bit_set(uint8_t *m, uint32_t i) { m[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+inline bool bit_get(const uint8_t *m, uint32_t i) { return m[i >> 3] >> (i & 7) & 1; }
+
+}  // namespace
+
+void save_kv(W &w, const KvPool &kv) {
+  const size_t rec = w.begin(kTagKv);
+  put_fields(w, kv);
+  const KvPlan &p = kv.plan;
+  const uint32_t sp = natural_prefix(kv.free_slots, kv.n_free_slots, p.cap);
+  const uint32_t ks = p.cap - sp;
+  w.u32(ks);
+  w.u32(kv.n_free_slots - sp);
+  for (uint32_t i = sp; i < kv.n_free_slots; i++) w.u32(kv.free_slots[i]);
+  for (uint32_t h = 0; h < kv.n_heads; h++) w.f32(kv.head_w[h]);
+  const KvLayer &y0 = kv.layers[0];
+  const bool seed = p.policy == GB_KV_SEED;
+  for (uint32_t s = 0; s < ks; s++) {
+    if (y0.level[s] == kLvNone) continue;
+    w.u32(kv.pos[s]);
+    w.u64(kv.birth[s]);
+    if (p.importance) {
+      w.f32(kv.wema[s]);
+      w.f32(kv.wsum[s]);
+      w.f32(kv.imp[s]);
+    }
+    if (seed) w.f32(kv.snap[s]);
+  }
+  const uint32_t R2 = 2 * kv.n_kv_heads;
+  for (uint32_t l = 0; l < kv.n_layers; l++) {
+    const KvLayer &y = kv.layers[l];
+    const uint32_t pp = natural_prefix(y.free_pages, y.n_free, p.n_pages);
+    w.u32(p.n_pages - pp);
+    w.u32(y.n_free - pp);
+    for (uint32_t i = pp; i < y.n_free; i++) w.u32(y.free_pages[i]);
+    for (uint32_t h = 0; h < kv.n_heads; h++) w.f32(y.head_ema[h]);
+    w.u64(y.next_realloc);
+    for (uint32_t lv = 0; lv < kLevels; lv++) {
+      if (!(p.levels >> lv & 1)) continue;
+      const KvBucket &b = y.bucket[lv];
+      w.u32(b.count);
+      const uint32_t np = pages_for(b.count, p.tpp[lv]);
+      for (uint32_t i = 0; i < np; i++) w.u32(b.pages[i]);
+      for (uint32_t i = 0; i < b.count; i++) w.u32(b.slots[i]);
+      for (uint32_t j = 0; j < b.count; j++)
+        w.raw(y.pages + (size_t)b.pages[j / p.tpp[lv]] * p.page_bytes + (size_t)(j % p.tpp[lv]) * p.rec[lv], p.rec[lv]);
+    }
+    for (uint32_t s = 0; s < ks; s++) {
+      if (y0.level[s] == kLvNone) continue;
+      if (p.scale_bytes)
+        for (uint32_t i = 0; i < R2; i++) w.u16(y.scales[(size_t)s * R2 + i]);
+      if (p.importance) w.f32(y.ema[s]);
+      if (seed) {
+        w.f32(y.rank_ref[s]);
+        w.u8(y.rank_cnt[s]);
+      }
+    }
+  }
+  w.end(rec);
+}
+
+// Upper bound of save_kv's bytes for any state of the pool.
+uint64_t kv_max_bytes(const KvPool &kv) {
+  const KvPlan &p = kv.plan;
+  const uint64_t cap = p.cap, H = kv.n_heads;
+  uint64_t n = kRecordHead + fields_bytes(kv) + 8 + 4 * cap + 4 * H;  // fields, free-slot tail, head_w
+  n += cap * (4 + 8 + 12 + 4);                                        // per slot
+  uint64_t rec_max = 0;
+  for (uint32_t lv = 0; lv < kLevels; lv++) rec_max = p.rec[lv] > rec_max ? p.rec[lv] : rec_max;
+  uint64_t layer = 8 + 4ull * p.n_pages + 4 * H + 8;  // free pages, head_ema
+  layer += kLevels * (4 + 4ull) + 4ull * (cap + kLevels) + 4 * cap + cap * rec_max;  // buckets
+  layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);  // per slot
+  return n + layer * kv.n_layers;
+}
+
+// Read a pool record into kv (apply) or only check it against kv (!apply).
+// pos_limit: positions the session holds (every token's position is below).
+gb_status load_kv(R &outer, KvPool *kv, bool apply, const Logger &log, uint32_t pos_limit, const char *which) {
+  R r{nullptr, 0};
+  GB_TRY(open_record(outer, kTagKv, &r, log, which));
+  KvPool in = *kv;
+  GB_TRY(read_fields(r, *kv, &in, log, which));
+  const KvPlan &t = kv->plan;
+  const uint32_t n_tokens = in.n_tokens, newest = in.newest;
+  const uint32_t ks = r.u32(), st = r.u32();  // slots ever used, free-slot tail
+  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated", which);
+  GB_RETURN_IF(n_tokens > pos_limit || newest > pos_limit, log, GB_ERR_CORRUPT,
+               "session state: %s counters (tokens %u, newest %u) beyond the position %u", which, n_tokens, newest, pos_limit);
+  GB_RETURN_IF(st > ks || ks - st != n_tokens, log, GB_ERR_CORRUPT,
+               "session state: %s holds %u tokens, its free slots say %u of %u", which, n_tokens, ks - st, ks);
+  GB_RETURN_IF(ks > t.cap || n_tokens > t.max_tokens, log, GB_ERR_BUDGET_EXCEEDED,
+               "session state: %s holds %u tokens in slots up to %u; this session's pool has %u slots and holds %u tokens",
+               which, n_tokens, ks, t.cap, t.max_tokens);
+  // Bitmaps in the attention scratch: free slots, slots seen in a layer, pages.
+  const uint32_t cap = t.cap;
+  uint8_t *free_map = reinterpret_cast<uint8_t *>(kv->att.score_slot);
+  uint8_t *seen = free_map + (cap + 7) / 8;
+  uint8_t *page_map = reinterpret_cast<uint8_t *>(kv->att.scores);
+  const uint32_t page_map_bits = 32u * kv->n_heads * cap;
+  memset(free_map, 0, (cap + 7) / 8);
+  const size_t tail_at = r.at;
+  for (uint32_t i = 0; i < st; i++) {
+    const uint32_t s = r.u32();
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated in its free slots", which);
+    GB_RETURN_IF(s >= ks || bit_get(free_map, s), log, GB_ERR_CORRUPT, "session state: %s free slot %u invalid or repeated",
+                 which, s);
+    bit_set(free_map, s);
+  }
+  if (apply) {
+    set_fields(kv, in);
+    // The target's natural prefix, then the saved tail.
+    kv->n_free_slots = 0;
+    for (uint32_t s = cap; s-- > ks;) kv->free_slots[kv->n_free_slots++] = s;
+    R tr = r;
+    tr.at = tail_at;
+    for (uint32_t i = 0; i < st; i++) kv->free_slots[kv->n_free_slots++] = tr.u32();
+    if (kv->cur_slot >= cap) kv->cur_slot = 0;
+  }
+  for (uint32_t h = 0; h < kv->n_heads; h++) {
+    const float v = r.f32();
+    GB_RETURN_IF(!finite(v), log, GB_ERR_CORRUPT, "session state: %s head weight not finite", which);
+    if (apply) kv->head_w[h] = v;
+  }
+  const KvPlan &p = t;  // the layout is the saved one (its MATCH fields)
+  const bool seed = p.policy == GB_KV_SEED;
+  for (uint32_t s = 0; s < ks; s++) {
+    if (bit_get(free_map, s)) continue;
+    const uint32_t ps = r.u32();
+    const uint64_t birth = r.u64();
+    float wema = 0, wsum = 0, imp = 0, snap = 0;
+    if (p.importance) {
+      wema = r.f32();
+      wsum = r.f32();
+      imp = r.f32();
+    }
+    if (seed) snap = r.f32();
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated in its slots", which);
+    GB_RETURN_IF(ps >= pos_limit || birth > in.step || !finite(wema) || !finite(wsum) || !finite(imp) || !finite(snap), log,
+                 GB_ERR_CORRUPT, "session state: %s slot %u: position %u, birth or statistics out of range", which, s, ps);
+    if (apply) {
+      kv->pos[s] = ps;
+      kv->birth[s] = birth;
+      if (p.importance) {
+        kv->wema[s] = wema;
+        kv->wsum[s] = wsum;
+        kv->imp[s] = imp;
+      }
+      if (seed) kv->snap[s] = snap;
+    }
+  }
+  const uint32_t R2 = 2 * kv->n_kv_heads;
+  for (uint32_t l = 0; l < kv->n_layers; l++) {
+    KvLayer &y = kv->layers[l];
+    const uint32_t kp = r.u32(), pt = r.u32();  // pages ever used, free-page tail
+    GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated at layer %u", which, l);
+    GB_RETURN_IF(pt > kp, log, GB_ERR_CORRUPT, "session state: %s layer %u: %u free pages of %u used", which, l, pt, kp);
+    GB_RETURN_IF(kp > ks + kLevels || kp > page_map_bits, log, GB_ERR_CORRUPT, "session state: %s layer %u used %u pages for %u slots",
+                 which, l, kp, ks);
+    GB_RETURN_IF(kp > t.n_pages || kp - pt > t.n_pages - t.reserve, log, GB_ERR_BUDGET_EXCEEDED,
+                 "session state: %s layer %u uses pages up to %u; this session's pool has %u", which, l, kp, t.n_pages);
+    memset(page_map, 0, (kp + 7) / 8);
+    const size_t ptail_at = r.at;
+    for (uint32_t i = 0; i < pt; i++) {
+      const uint32_t g = r.u32();
+      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s truncated in layer %u's free pages", which, l);
+      GB_RETURN_IF(g >= kp || bit_get(page_map, g), log, GB_ERR_CORRUPT, "session state: %s layer %u free page %u invalid or repeated",
+                   which, l, g);
+      bit_set(page_map, g);
+    }
+    if (apply) {
+      y.n_free = 0;
+      for (uint32_t g = t.n_pages; g-- > kp;) y.free_pages[y.n_free++] = g;
+      R tr = r;
+      tr.at = ptail_at;
+      for (uint32_t i = 0; i < pt; i++) y.free_pages[y.n_free++] = tr.u32();
+      memset(y.level, kLvNone, cap);
+    }
+    for (uint32_t h = 0; h < kv->n_heads; h++) {
+      const float v = r.f32();
+      GB_RETURN_IF(!finite(v), log, GB_ERR_CORRUPT, "session state: %s layer %u head EMA not finite", which, l);
+      if (apply) y.head_ema[h] = v;
+    }
+    const uint64_t next_realloc = r.u64();
+    if (apply) y.next_realloc = next_realloc;
+    memset(seen, 0, (cap + 7) / 8);
+    uint32_t tokens = 0, pages = 0;
+    for (uint32_t lv = 0; lv < kLevels; lv++) {
+      if (!(p.levels >> lv & 1)) continue;
+      const uint32_t count = r.u32();
+      GB_RETURN_IF(r.bad || count > n_tokens - tokens, log, GB_ERR_CORRUPT,
+                   "session state: %s layer %u level %u: %u records, more than its tokens", which, l, lv, count);
+      tokens += count;
+      const uint32_t np = pages_for(count, p.tpp[lv]);
+      pages += np;
+      GB_RETURN_IF(pages > kp - pt, log, GB_ERR_CORRUPT, "session state: %s layer %u: buckets use more pages than it has", which, l);
+      KvBucket &b = y.bucket[lv];
+      for (uint32_t i = 0; i < np; i++) {
+        const uint32_t g = r.u32();
+        GB_RETURN_IF(r.bad || g >= kp || bit_get(page_map, g), log, GB_ERR_CORRUPT,
+                     "session state: %s layer %u level %u: page %u invalid or repeated", which, l, lv, g);
+        bit_set(page_map, g);
+        if (apply) b.pages[i] = g;
+      }
+      for (uint32_t i = 0; i < count; i++) {
+        const uint32_t s = r.u32();
+        GB_RETURN_IF(r.bad || s >= ks || bit_get(free_map, s) || bit_get(seen, s), log, GB_ERR_CORRUPT,
+                     "session state: %s layer %u level %u: slot %u invalid, free or repeated", which, l, lv, s);
+        bit_set(seen, s);
+        if (apply) {
+          b.slots[i] = s;
+          y.level[s] = (uint8_t)lv;
+          y.index[s] = i;
+        }
+      }
+      const uint8_t *recs = r.take((size_t)count * p.rec[lv]);
+      GB_RETURN_IF(!recs, log, GB_ERR_CORRUPT, "session state: %s layer %u level %u: records truncated", which, l, lv);
+      if (apply) {
+        b.count = count;
+        for (uint32_t j = 0; j < count; j++)
+          memcpy(y.pages + (size_t)b.pages[j / p.tpp[lv]] * p.page_bytes + (size_t)(j % p.tpp[lv]) * p.rec[lv],
+                 recs + (size_t)j * p.rec[lv], p.rec[lv]);
+      }
+    }
+    GB_RETURN_IF(tokens != n_tokens || pages != kp - pt, log, GB_ERR_CORRUPT,
+                 "session state: %s layer %u: %u records in %u pages, expected %u tokens in %u", which, l, tokens, pages, n_tokens,
+                 kp - pt);
+    if (apply)
+      for (uint32_t lv = 0; lv < kLevels; lv++)
+        if (!(p.levels >> lv & 1)) y.bucket[lv].count = 0;
+    for (uint32_t s = 0; s < ks; s++) {
+      if (bit_get(free_map, s)) continue;
+      const uint8_t *sc = p.scale_bytes ? r.take((size_t)R2 * 2) : nullptr;
+      const float ema = p.importance ? r.f32() : 0.0f;
+      const float rref = seed ? r.f32() : 0.0f;
+      const uint8_t rcnt = seed ? r.u8() : 0;
+      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s layer %u truncated in its slots", which, l);
+      GB_RETURN_IF(!finite(ema) || !finite(rref), log, GB_ERR_CORRUPT, "session state: %s layer %u slot %u statistics not finite", which,
+                   l, s);
+      if (!apply) continue;
+      if (sc)
+        for (uint32_t i = 0; i < R2; i++) y.scales[(size_t)s * R2 + i] = ld_u16(sc + 2 * i);
+      if (p.importance) y.ema[s] = ema;
+      if (seed) {
+        y.rank_ref[s] = rref;
+        y.rank_cnt[s] = rcnt;
+      }
+    }
+  }
+  return close_record(r, log, which);
+}
+
+}  // namespace state
+}  // namespace gb
