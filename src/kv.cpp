@@ -1,27 +1,8 @@
 // kv.cpp — the KV pool (see kv.h): sizing, buckets of packed records,
 // quantization, fused attention over the buckets, importance statistics and
-// the allocation policies.
-//
-// Policies, as they decide which token loses precision when the pool needs
-// room for the next one (every decision is page-exact; see kv.h):
-//   uniform / f16 / f32: one level; no room left = context full (or evict).
-//   WINDOW:  step down (one link of the chain 8 -> 4 -> 3 -> 2) the token
-//            outside the recent window with the least importance x error
-//            increase per byte saved, error(b) ~ 1 / qmax(b)^2 (the squared
-//            step of this symmetric quantizer, = 4^-b up to a constant for
-//            b >= 3, harsher for the ternary 2-bit level).
-//   RECENCY: the same with importance = exp(-age / T) (no attention).
-//   SEED:    at each layer's clock (or a drift of the importance
-//            distribution, or when room runs out) the marginal-gain
-//            greedy heap re-plans every token from the minimum up the
-//            chain, capped by its current level (data below it is gone).
-//
-// Why one spare (transit) page is enough: a step-down removes a record
-// (which may free a page) and then inserts a smaller one (which may take
-// one). From a state using at most n_pages - 1, k consecutive step-downs
-// from level a to level b take at most ceil(k / tpp_b) pages and free at
-// least floor(k / tpp_a), with tpp_b > tpp_a, so the state never needs
-// more than n_pages.
+// the token life cycle. The policies that choose which token steps down or
+// leaves when the pool needs room are in kv_policy.cpp (WINDOW, RECENCY,
+// eviction) and kv_seed.cpp (the SEED allocator).
 #include "kv.h"
 
 #include <math.h>
@@ -30,20 +11,13 @@
 #include <algorithm>
 
 #include "f16.h"
+#include "kv_buckets.h"
 #include "gearbx_port.h"
 #include "model.h"
 
 namespace gb {
-namespace {
 
-bool multi_level(uint32_t policy) { return kv_policy_multi_level(policy); }
-
-// Relative squared error of a level's rows (step^2 ~ 1 / qmax^2).
-const float kErr[kLevels] = {1.0f, 1.0f / 9.0f, 1.0f / 49.0f, 1.0f / 16129.0f, 0.0f, 0.0f};
-
-inline uint32_t pages_for(uint32_t count, uint32_t tpp) { return (count + tpp - 1) / tpp; }
-
-}  // namespace
+using namespace kvb;
 
 // ---- sizing ---------------------------------------------------------------
 
@@ -88,7 +62,7 @@ gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log,
     if (p->levels >> lv & 1) p->rec[lv] = R * (d * p->kbits[lv] / 8 + d * p->vbits[lv] / 8);
   }
   p->unit = R * d / 8;
-  const bool multi = multi_level(policy);
+  const bool multi = kv_policy_multi_level(policy);
   p->page_bytes = multi ? 48 * p->unit : p->rec[p->entry];
   for (uint32_t lv = 0; lv < kLevels; lv++)
     if (p->rec[lv]) p->tpp[lv] = p->page_bytes / p->rec[lv];
@@ -279,24 +253,7 @@ uint16_t kv_quantize_row(uint8_t *out, const float *x, uint32_t d, uint32_t bits
   return h;
 }
 
-namespace {
-
-inline uint8_t *record(const KvPool *kv, const KvLayer &y, uint32_t lv, uint32_t j) {
-  const KvPlan &p = kv->plan;
-  return y.pages + (size_t)y.bucket[lv].pages[j / p.tpp[lv]] * p.page_bytes + (size_t)(j % p.tpp[lv]) * p.rec[lv];
-}
-
-inline uint32_t used_pages(const KvPool *kv, const KvLayer &y) { return kv->plan.n_pages - y.n_free; }
-
-// Pages gained (+1), or not, by adding a record to level lv.
-inline uint32_t insert_cost(const KvPool *kv, const KvLayer &y, uint32_t lv) {
-  return y.bucket[lv].count % kv->plan.tpp[lv] == 0 ? 1u : 0u;
-}
-// Page balance of moving one record from level a to level b.
-inline int32_t move_delta(const KvPool *kv, const KvLayer &y, uint32_t a, uint32_t b) {
-  const int32_t freed = (y.bucket[a].count - 1) % kv->plan.tpp[a] == 0 ? 1 : 0;
-  return (int32_t)insert_cost(kv, y, b) - freed;
-}
+namespace kvb {
 
 void insert(KvPool *kv, KvLayer &y, uint32_t lv, uint32_t slot) {
   KvBucket &b = y.bucket[lv];
@@ -357,311 +314,9 @@ void step_down(KvPool *kv, const gb_kernels &k, KvLayer &y, uint32_t slot, uint3
   kv->requant++;
 }
 
-inline uint32_t next_down(const KvPlan &p, uint32_t lv) {
-  while (lv > 0) {
-    lv--;
-    if (p.levels >> lv & 1) return lv;
-  }
-  return kLvNone;
-}
-inline uint32_t next_up(const KvPlan &p, uint32_t lv) {
-  for (uint32_t u = lv + 1; u < kLevels; u++)
-    if (p.levels >> u & 1) return u;
-  return kLvNone;
-}
-
-// Protection by position, not token id (no tokenizer needed): the first k_critical
-// tokens and the k_tail most recent ones, relative to the newest token.
-inline bool is_protected(const KvPool *kv, uint32_t pos) {
-  return pos < kv->opt.k_critical || (uint64_t)pos + kv->opt.k_tail > kv->newest;
-}
-inline bool in_window(const KvPool *kv, uint32_t pos) { return (uint64_t)pos + kv->opt.window > kv->newest; }
-
-// WINDOW / RECENCY / SEED fallback: the cheapest single step-down of layer y
-// that the pages allow: importance x error increase per byte saved, over
-// every source level and every lower level (the next link of the chain is
-// by far the cheapest per byte whenever it is possible; a longer drop is
-// taken when the chain's next bucket would need a page the pool lacks).
-bool pick_step_down(KvPool *kv, const KvLayer &y, bool allow_window, uint32_t *slot_out, uint32_t *to_out) {
-  const KvPlan &p = kv->plan;
-  float best = INFINITY;
-  bool found = false;
-  for (uint32_t lv = 0; lv < kLevels; lv++) {
-    if (!(p.levels >> lv & 1) || y.bucket[lv].count == 0 || next_down(p, lv) == kLvNone) continue;
-    // The least important eligible token of this level.
-    const KvBucket &b = y.bucket[lv];
-    uint32_t cand = 0, eligible = 0;
-    bool have = false;
-    float ci = 0.0f;
-    for (uint32_t j = 0; j < b.count; j++) {
-      const uint32_t s = b.slots[j], pos = kv->pos[s];
-      if (is_protected(kv, pos) || (!allow_window && in_window(kv, pos))) continue;
-      eligible++;
-      const float ii = kv->imp[s] > kv->opt.eps_importance ? kv->imp[s] : kv->opt.eps_importance;  // importance floor
-      if (!have || ii < ci) {
-        cand = s;
-        ci = ii;
-        have = true;
-      }
-    }
-    if (!have) continue;
-    for (uint32_t to = next_down(p, lv); to != kLvNone; to = next_down(p, to)) {
-      const int64_t after = (int64_t)used_pages(kv, y) + move_delta(kv, y, lv, to);
-      if (after > (int64_t)p.n_pages) continue;
-      // Taking the last spare page is safe only if this bucket can then
-      // empty its own last page into the destination's new one (every
-      // further move from it frees, or needs no, page): the drain rule.
-      if (after == (int64_t)p.n_pages && after > (int64_t)used_pages(kv, y) && eligible < (b.count - 1) % p.tpp[lv] + 1) continue;
-      const float sc = ci * (kErr[to] - kErr[lv]) / (float)(p.rec[lv] - p.rec[to]);
-      if (!found || sc < best) {
-        best = sc;
-        found = true;
-        *slot_out = cand;
-        *to_out = to;
-      }
-    }
-  }
-  return found;
-}
-
-// ---- SEED allocator (marginal-gain greedy re-plan) --------------------------------
-
-inline float utility(float bits, float alpha) { return powf(bits, alpha); }
-
-void heap_push(KvPool *kv, uint32_t *n, float score, uint32_t slot) {
-  KvPool::HeapItem *h = kv->heap;
-  uint32_t i = (*n)++;
-  while (i > 0) {
-    const uint32_t parent = (i - 1) / 2;
-    if (h[parent].score >= score) break;
-    h[i] = h[parent];
-    i = parent;
-  }
-  h[i].score = score;
-  h[i].slot = slot;
-}
-
-KvPool::HeapItem heap_pop(KvPool *kv, uint32_t *n) {
-  KvPool::HeapItem *h = kv->heap;
-  const KvPool::HeapItem top = h[0];
-  const KvPool::HeapItem last = h[--(*n)];
-  uint32_t i = 0;
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && h[c + 1].score > h[c].score) c++;
-    if (h[c].score <= last.score) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n > 0) h[i] = last;
-  return top;
-}
-
-uint32_t plan_pages(const KvPlan &p, const uint32_t *counts) {
-  uint32_t n = 0;
-  for (uint32_t lv = 0; lv < kLevels; lv++)
-    if (p.levels >> lv & 1) n += pages_for(counts[lv], p.tpp[lv]);
-  return n;
-}
-
-}  // namespace
+}  // namespace kvb
 
 uint32_t kv_pages_used(const KvPool *kv, uint32_t layer) { return used_pages(kv, kv->layers[layer]); }
-
-void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t extra_entry) {
-  const uint64_t t0 = gb_port_now_ns();
-  const KvPlan &p = kv->plan;
-  const gb_kv_options &o = kv->opt;
-  KvLayer &y = kv->layers[layer];
-  kv->reallocs++;
-  // Resident tokens of this layer.
-  uint32_t n = 0;
-  for (uint32_t lv = 0; lv < kLevels; lv++)
-    for (uint32_t j = 0; j < y.bucket[lv].count; j++) kv->order[n++] = y.bucket[lv].slots[j];
-  if (n == 0) return;
-  // Hysteresis: percentile ranks by importance; a token may move
-  // only after its rank moved >= r for m consecutive checks.
-  const float *imp = kv->imp;
-  std::sort(kv->order, kv->order + n, [imp](uint32_t a, uint32_t b) { return imp[a] < imp[b] || (imp[a] == imp[b] && a < b); });
-  uint8_t *plan = kv->planned;
-  uint32_t counts[kLevels] = {0};
-  for (uint32_t i = 0; i < n; i++) {
-    const uint32_t s = kv->order[i];
-    const float pr = n > 1 ? (float)i / (float)(n - 1) : 0.0f;
-    bool eligible;
-    if (y.rank_ref[s] < 0.0f) {
-      eligible = true;
-    } else {
-      y.rank_cnt[s] = fabsf(pr - y.rank_ref[s]) >= o.rank_threshold ? (uint8_t)(y.rank_cnt[s] + 1) : 0;
-      eligible = y.rank_cnt[s] >= o.rank_intervals;
-    }
-    if (eligible) {
-      y.rank_ref[s] = pr;
-      y.rank_cnt[s] = 0;
-    }
-    const bool fixed = is_protected(kv, kv->pos[s]);
-    plan[s] = fixed || !eligible ? y.level[s] : p.min;
-    counts[plan[s]]++;
-  }
-  const uint32_t limit = p.n_pages - p.reserve;
-  counts[p.entry] += extra_entry;
-  bool pinned = true;
-  if (plan_pages(p, counts) > limit) {  // the pinned tokens do not leave room: everyone may move
-    pinned = false;
-    memset(counts, 0, sizeof counts);
-    counts[p.entry] += extra_entry;
-    for (uint32_t i = 0; i < n; i++) {
-      const uint32_t s = kv->order[i];
-      plan[s] = is_protected(kv, kv->pos[s]) ? y.level[s] : p.min;
-      counts[plan[s]]++;
-    }
-  }
-  // Marginal-gain greedy: upgrades up the chain, capped at the current level.
-  uint32_t hn = 0;
-  auto score = [&](uint32_t s, uint32_t from) {
-    const uint32_t to = next_up(p, from);
-    const float b0 = (float)kv_level_bits(from), b1 = (float)kv_level_bits(to);
-    const float ii = imp[s] > o.eps_importance ? imp[s] : o.eps_importance;
-    return ii * (utility(b1, o.alpha) - utility(b0, o.alpha)) / (b1 - b0);
-  };
-  for (uint32_t i = 0; i < n; i++) {
-    const uint32_t s = kv->order[i];
-    if (plan[s] < y.level[s] && (!pinned || plan[s] == p.min)) heap_push(kv, &hn, score(s, plan[s]), s);
-  }
-  while (hn > 0) {
-    const KvPool::HeapItem it = heap_pop(kv, &hn);
-    const uint32_t s = it.slot, from = plan[s], to = next_up(p, from);
-    if (to == kLvNone || to > y.level[s]) continue;
-    counts[from]--;
-    counts[to]++;
-    if (plan_pages(p, counts) > limit) {  // does not fit: skip this candidate
-      counts[to]--;
-      counts[from]++;
-      continue;
-    }
-    plan[s] = (uint8_t)to;
-    if (to < y.level[s]) heap_push(kv, &hn, score(s, to), s);
-  }
-  // Apply the step-downs (requantize directly to the planned level); a move
-  // the pages do not allow yet waits for a later pass.
-  for (int pass = 0; pass < 4; pass++) {
-    bool left = false;
-    for (uint32_t i = 0; i < n; i++) {
-      const uint32_t s = kv->order[i];
-      if (plan[s] >= y.level[s]) continue;
-      if ((int64_t)used_pages(kv, y) + move_delta(kv, y, y.level[s], plan[s]) > (int64_t)p.n_pages) {
-        left = true;
-        continue;
-      }
-      step_down(kv, k, y, s, plan[s]);
-    }
-    if (!left) break;
-  }
-  kv->alloc_ns += gb_port_now_ns() - t0;
-}
-
-// ---- importance (layer mean, recency, head weighting) -------------------------------
-
-void kv_importance(KvPool *kv) {
-  const KvLayer &y0 = kv->layers[0];
-  const uint32_t cap = kv->plan.cap, L = kv->n_layers;
-  const float T = kv->opt.recency_T;
-  if (kv->plan.policy == GB_KV_RECENCY) {
-    for (uint32_t s = 0; s < cap; s++)
-      if (y0.level[s] != kLvNone) kv->imp[s] = expf(-(float)(kv->step - kv->birth[s]) / T);
-    return;
-  }
-  double sum = 0.0, wsum = 0.0;
-  uint32_t n = 0;
-  for (uint32_t s = 0; s < cap; s++) {
-    if (y0.level[s] == kLvNone) continue;
-    float a = 0.0f;
-    for (uint32_t l = 0; l < L; l++) a += kv->layers[l].ema[s];
-    kv->imp[s] = a / (float)L;
-    sum += kv->imp[s];
-    wsum += kv->wema[s];
-    n++;
-  }
-  if (n == 0) return;
-  const float inv = (float)(1.0 / (sum / n + 1e-8)), winv = (float)(1.0 / (wsum / n + 1e-8));
-  for (uint32_t s = 0; s < cap; s++) {
-    if (y0.level[s] == kLvNone) continue;
-    const float rec = expf(-(float)(kv->step - kv->birth[s]) / T);
-    kv->imp[s] = 0.7f * kv->imp[s] * inv * rec + 0.3f * kv->wema[s] * winv;
-  }
-}
-
-// ---- the token life cycle ---------------------------------------------------------------
-
-namespace {
-
-// Least important unprotected token outside the window (eviction victim).
-bool pick_evict(const KvPool *kv, uint32_t *slot_out) {
-  const KvLayer &y0 = kv->layers[0];
-  float best = INFINITY;
-  bool found = false;
-  for (uint32_t s = 0; s < kv->plan.cap; s++) {
-    if (y0.level[s] == kLvNone) continue;
-    const uint32_t pos = kv->pos[s];
-    if (is_protected(kv, pos) || in_window(kv, pos)) continue;
-    if (!found || kv->imp[s] < best) {
-      best = kv->imp[s];
-      found = true;
-      *slot_out = s;
-    }
-  }
-  return found;
-}
-
-void evict(KvPool *kv, uint32_t slot) {
-  for (uint32_t l = 0; l < kv->n_layers; l++) remove(kv, kv->layers[l], slot);
-  kv->free_slots[kv->n_free_slots++] = slot;
-  kv->n_tokens--;
-  kv->evicted++;
-}
-
-// KL(current || snapshot) of the importance distributions (the SEED drift trigger),
-// over the tokens both contain (new tokens are not drift).
-float importance_drift(KvPool *kv) {
-  const KvLayer &y0 = kv->layers[0];
-  double a = 0.0, b = 0.0;
-  for (uint32_t s = 0; s < kv->plan.cap; s++)
-    if (y0.level[s] != kLvNone && kv->snap[s] > 0.0f) {
-      a += kv->imp[s];
-      b += kv->snap[s];
-    }
-  if (a <= 0.0 || b <= 0.0) return 0.0f;
-  double kl = 0.0;
-  for (uint32_t s = 0; s < kv->plan.cap; s++) {
-    if (y0.level[s] == kLvNone || !(kv->snap[s] > 0.0f)) continue;
-    const double p = kv->imp[s] / a, q = kv->snap[s] / b;
-    if (p > 0.0) kl += p * log(p / q);
-  }
-  return (float)kl;
-}
-
-bool make_room(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t entry) {
-  KvLayer &y = kv->layers[layer];
-  const KvPlan &p = kv->plan;
-  const uint32_t limit = p.n_pages - p.reserve;
-  if (used_pages(kv, y) + insert_cost(kv, y, entry) <= limit) return true;
-  if (!multi_level(p.policy)) return false;
-  const uint64_t t0 = gb_port_now_ns();
-  if (p.policy == GB_KV_SEED) kv_seed_realloc(kv, k, layer, 1);
-  bool ok = used_pages(kv, y) + insert_cost(kv, y, entry) <= limit;
-  while (!ok) {
-    uint32_t s = 0, to = 0;
-    const bool window = p.policy != GB_KV_SEED;
-    if (!pick_step_down(kv, y, !window, &s, &to) && !(window && pick_step_down(kv, y, true, &s, &to))) break;
-    step_down(kv, k, y, s, to);
-    ok = used_pages(kv, y) + insert_cost(kv, y, entry) <= limit;
-  }
-  kv->alloc_ns += gb_port_now_ns() - t0;
-  return ok;
-}
-
-}  // namespace
 
 gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &log) {
   const KvPlan &p = kv->plan;
@@ -864,7 +519,7 @@ void kv_end(KvPool *kv) {
 }
 
 bool kv_batchable(const KvPool *kv, uint32_t m) {
-  return !multi_level(kv->plan.policy) && kv_room(kv) >= m && kv->n_free_slots >= m;
+  return !kv_policy_multi_level(kv->plan.policy) && kv_room(kv) >= m && kv->n_free_slots >= m;
 }
 
 gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {
@@ -922,3 +577,4 @@ void kv_stats(const KvPool *kv, KvStats *st) {
 }
 
 }  // namespace gb
+
