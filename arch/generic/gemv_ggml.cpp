@@ -27,6 +27,7 @@
 // gemv is gemvm with one position, so the two are bit-identical by
 // construction; a row is done block by block, each block unpacked once.
 #include "../f16.h"
+#include "../gguf_blocks.h"
 #include "../kernels.h"
 #include "../krows16.h"
 
@@ -101,7 +102,6 @@ struct Q5_1 {
     fifth_bits32(ld_u32(b + 4), u->q);
   }
 };
-const int8_t kIq4nlGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 struct Iq4nl {
   using Block = Block32;
   static constexpr size_t kBytes = GB_IQ4NL_BLOCK_BYTES;
@@ -110,7 +110,7 @@ struct Iq4nl {
     u->d = ld_f16(b);
     u->m = 0.0f;
     nibbles32(b + 2, u->q);
-    for (int j = 0; j < 32; j++) u->q[j] = kIq4nlGrid[u->q[j]];
+    for (int j = 0; j < 32; j++) u->q[j] = gb_gguf::kIq4nlGrid[u->q[j]];
   }
 };
 
@@ -139,18 +139,11 @@ struct Block256 {
   float d, dmin;
 };
 
-// Scale and min of 32-weight sub-block s (0..7) of q4k / q5k from the 12
-// scale bytes: six bits each, the high two of sub-blocks 4..7 in the top
-// bits of bytes 0..7.
-inline void scale_min_k4(int s, const uint8_t *q, Block256 *u) {
-  int32_t sc, mn;
-  if (s < 4) {
-    sc = q[s] & 63;
-    mn = q[s + 4] & 63;
-  } else {
-    sc = (q[s + 4] & 15) | ((q[s - 4] >> 6) << 4);
-    mn = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-  }
+// q4k / q5k: the scale and min of 32-weight sub-block s (0..7), from the
+// 12 scale bytes q, as those of both of its 16-weight halves.
+inline void set_scale_min_k4(int s, const uint8_t *q, Block256 *u) {
+  uint8_t sc, mn;
+  gb_gguf::scale_min_k4(s, q, &sc, &mn);
   u->sc[2 * s] = u->sc[2 * s + 1] = sc;
   u->mn[2 * s] = u->mn[2 * s + 1] = mn;
 }
@@ -218,7 +211,7 @@ struct Q4K {
   static void unpack(const uint8_t *b, Block256 *u) {
     u->d = ld_f16(b);
     u->dmin = ld_f16(b + 2);
-    for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
+    for (int s = 0; s < 8; s++) set_scale_min_k4(s, b + 4, u);
     nibbles256(b + 16, u->q);
   }
 };
@@ -229,7 +222,7 @@ struct Q5K {
   static void unpack(const uint8_t *b, Block256 *u) {
     u->d = ld_f16(b);
     u->dmin = ld_f16(b + 2);
-    for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
+    for (int s = 0; s < 8; s++) set_scale_min_k4(s, b + 4, u);
     const uint8_t *qh = b + 16;
     nibbles256(b + 48, u->q);
     for (int s = 0; s < 8; s++)
