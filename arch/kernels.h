@@ -52,8 +52,8 @@
  *         or high nibble of ql[64h + 32(g%2) + e%32] | bits 2g..2g+1 of
  *         qh[32h + e%32] << 4 (h, g as q2k); w = d*sc[e/16]*(u - 32).
  * Their gemv sums exactly in int32 per activation block (per 16-weight half
- * where scales are per 16); arch/generic/gemv_ggml.cpp defines the float
- * arithmetic, and its rows_to_f32 is bit-exact with ggml's decoder.
+ * where scales are per 16); arch/generic/gemv_ggml.h defines the float
+ * arithmetic, and the generic rows_to_f32 is bit-exact with ggml's decoder.
  * q4kr16, q6kr16 (q4k / q6k super-blocks of 16 rows interleaved; rows % 16
  * == 0; arch/krows16.h): group g = rows 16g..16g+15 starts at byte
  * g * nsb * 16B (nsb = cols / 256, B the block bytes); its super-block s, at
