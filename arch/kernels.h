@@ -5,8 +5,10 @@
  * generates the declarations here, the dispatch tables (dispatch.cpp), the
  * kernel tests and the kernel benchmarks.
  *
- * The weight layouts and the constants below are owned here; src/format.h
- * names them for the file format and static_asserts the ids it shares.
+ * The weight layouts are described here and the formats listed, one row
+ * each, in formats.inc (ids, block sizes, GGUF type ids, ...: formats.h
+ * makes them a table); src/format.h names them for the file format and
+ * static_asserts the ids it shares.
  *   f32 row: cols floats; f16 row: cols binary16;
  *   q8 row: ceil(cols/32) blocks {u16 d; i8 qs[32]}            (34 bytes);
  *   q4 row: ceil(cols/32) blocks {u16 d; u8 qs[16]}            (18 bytes),
@@ -50,8 +52,8 @@
  *         or high nibble of ql[64h + 32(g%2) + e%32] | bits 2g..2g+1 of
  *         qh[32h + e%32] << 4 (h, g as q2k); w = d*sc[e/16]*(u - 32).
  * Their gemv sums exactly in int32 per activation block (per 16-weight half
- * where scales are per 16); arch/generic/gemv_ggml.cpp defines the float
- * arithmetic, and its rows_to_f32 is bit-exact with ggml's decoder.
+ * where scales are per 16); arch/generic/gemv_ggml.h defines the float
+ * arithmetic, and the generic rows_to_f32 is bit-exact with ggml's decoder.
  * q4kr16, q6kr16 (q4k / q6k super-blocks of 16 rows interleaved; rows % 16
  * == 0; arch/krows16.h): group g = rows 16g..16g+15 starts at byte
  * g * nsb * 16B (nsb = cols / 256, B the block bytes); its super-block s, at
@@ -70,10 +72,9 @@
 extern "C" {
 #endif
 
-/* Layout facts (see above). */
+/* Layout facts (see above; bytes per block: GB_<ID>_BLOCK_BYTES below). */
 #define GB_QBLOCK 32             /* weights per q8 / q4 block and per activation block */
-#define GB_Q8_BLOCK_BYTES 34     /* u16 scale + 32 int8                                */
-#define GB_Q4_BLOCK_BYTES 18     /* u16 scale + 16 bytes of nibbles                    */
+#define GB_QK_K 256              /* weights per K-quant super-block (q2k..q6k)         */
 #define GB_Q4R16_ROWS 16         /* rows interleaved per q4r16 group                    */
 /* Largest head_dim the attention kernels take for K/V rows at <= 8 bits
  * (their unpack buffers); f16 / f32 rows have no limit of their own. */
@@ -241,46 +242,29 @@ enum {
   GB_ISA_FP16 = 1u << 12    /* ARMv8.2-A half-precision arithmetic (FEAT_FP16: FMLA .8h) */
 };
 
-/* Weight formats, indexes of the tables below. The first four are also the
- * file format's ids (gb::WeightFormat, static_asserted there); q4r16 is q4
- * stored in the 16-row layout, an id in memory only. */
+/* Weight formats, indexes of the tables below: GB_FMT_<ID> for each row of
+ * formats.inc. The file formats' ids are also the .gbx file's (gb::WeightFormat,
+ * static_asserted there); q4r16, q4kr16 and q6kr16 are q4, q4k and q6k
+ * stored in the 16-row layout, ids in memory only. GB_FMT_COUNT: one past
+ * the largest id (the number of rows: ids have no gaps). */
+#define GB_FORMAT(id, ID, name, weights, bytes, ggml, act, gguf, rows16, file, d_at, m_at) GB_FMT_##ID = id,
 enum {
-  GB_FMT_F32 = 0,
-  GB_FMT_F16 = 1,
-  GB_FMT_Q8 = 2,
-  GB_FMT_Q4 = 3,
-  GB_FMT_Q4R16 = 4,
-  /* GGUF's own block formats, byte for byte (a file's quantization kept as
-   * it is: no second rounding). 32-weight blocks: */
-  GB_FMT_Q4_1 = 5,
-  GB_FMT_Q5_0 = 6,
-  GB_FMT_Q5_1 = 7,
-  GB_FMT_IQ4NL = 8,
-  /* 256-weight super-blocks (the K-quants): */
-  GB_FMT_Q2K = 9,
-  GB_FMT_Q3K = 10,
-  GB_FMT_Q4K = 11,
-  GB_FMT_Q5K = 12,
-  GB_FMT_Q6K = 13,
-  /* q4k / q6k stored in the 16-row layout (in memory only, like q4r16): */
-  GB_FMT_Q4KR16 = 14,
-  GB_FMT_Q6KR16 = 15,
-  GB_FMT_COUNT = 16
+#include "formats.inc"
+#undef GB_FORMAT
+#define GB_FORMAT(id, ID, name, weights, bytes, ggml, act, gguf, rows16, file, d_at, m_at) +1
+  GB_FMT_COUNT = 0
+#include "formats.inc"
 };
+#undef GB_FORMAT
 
-/* Weights per block and bytes per block of the GGUF formats. A row of such
- * a format holds cols / weights-per-block blocks: cols must be a multiple
- * (GGUF requires it; the file reader checks it). */
-#define GB_QK_K 256
-#define GB_Q4_1_BLOCK_BYTES 20  /* f16 d, f16 m, 16 B nibbles                 */
-#define GB_Q5_0_BLOCK_BYTES 22  /* f16 d, u32 fifth bits, 16 B nibbles        */
-#define GB_Q5_1_BLOCK_BYTES 24  /* f16 d, f16 m, u32 fifth bits, 16 B nibbles */
-#define GB_IQ4NL_BLOCK_BYTES 18 /* f16 d, 16 B nibbles indexing a fixed grid  */
-#define GB_Q2K_BLOCK_BYTES 84   /* 16 B scales/mins, 64 B 2-bit, f16 d, dmin  */
-#define GB_Q3K_BLOCK_BYTES 110  /* 32 B high bits, 64 B 2-bit, 12 B scales, d */
-#define GB_Q4K_BLOCK_BYTES 144  /* f16 d, dmin, 12 B 6-bit scales/mins, 128 B */
-#define GB_Q5K_BLOCK_BYTES 176  /* as q4k + 32 B fifth bits                   */
-#define GB_Q6K_BLOCK_BYTES 210  /* 128 B low 4 bits, 64 B high 2, 16 i8 scales, f16 d */
+/* Bytes per block of each format, GB_<ID>_BLOCK_BYTES (a row of a GGUF
+ * format holds cols / weights-per-block whole blocks: GGUF requires it, the
+ * file reader checks it). */
+#define GB_FORMAT(id, ID, name, weights, bytes, ggml, act, gguf, rows16, file, d_at, m_at) GB_##ID##_BLOCK_BYTES = bytes,
+enum {
+#include "formats.inc"
+};
+#undef GB_FORMAT
 
 /* Priorities of kernels.inc entries: per slot, the available entry with the
  * highest wins. Folders of one architecture rank by specialisation; an entry

@@ -17,12 +17,6 @@ namespace gb_krows16 {
 
 constexpr size_t kRows = 16;
 
-// The row-major format of a 16-row id (q4kr16 -> q4k, q6kr16 -> q6k), or
-// the id itself.
-static inline uint32_t base_format(uint32_t fmt) {
-  return fmt == GB_FMT_Q4KR16 ? (uint32_t)GB_FMT_Q4K : fmt == GB_FMT_Q6KR16 ? (uint32_t)GB_FMT_Q6K : fmt;
-}
-
 // Row i's block (B bytes) out of group super-block g (16 * B bytes).
 static inline void gather(uint8_t *blk, const uint8_t *g, size_t B, size_t i) {
   const size_t ns = B / 4, tail = B % 4;

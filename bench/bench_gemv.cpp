@@ -54,35 +54,15 @@ namespace {
 
 using gbbench::median;
 
-const char *const kFmtName[GB_FMT_COUNT] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",  "q5_1",
-                                            "iq4nl", "q2k", "q3k", "q4k", "q5k",   "q6k",  "q4kr16", "q6kr16"};
-
-// GGUF's block formats: weights and bytes per block, offsets of the f16
-// scales in a block (-1: none).
-struct GgufFmt {
-  uint32_t fmt, weights, bytes;
-  int scale_at[2];
-};
-const GgufFmt kGguf[] = {
-    {GB_FMT_Q4_1, 32, GB_Q4_1_BLOCK_BYTES, {0, 2}},   {GB_FMT_Q5_0, 32, GB_Q5_0_BLOCK_BYTES, {0, -1}},
-    {GB_FMT_Q5_1, 32, GB_Q5_1_BLOCK_BYTES, {0, 2}},   {GB_FMT_IQ4NL, 32, GB_IQ4NL_BLOCK_BYTES, {0, -1}},
-    {GB_FMT_Q2K, GB_QK_K, GB_Q2K_BLOCK_BYTES, {80, 82}}, {GB_FMT_Q3K, GB_QK_K, GB_Q3K_BLOCK_BYTES, {108, -1}},
-    {GB_FMT_Q4K, GB_QK_K, GB_Q4K_BLOCK_BYTES, {0, 2}},   {GB_FMT_Q5K, GB_QK_K, GB_Q5K_BLOCK_BYTES, {0, 2}},
-    {GB_FMT_Q6K, GB_QK_K, GB_Q6K_BLOCK_BYTES, {208, -1}},
-};
-// (the 16-row K layouts: their row-major format's entry)
-const GgufFmt *gguf(uint32_t fmt) {
-  fmt = gb_krows16::base_format(fmt);
-  for (const GgufFmt &g : kGguf)
-    if (g.fmt == fmt) return &g;
-  return nullptr;
+// GGUF's block formats: the format table's row (the 16-row K layouts: their
+// row-major format's row); nullptr for another format.
+const gb::FormatInfo *gguf(uint32_t fmt) {
+  const gb::FormatInfo *f = gb::format_info(gb::file_format(fmt));
+  return f && f->gguf ? f : nullptr;
 }
 // Whether format fmt has rows of k weights (GGUF: whole blocks).
-bool fits(uint32_t fmt, size_t k) { return !gguf(fmt) || k % gguf(fmt)->weights == 0; }
-size_t fmt_row_bytes(uint32_t fmt, size_t cols) {
-  const GgufFmt *g = gguf(fmt);
-  return g ? cols / g->weights * g->bytes : gb::row_bytes(fmt, cols);
-}
+bool fits(uint32_t fmt, size_t k) { return gb::format_fits(fmt, k); }
+size_t fmt_row_bytes(uint32_t fmt, size_t cols) { return gb::row_bytes(fmt, cols); }
 
 
 struct Kernel {
@@ -148,12 +128,12 @@ bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t c
   m->base = static_cast<uint8_t *>(gb_port_aligned_alloc(m->stride * copies, 4096));
   if (!m->base) return false;
   std::vector<float> row(cols);
-  const uint32_t qfmt = fmt == GB_FMT_Q4R16 ? (uint32_t)gb::kFmtQ4 : fmt;
-  if (const GgufFmt *g = gguf(fmt)) {
+  const uint32_t qfmt = gb::file_format(fmt);
+  if (const gb::FormatInfo *g = gguf(fmt)) {
     for (size_t b = 0; b < m->bytes / g->bytes; b++) {
       uint8_t *blk = m->base + b * g->bytes;
       for (uint32_t i = 0; i < g->bytes; i++) blk[i] = (uint8_t)splitmix64(&seed);
-      for (int at : g->scale_at) {
+      for (int at : {g->d_at, g->m_at}) {
         if (at < 0) continue;
         float v;
         random_floats(&v, 1, &seed);
@@ -172,7 +152,7 @@ bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t c
     std::vector<uint8_t> rm(m->base, m->base + m->bytes);
     gb::q4_rows16_from_rows(m->base, rm.data(), rows, cols);
   }
-  if (fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16) {
+  if (gb::is_memory_only_format(fmt) && gguf(fmt)) {  // q4kr16, q6kr16
     std::vector<uint8_t> rm(m->base, m->base + m->bytes);
     gb_krows16::from_rows(m->base, rm.data(), rows, cols, gguf(fmt)->bytes);
   }
@@ -322,7 +302,7 @@ int main(int argc, char **argv) {
     if (!any) continue;
     for (const Shape &s : kShapes) {
       if (!shape_filter.empty() && std::string(s.name).find(shape_filter) == std::string::npos) continue;
-      if ((fmt == GB_FMT_Q4R16 || fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16) && s.n % 16 != 0) continue;
+      if (gb::is_memory_only_format(fmt) && s.n % 16 != 0) continue;
       if (!fits(fmt, s.k)) continue;
       const size_t bytes = fmt_row_bytes(fmt, s.k) * s.n;
       const size_t stride = (bytes + 4095) / 4096 * 4096;
@@ -366,7 +346,7 @@ int main(int argc, char **argv) {
           }
       }
       for (int rep = 0; rep < reps; rep++) {
-        fprintf(stderr, "\r%-4s %-12s sample %d/%d   ", kFmtName[fmt], s.name, rep + 1, reps);
+        fprintf(stderr, "\r%-4s %-12s sample %d/%d   ", gb::format_name(fmt), s.name, rep + 1, reps);
         for (Cell &c : cells) sample(c, m);
       }
       for (size_t i = 0; i < cells.size(); i++) {
@@ -415,7 +395,7 @@ int main(int argc, char **argv) {
   for (const Row &r : rows) {
     char vg[16] = "-";
     if (r.vs_generic > 0) snprintf(vg, sizeof vg, "%.2f", r.vs_generic);
-    printf("| %s | %s | %s | %.3f | %u%s | %s | %zu | %.4f | %.2f | %.1f%% | %s |\n", r.kernel.c_str(), kFmtName[r.fmt],
+    printf("| %s | %s | %s | %.3f | %u%s | %s | %zu | %.4f | %.2f | %.1f%% | %s |\n", r.kernel.c_str(), gb::format_name(r.fmt),
            r.shape.c_str(), (double)r.bytes / (1 << 20), r.threads, r.threads_used != r.threads ? "*" : "", r.cold ? "cold" : "hot",
            r.copies, r.ms, r.gbps, r.pct_bw, vg);
   }
@@ -454,7 +434,7 @@ int main(int argc, char **argv) {
               "\"threads_used\": %u, \"mode\": \"%s\", \"ms\": %.6f, \"gbps\": %.4f, \"pct_bw\": %.3f, \"bw_gbps\": %.4f, "
               "\"weight_bytes\": %zu, \"copies\": %zu, \"working_set_mib\": %.1f, \"vs_generic\": %.4f, \"llc_mib\": %zu, "
               "\"quick\": %s}%s\n",
-              gbbench::json_str(r.kernel).c_str(), gbbench::json_str(r.isa).c_str(), kFmtName[r.fmt],
+              gbbench::json_str(r.kernel).c_str(), gbbench::json_str(r.isa).c_str(), gb::format_name(r.fmt),
               gbbench::json_str(r.shape).c_str(), r.k, r.n, r.threads, r.threads_used, r.cold ? "cold" : "hot", r.ms, r.gbps,
               r.pct_bw, r.bw_gbps, r.bytes, r.copies, (double)r.copies * r.bytes / (1 << 20), r.vs_generic, llc >> 20,
               quick ? "true" : "false", i + 1 < rows.size() ? "," : "");

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels.h"  // the layout facts (block sizes, format ids) the kernels define
+#include "formats.h"  // the formats the kernels define (ids, block sizes, names: arch/formats.inc)
 
 namespace gb {
 
@@ -170,14 +170,12 @@ constexpr uint32_t kFmtQ4KR16 = GB_FMT_Q4KR16;
 constexpr uint32_t kFmtQ6KR16 = GB_FMT_Q6KR16;
 constexpr uint32_t kRows16 = GB_Q4R16_ROWS;
 static_assert(GB_Q4R16_ROWS == 16, "one 16-row group size for every interleaved format (krows16.h)");
-// The id a file stores with kLayoutRows16 for each memory-only id, and back.
-inline uint32_t file_format(uint32_t fmt) {
-  return fmt == kFmtQ4R16 ? (uint32_t)kFmtQ4 : fmt == kFmtQ4KR16 ? (uint32_t)kFmtQ4K : fmt == kFmtQ6KR16 ? (uint32_t)kFmtQ6K : fmt;
-}
-inline uint32_t rows16_format(uint32_t fmt) {
-  return fmt == kFmtQ4 ? kFmtQ4R16 : fmt == kFmtQ4K ? kFmtQ4KR16 : fmt == kFmtQ6K ? kFmtQ6KR16 : kFmtCount;
-}
-inline bool is_memory_only_format(uint32_t fmt) { return fmt == kFmtQ4R16 || fmt == kFmtQ4KR16 || fmt == kFmtQ6KR16; }
+// The id a file stores with kLayoutRows16 for each memory-only id, and back
+// (kFmtCount: the format has no 16-row variant).
+inline uint32_t file_format(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].file : fmt; }
+inline uint32_t rows16_format(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].rows16 : kFmtCount; }
+inline bool is_memory_only_format(uint32_t fmt) { return file_format(fmt) != fmt; }
+static_assert((uint32_t)GB_FMT_NONE == (uint32_t)kFmtCount, "rows16_format's none");
 
 // Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).
 // q4 block: u16 fp16 scale d, u8 qs[16]; weight j (0..15) = d * ((qs[j] & 15) - 8),
@@ -191,22 +189,12 @@ static_assert(kQ4BlockBytes == 2 + kBlock / 2 && kQ8BlockBytes == 2 + kBlock, "b
 
 // Weights per block and bytes per block of a format (f32 / f16: 1 and 4 / 2);
 // 0 for an id that is no format.
-inline uint32_t format_block(uint32_t fmt) {
-  if ((fmt >= kFmtQ2K && fmt <= kFmtQ6K) || fmt == kFmtQ4KR16 || fmt == kFmtQ6KR16) return GB_QK_K;
-  return fmt == kFmtF32 || fmt == kFmtF16 ? 1 : fmt < kFmtCount ? kBlock : 0;
-}
-inline uint32_t format_block_bytes(uint32_t fmt) {
-  static const uint8_t b[kFmtCount] = {4, 2, GB_Q8_BLOCK_BYTES, GB_Q4_BLOCK_BYTES, GB_Q4_BLOCK_BYTES,
-                                       GB_Q4_1_BLOCK_BYTES, GB_Q5_0_BLOCK_BYTES, GB_Q5_1_BLOCK_BYTES,
-                                       GB_IQ4NL_BLOCK_BYTES, GB_Q2K_BLOCK_BYTES, GB_Q3K_BLOCK_BYTES,
-                                       GB_Q4K_BLOCK_BYTES, GB_Q5K_BLOCK_BYTES, GB_Q6K_BLOCK_BYTES,
-                                       GB_Q4K_BLOCK_BYTES, GB_Q6K_BLOCK_BYTES};
-  return fmt < kFmtCount ? b[fmt] : 0;
-}
+inline uint32_t format_block(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].weights : 0; }
+inline uint32_t format_block_bytes(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].bytes : 0; }
 // Formats whose kernels take quantized activations (gb_q8x_block).
-inline bool is_block_format(uint32_t fmt) { return fmt != kFmtF32 && fmt != kFmtF16 && fmt < kFmtCount; }
+inline bool is_block_format(uint32_t fmt) { return fmt < kFmtCount && kFormats[fmt].act; }
 // GGUF's own formats (no quantizer here: they are only ever copied).
-inline bool is_gguf_format(uint32_t fmt) { return fmt >= kFmtQ4_1 && fmt < kFmtCount; }
+inline bool is_gguf_format(uint32_t fmt) { return fmt < kFmtCount && kFormats[fmt].gguf; }
 // Whether a row of `cols` weights is whole blocks of the format: q8 / q4 pad
 // the last block with zeros, the GGUF formats hold whole blocks only.
 inline bool format_fits(uint32_t fmt, uint64_t cols) { return !is_gguf_format(fmt) || cols % format_block(fmt) == 0; }
@@ -220,12 +208,7 @@ inline uint64_t row_bytes(uint32_t fmt, uint64_t cols) {
 }
 
 // The format's name as tools print it ("q4k", ...); "?" for another id.
-inline const char *format_name(uint32_t fmt) {
-  static const char *const n[kFmtCount] = {"f32",   "f16", "q8",  "q4",  "q4r16", "q4_1", "q5_0",
-                                           "q5_1", "iq4nl", "q2k", "q3k", "q4k",   "q5k",  "q6k",
-                                           "q4kr16", "q6kr16"};
-  return fmt < kFmtCount ? n[fmt] : "?";
-}
+inline const char *format_name(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].name : "?"; }
 
 // Managed matrices per layer, in the order they are written to a gear section.
 constexpr uint32_t kLayerMatrices[7] = {kWq, kWk, kWv, kWo, kW1, kW2, kW3};

@@ -70,25 +70,12 @@ void quantize_row(uint32_t fmt, uint8_t *out, const float *x, size_t cols) {
 }
 
 void dequantize_row(uint32_t fmt, float *out, const uint8_t *row, size_t cols) {
-  for (size_t c = 0; c < cols; c++) {
-    switch (fmt) {
-      case kFmtF32: out[c] = ld_f32(row + 4 * c); break;
-      case kFmtF16: out[c] = f16_to_f32(ld_u16(row + 2 * c)); break;
-      case kFmtQ8: {
-        const uint8_t *blk = row + (c / 32) * kQ8BlockBytes;
-        out[c] = f16_to_f32(ld_u16(blk)) * (float)(int8_t)blk[2 + c % 32];
-        break;
-      }
-      case kFmtQ4: {
-        const uint8_t *blk = row + (c / 32) * kQ4BlockBytes;
-        const size_t j = c % 32;
-        const int q = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
-        out[c] = f16_to_f32(ld_u16(blk)) * (float)(q - 8);
-        break;
-      }
-      default: out[c] = 0.0f;
-    }
+  const FormatInfo *f = format_info(fmt);
+  if (f && !is_memory_only_format(fmt)) {
+    f->to_f32(out, row, 0, 1, cols);  // rows [0, 1) of the matrix at row
+    return;
   }
+  for (size_t c = 0; c < cols; c++) out[c] = 0.0f;
 }
 
 // Group g of 16 rows, block b: 16 scales, then for k = 0..3 the 4-byte

@@ -17,7 +17,9 @@ void quantize_row_q8(uint8_t *out, const float *x, size_t cols);
 void quantize_row_f16(uint8_t *out, const float *x, size_t cols);
 // Dispatch by WeightFormat (kFmtF32 copies).
 void quantize_row(uint32_t fmt, uint8_t *out, const float *x, size_t cols);
-// Expand a stored row back to floats (portable, for converters and tests).
+// Expand a stored row of a row-major format back to floats: the format's
+// one decoder (arch/formats.h), bit-exact with ggml's for GGUF's formats.
+// A 16-row id (no row on its own) or an unknown one gives zeros.
 void dequantize_row(uint32_t fmt, float *out, const uint8_t *row, size_t cols);
 // q4 rows (row-major, `rows` a multiple of 16) to the 16-row interleaved
 // layout kLayoutRows16 (arch/kernels.h), and back. Same byte count; out and

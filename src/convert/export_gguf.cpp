@@ -70,23 +70,12 @@ struct Out {
   uint64_t nbytes = 0, offset = 0;
 };
 
+// GGUF's type of a format (a 16-row one: of its row-major bytes).
 gb_status ggml_type_of(uint32_t fmt, uint32_t *out) {
-  switch (fmt) {
-    case kFmtF32: *out = kGgmlF32; return GB_OK;
-    case kFmtF16: *out = kGgmlF16; return GB_OK;
-    case kFmtQ8: *out = kGgmlQ8_0; return GB_OK;
-    case kFmtQ4: case kFmtQ4R16: *out = kGgmlQ4_0; return GB_OK;
-    case kFmtQ4_1: *out = kGgmlQ4_1; return GB_OK;
-    case kFmtQ5_0: *out = kGgmlQ5_0; return GB_OK;
-    case kFmtQ5_1: *out = kGgmlQ5_1; return GB_OK;
-    case kFmtIq4nl: *out = kGgmlIQ4_NL; return GB_OK;
-    case kFmtQ2K: *out = kGgmlQ2_K; return GB_OK;
-    case kFmtQ3K: *out = kGgmlQ3_K; return GB_OK;
-    case kFmtQ4K: case kFmtQ4KR16: *out = kGgmlQ4_K; return GB_OK;
-    case kFmtQ5K: *out = kGgmlQ5_K; return GB_OK;
-    case kFmtQ6K: case kFmtQ6KR16: *out = kGgmlQ6_K; return GB_OK;
-    default: return GB_ERR_UNSUPPORTED_TYPE;
-  }
+  const FormatInfo *f = format_info(file_format(fmt));
+  if (!f || f->ggml == GB_GGML_NONE) return GB_ERR_UNSUPPORTED_TYPE;
+  *out = f->ggml;
+  return GB_OK;
 }
 
 // A matrix's bytes in plain rows (16-row interleaved ones put back).

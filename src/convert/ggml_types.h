@@ -1,12 +1,15 @@
-// ggml_types.h — the tensor types of GGUF files (ggml's type ids, block
-// geometry) and their dequantization to f32. The block layouts are those of
-// the GGUF format as written by llama.cpp's quantizer; the dequantized values
-// equal ggml's own to_float bit for bit (tests/test_gguf_fixtures.cpp checks
-// every type against values computed by llama.cpp's gguf-py).
+// ggml_types.h — the tensor types of GGUF files: ggml's type ids and names,
+// and the types this reader decodes to f32. Every such type but BF16 is one
+// of our weight formats byte for byte (arch/formats.inc gives its GGUF type
+// id, block geometry and decoder, which equals ggml's to_float bit for bit:
+// tests/test_gguf_fixtures.cpp checks every type against values computed by
+// llama.cpp's gguf-py).
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <string>
 
 namespace gb {
 
@@ -30,8 +33,9 @@ inline bool ggml_type_supported(uint32_t type) { return ggml_block(type).block !
 // ggml's name of a type id ("Q4_K", "BF16", ... "unknown").
 const char *ggml_type_name(uint32_t type);
 
-// The names of the types ggml_dequantize_row decodes, comma separated.
-const char *ggml_supported_type_names();
+// The names of the types ggml_dequantize_row decodes, comma separated, in
+// type id order.
+std::string ggml_supported_type_names();
 
 // Bytes of a row of `cols` values; false when the type is not supported or
 // cols is not a multiple of its block.

@@ -52,26 +52,13 @@ class GgufSource : public TensorSource {
     return GB_OK;
   }
 
-  // Every GGUF type but BF16 is one of our formats byte for byte.
+  // Every GGUF type but BF16 is one of our formats byte for byte (the
+  // format table's GGUF type ids); kFmtCount for BF16.
   uint32_t stored_format(uint32_t kind, uint32_t layer) const override {
     const GgufTensor *t = map_[slot(kind, layer)];
     if (!t) return kFmtCount;  // linear RoPE scaling: made up, not stored
-    switch (t->type) {
-      case kGgmlF32: return kFmtF32;
-      case kGgmlF16: return kFmtF16;
-      case kGgmlQ8_0: return kFmtQ8;
-      case kGgmlQ4_0: return kFmtQ4;
-      case kGgmlQ4_1: return kFmtQ4_1;
-      case kGgmlQ5_0: return kFmtQ5_0;
-      case kGgmlQ5_1: return kFmtQ5_1;
-      case kGgmlIQ4_NL: return kFmtIq4nl;
-      case kGgmlQ2_K: return kFmtQ2K;
-      case kGgmlQ3_K: return kFmtQ3K;
-      case kGgmlQ4_K: return kFmtQ4K;
-      case kGgmlQ5_K: return kFmtQ5K;
-      case kGgmlQ6_K: return kFmtQ6K;
-      default: return kFmtCount;
-    }
+    static_assert((uint32_t)GB_FMT_NONE == (uint32_t)kFmtCount, "format_of_ggml's none");
+    return format_of_ggml(t->type);
   }
 
   gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) override {
@@ -270,7 +257,7 @@ gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModel
   GB_RETURN_IF(!t, log, GB_ERR_MISSING_TENSOR, "gguf: tensor '%s' is missing", name.c_str());
   uint64_t rb;
   GB_RETURN_IF(!ggml_type_supported(t->type), log, GB_ERR_UNSUPPORTED_TYPE, "gguf: tensor '%s' has type %s (%u); supported: %s",
-               name.c_str(), ggml_type_name(t->type), t->type, ggml_supported_type_names());
+               name.c_str(), ggml_type_name(t->type), t->type, ggml_supported_type_names().c_str());
   GB_RETURN_IF(!ggml_row_bytes(t->type, t->ne[0], &rb), log, GB_ERR_CORRUPT, "gguf: tensor '%s' has bad row size", name.c_str());
   uint32_t rows, cols;
   tensor_shape(d, kind, &rows, &cols);

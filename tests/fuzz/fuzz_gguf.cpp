@@ -27,6 +27,7 @@
 #include "bytes.h"
 #include "convert.h"
 #include "convert_util.h"
+#include "formats.h"
 #include "ggml_types.h"
 #include "gguf_parse.h"
 #include "quant.h"
@@ -108,20 +109,6 @@ struct Rng {
   }
 };
 
-// Where each block format keeps its fp16 scale (d) and, for the types with
-// one, its fp16 minimum (dmin / m): random bytes elsewhere are valid codes,
-// the scales are set to small finite values so the block decodes to finite
-// weights. {type, block bytes, d offset, dmin offset or -1}.
-struct BlockScales {
-  uint32_t type, bytes;
-  int d, dmin;
-};
-const BlockScales kScales[] = {
-    {gb::kGgmlQ4_1, 20, 0, 2},   {gb::kGgmlQ5_0, 22, 0, -1},   {gb::kGgmlQ5_1, 24, 0, 2},  {gb::kGgmlIQ4_NL, 18, 0, -1},
-    {gb::kGgmlQ2_K, 84, 80, 82}, {gb::kGgmlQ3_K, 110, 108, -1}, {gb::kGgmlQ4_K, 144, 0, 2}, {gb::kGgmlQ5_K, 176, 0, 2},
-    {gb::kGgmlQ6_K, 210, 208, -1},
-};
-
 // The rows x cols f32 values `f32` (a sample tensor) in ggml type `type`.
 std::vector<uint8_t> encode_as(uint32_t type, const std::vector<uint8_t> &f32, uint64_t rows, uint64_t cols, Rng &rng) {
   uint64_t rb = 0;
@@ -140,14 +127,16 @@ std::vector<uint8_t> encode_as(uint32_t type, const std::vector<uint8_t> &f32, u
         for (uint64_t c = 0; c < cols; c++) gb::st_u16(o + 2 * c, (uint16_t)(gb::ld_u32(&f32[(size_t)(4 * (r * cols + c))]) >> 16));
         break;
       default: {
-        const BlockScales *bs = nullptr;
-        for (const BlockScales &k : kScales)
-          if (k.type == type) bs = &k;
-        if (!bs || gb::ggml_block(type).bytes != bs->bytes) fuzz_fail("no block layout for a seed type");
+        // The other block formats: random bytes are valid codes; the fp16
+        // scale d and, where the format has one, the fp16 min (its offsets
+        // in the format table) are set to small finite values so that the
+        // block decodes to finite weights.
+        const gb::FormatInfo *f = gb::format_info(gb::format_of_ggml(type));
+        if (!f || f->d_at < 0) fuzz_fail("no block layout for a seed type");
         for (uint64_t i = 0; i < rb; i++) o[i] = rng.byte();
-        for (uint64_t at = 0; at < rb; at += bs->bytes) {
-          gb::st_u16(o + at + bs->d, 0x2000);                      // 2^-7
-          if (bs->dmin >= 0) gb::st_u16(o + at + bs->dmin, 0x1c00);  // 2^-8
+        for (uint64_t at = 0; at < rb; at += f->bytes) {
+          gb::st_u16(o + at + f->d_at, 0x2000);                    // 2^-7
+          if (f->m_at >= 0) gb::st_u16(o + at + f->m_at, 0x1c00);  // 2^-8
         }
       }
     }

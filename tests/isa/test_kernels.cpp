@@ -1,7 +1,8 @@
 // test_kernels.cpp — kernels against references. The generic kernels are
 // checked against a double-precision dequantize-then-dot reference (GGUF's
-// block formats: dequantized by the converter's ggml decoder, which their
-// rows_to_f32 must equal bit for bit); every other kernel in
+// block formats: dequantized by the converter's ggml decoder, the format
+// table's decoder, which tests/test_gguf_fixtures.cpp holds to ggml's values
+// bit for bit); every other kernel in
 // arch/kernels.inc is checked against the generic kernel of its slot on
 // random data (seed printed), with odd sizes, tails and canaries. The tests
 // run over every format id (GB_FMT_COUNT), so a new kernels.inc line is
@@ -36,10 +37,11 @@ struct Matrix {
   std::vector<uint8_t> bytes;  // + 64 canary bytes
 };
 
-// q4r16, q4kr16, q6kr16 (16-row interleaved) need whole groups of 16 rows.
+// q4r16, q4kr16, q6kr16 (16-row interleaved, the formats in memory only)
+// need whole groups of 16 rows.
 const size_t kRows16[] = {16, 32, 48, 64, 128};
-bool is_r16(uint32_t fmt) { return fmt == GB_FMT_Q4R16 || fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16; }
-bool is_kr16(uint32_t fmt) { return fmt == GB_FMT_Q4KR16 || fmt == GB_FMT_Q6KR16; }
+bool is_r16(uint32_t fmt) { return gb::is_memory_only_format(fmt); }
+bool is_kr16(uint32_t fmt) { return is_r16(fmt) && gb::is_gguf_format(fmt); }
 std::vector<size_t> rows_for(uint32_t fmt) {
   return is_r16(fmt) ? std::vector<size_t>(std::begin(kRows16), std::end(kRows16))
                      : std::vector<size_t>(std::begin(kRows), std::end(kRows));
@@ -49,50 +51,28 @@ std::vector<size_t> rows_for(uint32_t fmt) {
 size_t range_begin(uint32_t fmt, size_t rows) { return is_r16(fmt) ? 16 * ((rows / 3) / 16) : rows / 3; }
 size_t range_end(uint32_t fmt, size_t rows) { return is_r16(fmt) ? rows - 16 * ((rows / 4) / 16) : rows - rows / 4; }
 
-// GGUF's block formats: weights and bytes per block, ggml's type id (the
-// converter decodes it: the reference) and the byte offsets of the block's
-// f16 scales (d, and m / dmin where the format has one; -1: none).
-struct GgufFmt {
-  uint32_t fmt, weights, bytes, ggml;
-  int scale_at[2];
-};
-const GgufFmt kGguf[] = {
-    {GB_FMT_Q4_1, 32, GB_Q4_1_BLOCK_BYTES, gb::kGgmlQ4_1, {0, 2}},
-    {GB_FMT_Q5_0, 32, GB_Q5_0_BLOCK_BYTES, gb::kGgmlQ5_0, {0, -1}},
-    {GB_FMT_Q5_1, 32, GB_Q5_1_BLOCK_BYTES, gb::kGgmlQ5_1, {0, 2}},
-    {GB_FMT_IQ4NL, 32, GB_IQ4NL_BLOCK_BYTES, gb::kGgmlIQ4_NL, {0, -1}},
-    {GB_FMT_Q2K, GB_QK_K, GB_Q2K_BLOCK_BYTES, gb::kGgmlQ2_K, {80, 82}},
-    {GB_FMT_Q3K, GB_QK_K, GB_Q3K_BLOCK_BYTES, gb::kGgmlQ3_K, {108, -1}},
-    {GB_FMT_Q4K, GB_QK_K, GB_Q4K_BLOCK_BYTES, gb::kGgmlQ4_K, {0, 2}},
-    {GB_FMT_Q5K, GB_QK_K, GB_Q5K_BLOCK_BYTES, gb::kGgmlQ5_K, {0, 2}},
-    {GB_FMT_Q6K, GB_QK_K, GB_Q6K_BLOCK_BYTES, gb::kGgmlQ6_K, {208, -1}},
-};
-static_assert(sizeof kGguf / sizeof kGguf[0] == GB_FMT_Q6K + 1 - GB_FMT_Q4_1, "one kGguf entry per GGUF format id");
-// (the 16-row K layouts: their row-major format's entry)
-const GgufFmt *gguf(uint32_t fmt) {
-  fmt = gb_krows16::base_format(fmt);
-  for (const GgufFmt &g : kGguf)
-    if (g.fmt == fmt) return &g;
-  return nullptr;
+// GGUF's block formats: the format table's row (the 16-row K layouts: their
+// row-major format's row), whose GGUF type the converter decodes (the
+// reference); nullptr for another format.
+const gb::FormatInfo *gguf(uint32_t fmt) {
+  const gb::FormatInfo *f = gb::format_info(gb::file_format(fmt));
+  return f && f->gguf ? f : nullptr;
 }
 
 // Column counts a format is tested with: GGUF rows are whole blocks.
 std::vector<size_t> cols_for(uint32_t fmt) {
-  const GgufFmt *g = gguf(fmt);
+  const gb::FormatInfo *g = gguf(fmt);
   if (!g) return std::vector<size_t>(std::begin(kCols), std::end(kCols));
   if (g->weights == 32) return {32, 64, 96, 256, 512, 768};
   return {256, 512, 768, 1024};
 }
 
-size_t row_bytes_of(uint32_t fmt, size_t cols) {
-  const GgufFmt *g = gguf(fmt);
-  return g ? cols / g->weights * g->bytes : gb::row_bytes(fmt == GB_FMT_Q4R16 ? gb::kFmtQ4 : fmt, cols);
-}
+size_t row_bytes_of(uint32_t fmt, size_t cols) { return gb::row_bytes(fmt, cols); }
 
 // Random GGUF blocks: random code and scale bytes, finite f16 scales; every
 // fifth row and about one block in eight all zero. Scales are of a model's
 // magnitude, or (wide) any sign and exponent up to 2^6, subnormals included.
-void random_gguf_rows(const GgufFmt &g, uint8_t *out, size_t rows, size_t cols, bool wide, std::mt19937 &rng) {
+void random_gguf_rows(const gb::FormatInfo &g, uint8_t *out, size_t rows, size_t cols, bool wide, std::mt19937 &rng) {
   std::uniform_real_distribution<float> mag(g.weights == 32 ? 0.005f : 0.0005f, g.weights == 32 ? 0.1f : 0.01f);
   const size_t nb = rows * (cols / g.weights);
   for (size_t b = 0; b < nb; b++) {
@@ -102,7 +82,7 @@ void random_gguf_rows(const GgufFmt &g, uint8_t *out, size_t rows, size_t cols, 
       continue;
     }
     for (uint32_t i = 0; i < g.bytes; i++) blk[i] = (uint8_t)rng();
-    for (int at : g.scale_at) {
+    for (int at : {g.d_at, g.m_at}) {
       if (at < 0) continue;
       const uint32_t sign = rng() % 2 ? 0x8000u : 0u;
       const uint16_t h = wide ? (uint16_t)(sign | (rng() % 22) << 10 | (rng() & 0x3ff)) : (uint16_t)(sign | gb::f32_to_f16(mag(rng)));
@@ -115,10 +95,10 @@ void random_gguf_rows(const GgufFmt &g, uint8_t *out, size_t rows, size_t cols, 
 Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng, bool wide = false) {
   std::normal_distribution<float> nd(0.0f, 0.5f);
   Matrix m{fmt, rows, cols, {}};
-  const uint32_t qfmt = fmt == GB_FMT_Q4R16 ? gb::kFmtQ4 : fmt;
+  const uint32_t qfmt = gb::file_format(fmt);
   const size_t rb = row_bytes_of(qfmt, cols);
   m.bytes.assign(rows * rb + 64, kCanary);
-  if (const GgufFmt *g = gguf(fmt)) {
+  if (const gb::FormatInfo *g = gguf(fmt)) {
     random_gguf_rows(*g, m.bytes.data(), rows, cols, wide, rng);
     if (is_kr16(fmt)) {
       std::vector<uint8_t> rm(m.bytes.begin(), m.bytes.begin() + rows * rb);
@@ -142,7 +122,7 @@ Matrix make_matrix(uint32_t fmt, size_t rows, size_t cols, std::mt19937 &rng, bo
 // Row r of W as floats (any layout).
 void dequant_row(const Matrix &W, size_t r, float *out) {
   if (is_kr16(W.fmt)) {
-    const GgufFmt *g = gguf(W.fmt);
+    const gb::FormatInfo *g = gguf(W.fmt);
     const size_t rb = row_bytes_of(W.fmt, W.cols);
     std::vector<uint8_t> rm(W.rows * rb);
     gb_krows16::to_rows(rm.data(), W.bytes.data(), W.rows, W.cols, g->bytes);
@@ -157,7 +137,7 @@ void dequant_row(const Matrix &W, size_t r, float *out) {
     return;
   }
   const uint8_t *row = W.bytes.data() + r * row_bytes_of(W.fmt, W.cols);
-  if (const GgufFmt *g = gguf(W.fmt)) {
+  if (const gb::FormatInfo *g = gguf(W.fmt)) {
     gb::ggml_dequantize_row(g->ggml, row, out, W.cols);
     return;
   }
@@ -253,35 +233,38 @@ TEST(Kernels, GenericGemvMatchesDoubleReference) {
 }
 
 // The generic rows_to_f32 of every GGUF format equals the converter's ggml
-// decoder bit for bit (the same float operations in the same order), on
-// model-like and on wide-ranging scales, for row ranges anywhere in the
-// matrix; nothing past the range's output is written.
+// decoder bit for bit (the converter decodes one row at a time through the
+// format table's decoder: this checks that path, the block geometry it
+// reports and the generic kernel's row ranges), on model-like and on
+// wide-ranging scales, for row ranges anywhere in the matrix; nothing past
+// the range's output is written.
 TEST(Kernels, GenericGgufRowsEqualGgmlDecoderBitForBit) {
   gb_kernels generic;
   gb_kernels_select(&generic, GB_ISA_GENERIC);
-  for (const GgufFmt &g : kGguf) {
+  for (const gb::FormatInfo &g : gb::kFormats) {
+    if (!g.gguf || is_r16(g.id)) continue;  // GGUF's formats, row-major
     const gb::GgmlBlock gb_block = gb::ggml_block(g.ggml);
-    EXPECT_EQ(gb_block.block, g.weights) << "fmt " << g.fmt;
-    EXPECT_EQ(gb_block.bytes, g.bytes) << "fmt " << g.fmt;
-    const gb_rows_to_f32_fn row = generic.rows_to_f32[g.fmt];
-    ASSERT_NE(row, nullptr) << "fmt " << g.fmt;
-    std::mt19937 rng(seed_for("gguf_rows") + g.fmt);
+    EXPECT_EQ(gb_block.block, g.weights) << "fmt " << g.id;
+    EXPECT_EQ(gb_block.bytes, g.bytes) << "fmt " << g.id;
+    const gb_rows_to_f32_fn row = generic.rows_to_f32[g.id];
+    ASSERT_NE(row, nullptr) << "fmt " << g.id;
+    std::mt19937 rng(seed_for("gguf_rows") + g.id);
     for (bool wide : {false, true})
-      for (size_t cols : cols_for(g.fmt)) {
+      for (size_t cols : cols_for(g.id)) {
         const size_t rows = 7;
-        const Matrix W = make_matrix(g.fmt, rows, cols, rng, wide);
+        const Matrix W = make_matrix(g.id, rows, cols, rng, wide);
         std::vector<float> want(rows * cols);
         for (size_t r = 0; r < rows; r++)
-          gb::ggml_dequantize_row(g.ggml, W.bytes.data() + r * row_bytes_of(g.fmt, cols), &want[r * cols], cols);
+          gb::ggml_dequantize_row(g.ggml, W.bytes.data() + r * row_bytes_of(g.id, cols), &want[r * cols], cols);
         const size_t ranges[][2] = {{0, rows}, {2, 5}, {rows - 1, rows}, {3, 4}};
         for (const auto &range : ranges) {
           const size_t n = (range[1] - range[0]) * cols;
           std::vector<float> got(n + 8, 5.0f);
           row(got.data(), W.bytes.data(), range[0], range[1], cols);
           ASSERT_EQ(0, memcmp(got.data(), &want[range[0] * cols], n * sizeof(float)))
-              << "fmt " << g.fmt << " cols " << cols << (wide ? " wide scales" : "") << " rows " << range[0] << ".."
+              << "fmt " << g.id << " cols " << cols << (wide ? " wide scales" : "") << " rows " << range[0] << ".."
               << range[1];
-          for (size_t i = n; i < n + 8; i++) ASSERT_EQ(got[i], 5.0f) << "fmt " << g.fmt << " wrote past its rows";
+          for (size_t i = n; i < n + 8; i++) ASSERT_EQ(got[i], 5.0f) << "fmt " << g.id << " wrote past its rows";
         }
       }
   }
@@ -592,7 +575,7 @@ TEST(Kernels, KQuantRowsLongerThanAChunk) {
   const size_t cols = 130 * GB_QK_K;
   int tested = 0;
   for (const Entry &e : all_kernels()) {
-    const GgufFmt *g = gguf(e.fmt);
+    const gb::FormatInfo *g = gguf(e.fmt);
     if (e.op != 0 || !g || g->weights != GB_QK_K || (e.req & cpu) != e.req) continue;
     std::mt19937 rng(seed_for(e.name.c_str()));
     const size_t rows = is_r16(e.fmt) ? 32 : 5;
@@ -933,10 +916,10 @@ TEST(Kernels, Q4Rows16SpecialScalesEqualGenericBitForBit) {
 TEST(Kernels, KRows16GenericEqualsRowMajorBitForBit) {
   std::mt19937 rng(seed_for("krows16"));
   for (uint32_t fmt : {(uint32_t)GB_FMT_Q4KR16, (uint32_t)GB_FMT_Q6KR16}) {
-    const GgufFmt *g = gguf(fmt);
+    const gb::FormatInfo *g = gguf(fmt);
     gb_kernels generic;
     gb_kernels_select(&generic, GB_ISA_GENERIC);
-    const uint32_t base = gb_krows16::base_format(fmt);
+    const uint32_t base = gb::file_format(fmt);
     for (size_t cols : {256, 768, 1024})
       for (size_t rows : {16, 48}) {
         const Matrix R = make_matrix(fmt, rows, cols, rng);

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "avx2_common.h"
+#include "gguf_blocks.h"
 #include "kernels.h"
 
 namespace {
@@ -84,8 +85,8 @@ struct Iq4nl {
   static constexpr int kMinAt = -1, kOff = 0;
   static constexpr bool kSigned = true;
   static __m256i codes(const uint8_t *b) {
-    const __m256i grid = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                                          -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const __m256i grid =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb_gguf::kIq4nlGrid)));
     return _mm256_shuffle_epi8(grid, nibbles(b + 2));
   }
 };

@@ -6,8 +6,8 @@
 // (sub-block s: the low (s even) or high nibbles of bytes 32(s/2).. of the
 // nibbles, or 16 where bit s of the fifth-bit byte of the same weight is
 // set; the fifth-bit bytes shifted so that bit s lands on bit 4, then
-// masked) and its 6-bit scales and mins (unpacked with scalar shifts of the
-// three scale words, kernels.h), then dotted with every position's eight
+// masked) and its 6-bit scales and mins (scalar shifts of the three scale
+// words, gguf_blocks.h), then dotted with every position's eight
 // activation blocks: vpmaddubsw (pairs <= 2 * 31 * 128: exact in int16) and
 // vpmaddwd by ones, a vphaddd tree to the exact int32 isum of each
 // sub-block (lane s). Per lane, as gb_q5k_gemv__generic,
@@ -18,10 +18,10 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "avx2_common.h"
 #include "gemv_kquant.h"
+#include "gguf_blocks.h"
 #include "kernels.h"
 
 namespace {
@@ -55,13 +55,8 @@ __attribute__((always_inline)) inline void decode_pair(const uint8_t *blk, __m25
 }
 
 __attribute__((always_inline)) inline void decode(const uint8_t *blk, Decoded &u) {
-  uint32_t q[3];
-  memcpy(q, blk + 4, 12);
-  // Sub-blocks 0..3: low six bits of bytes 0..3 (scales) and 4..7 (mins);
-  // 4..7: a nibble of bytes 8..11 and the top two bits of bytes 0..3 / 4..7.
-  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, top = 0xc0c0c0c0u;
-  const uint64_t sc = (uint64_t)(q[0] & m6) | (uint64_t)((q[2] & m4) | ((q[0] & top) >> 2)) << 32;
-  const uint64_t mn = (uint64_t)(q[1] & m6) | (uint64_t)(((q[2] >> 4) & m4) | ((q[1] & top) >> 2)) << 32;
+  uint64_t sc, mn;  // byte s: sub-block s's scale / min
+  gb_gguf::scales_mins_k4(blk + 4, &sc, &mn);
   u.sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)));
   u.mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)));
   const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)(ld16(blk) | ld16(blk + 2) << 16)));

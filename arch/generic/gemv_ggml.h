@@ -1,7 +1,9 @@
-// Generic kernels of GGUF's block formats (q4_1, q5_0, q5_1, iq4nl and the
-// K-quants q2k..q6k; layouts in kernels.h). Every block is first unpacked to
-// one code per weight (int8, ggml element order) plus its scales as
-// integers; the nine formats then share two arithmetics:
+// What the generic kernels of GGUF's block formats share (q4_1, q5_0, q5_1,
+// iq4nl in gemv_blk32.cpp; the K-quants in gemv_q2k_q3k.cpp, gemv_q4k.cpp,
+// gemv_q5k.cpp, gemv_q6k.cpp; layouts in kernels.h). Every block is first
+// unpacked (F::unpack, the format's file) to one code per weight (int8, ggml
+// element order) plus its scales as integers; the nine formats then share
+// two arithmetics:
 //   32-weight blocks (one activation block each):
 //     isum = sum code * xq.qs                                 (exact int32)
 //     with a min (q4_1, q5_1: w = d*code + m):
@@ -19,14 +21,21 @@
 // For q4k / q5k, is1 = sc_s*isum_s and is2 = mn_s*xq.sum over the whole
 // activation block: SIMD kernels may form them either way. The |integers|
 // stay below 2^24, so (float)is is exact.
-// rows_to_f32 repeats the float operations of src/convert/ggml_types.cpp
-// (ggml's decoder) in the same order, so it is bit-exact with it:
+// rows_to_f32 is the formats' one decoder (formats.h: the converter decodes
+// GGUF tensors with it too). It forms ggml's float operations in ggml's
+// order, so it is bit-exact with ggml's dequantize_row_* (compiled with
+// -ffp-contract=off; tests/test_gguf_fixtures.cpp checks every type against
+// ggml's values):
 //   with a min: (float)code*d + m;   without: d*(float)code
 //   K: dl = d*(float)sc, ml = dmin*(float)mn, dl*(float)code - ml
 //      (without mins: dl*(float)code).
 // gemv is gemvm with one position, so the two are bit-identical by
 // construction; a row is done block by block, each block unpacked once.
+#ifndef GEARBX_ARCH_GENERIC_GEMV_GGML_H
+#define GEARBX_ARCH_GENERIC_GEMV_GGML_H
+
 #include "../f16.h"
+#include "../gguf_blocks.h"
 #include "../kernels.h"
 #include "../krows16.h"
 
@@ -56,64 +65,6 @@ struct Block32 {
   float d, m;    // m: 0 where the format has no min
 };
 
-// The 16 bytes of nibbles: low nibbles are weights 0..15, high 16..31.
-inline void nibbles32(const uint8_t *qs, int8_t *q) {
-  for (int j = 0; j < 16; j++) {
-    q[j] = (int8_t)(qs[j] & 15);
-    q[j + 16] = (int8_t)(qs[j] >> 4);
-  }
-}
-// q5_0 / q5_1: bit j of qh is weight j's fifth bit.
-inline void fifth_bits32(uint32_t qh, int8_t *q) {
-  for (int j = 0; j < 32; j++) q[j] = (int8_t)(q[j] | (((qh >> j) & 1) << 4));
-}
-
-struct Q4_1 {
-  using Block = Block32;
-  static constexpr size_t kBytes = GB_Q4_1_BLOCK_BYTES;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t *b, Block32 *u) {
-    u->d = ld_f16(b);
-    u->m = ld_f16(b + 2);
-    nibbles32(b + 4, u->q);
-  }
-};
-struct Q5_0 {
-  using Block = Block32;
-  static constexpr size_t kBytes = GB_Q5_0_BLOCK_BYTES;
-  static constexpr bool kMin = false;
-  static void unpack(const uint8_t *b, Block32 *u) {
-    u->d = ld_f16(b);
-    u->m = 0.0f;
-    nibbles32(b + 6, u->q);
-    fifth_bits32(ld_u32(b + 2), u->q);
-    for (int j = 0; j < 32; j++) u->q[j] = (int8_t)(u->q[j] - 16);
-  }
-};
-struct Q5_1 {
-  using Block = Block32;
-  static constexpr size_t kBytes = GB_Q5_1_BLOCK_BYTES;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t *b, Block32 *u) {
-    u->d = ld_f16(b);
-    u->m = ld_f16(b + 2);
-    nibbles32(b + 8, u->q);
-    fifth_bits32(ld_u32(b + 4), u->q);
-  }
-};
-const int8_t kIq4nlGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-struct Iq4nl {
-  using Block = Block32;
-  static constexpr size_t kBytes = GB_IQ4NL_BLOCK_BYTES;
-  static constexpr bool kMin = false;
-  static void unpack(const uint8_t *b, Block32 *u) {
-    u->d = ld_f16(b);
-    u->m = 0.0f;
-    nibbles32(b + 2, u->q);
-    for (int j = 0; j < 32; j++) u->q[j] = kIq4nlGrid[u->q[j]];
-  }
-};
-
 // The block's contribution to one position's sum (its one activation block).
 template <bool kMin>
 inline void accumulate(const Block32 &u, const gb_q8x_block *x, float *acc) {
@@ -139,71 +90,10 @@ struct Block256 {
   float d, dmin;
 };
 
-// Scale and min of 32-weight sub-block s (0..7) of q4k / q5k from the 12
-// scale bytes: six bits each, the high two of sub-blocks 4..7 in the top
-// bits of bytes 0..7.
-inline void scale_min_k4(int s, const uint8_t *q, Block256 *u) {
-  int32_t sc, mn;
-  if (s < 4) {
-    sc = q[s] & 63;
-    mn = q[s + 4] & 63;
-  } else {
-    sc = (q[s + 4] & 15) | ((q[s - 4] >> 6) << 4);
-    mn = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-  }
-  u->sc[2 * s] = u->sc[2 * s + 1] = sc;
-  u->mn[2 * s] = u->mn[2 * s + 1] = mn;
-}
-
 // The super-blocks' codes are unpacked per 32-weight group s = e / 32
 // (0..7), weight l = e % 32 of it.
-// q2k / q3k's two-bit fields: 128 weights per 32 bytes; group s takes bits
-// 2(s%4)..2(s%4)+1 of bytes 32(s/4)...
-inline void crumbs256(const uint8_t *qs, int8_t *q) {
-  for (int s = 0; s < 8; s++)
-    for (int l = 0; l < 32; l++) q[32 * s + l] = (int8_t)((qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3);
-}
-
-struct Q2K {
-  using Block = Block256;
-  static constexpr size_t kBytes = GB_Q2K_BLOCK_BYTES;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t *b, Block256 *u) {
-    for (int t = 0; t < 16; t++) {
-      u->sc[t] = b[t] & 15;
-      u->mn[t] = b[t] >> 4;
-    }
-    crumbs256(b + 16, u->q);
-    u->d = ld_f16(b + 80);
-    u->dmin = ld_f16(b + 82);
-  }
-};
-struct Q3K {
-  using Block = Block256;
-  static constexpr size_t kBytes = GB_Q3K_BLOCK_BYTES;
-  static constexpr bool kMin = false;
-  static void unpack(const uint8_t *b, Block256 *u) {
-    const uint8_t *hm = b, *sc = b + 96;
-    // Scale t: low four bits nibble t of bytes 0..7 (0..7 low nibbles, 8..15
-    // high), high two bits from byte 8 + t % 4, bits 2(t/4)..; minus 32.
-    for (int t = 0; t < 16; t++) {
-      const int lo = t < 8 ? (sc[t] & 15) : (sc[t - 8] >> 4);
-      const int hi = (sc[8 + (t & 3)] >> (2 * (t >> 2))) & 3;
-      u->sc[t] = (lo | (hi << 4)) - 32;
-      u->mn[t] = 0;
-    }
-    // Third bit of weight l of group s: bit s of hmask[l]; a clear bit
-    // subtracts 4.
-    crumbs256(b + 32, u->q);
-    for (int s = 0; s < 8; s++)
-      for (int l = 0; l < 32; l++) u->q[32 * s + l] = (int8_t)(u->q[32 * s + l] - ((hm[l] >> s) & 1 ? 0 : 4));
-    u->d = ld_f16(b + 108);
-    u->dmin = 0.0f;
-  }
-};
 // q4k / q5k: 64 weights per 32 bytes of nibbles; group s takes the low (s
-// even) or high nibbles of bytes 32(s/2)..; q5k's fifth bit of weight l of
-// group s is bit s of qh[l].
+// even) or high nibbles of bytes 32(s/2)..
 inline void nibbles256(const uint8_t *qs, int8_t *q) {
   for (int s = 0; s < 8; s++)
     for (int l = 0; l < 32; l++) {
@@ -211,55 +101,15 @@ inline void nibbles256(const uint8_t *qs, int8_t *q) {
       q[32 * s + l] = (int8_t)(s % 2 ? v >> 4 : v & 15);
     }
 }
-struct Q4K {
-  using Block = Block256;
-  static constexpr size_t kBytes = GB_Q4K_BLOCK_BYTES;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t *b, Block256 *u) {
-    u->d = ld_f16(b);
-    u->dmin = ld_f16(b + 2);
-    for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
-    nibbles256(b + 16, u->q);
-  }
-};
-struct Q5K {
-  using Block = Block256;
-  static constexpr size_t kBytes = GB_Q5K_BLOCK_BYTES;
-  static constexpr bool kMin = true;
-  static void unpack(const uint8_t *b, Block256 *u) {
-    u->d = ld_f16(b);
-    u->dmin = ld_f16(b + 2);
-    for (int s = 0; s < 8; s++) scale_min_k4(s, b + 4, u);
-    const uint8_t *qh = b + 16;
-    nibbles256(b + 48, u->q);
-    for (int s = 0; s < 8; s++)
-      for (int l = 0; l < 32; l++) u->q[32 * s + l] = (int8_t)(u->q[32 * s + l] | (((qh[l] >> s) & 1) << 4));
-  }
-};
-struct Q6K {
-  using Block = Block256;
-  static constexpr size_t kBytes = GB_Q6K_BLOCK_BYTES;
-  static constexpr bool kMin = false;
-  static void unpack(const uint8_t *b, Block256 *u) {
-    // Per 128-weight half n = s/4: ql bytes 64n.., qh bytes 128 + 32n..;
-    // group g = s%4 of the half takes the low (g < 2) or high nibbles of
-    // ql[64n + 32(g%2) + l] and bits 2g..2g+1 of qh[32n + l]; minus 32.
-    for (int s = 0; s < 8; s++) {
-      const int n = s / 4, g = s % 4;
-      const uint8_t *ql = b + 64 * n + 32 * (g % 2), *qh = b + 128 + 32 * n;
-      for (int l = 0; l < 32; l++) {
-        const int lo = g < 2 ? ql[l] & 15 : ql[l] >> 4;
-        u->q[32 * s + l] = (int8_t)((lo | (((qh[l] >> (2 * g)) & 3) << 4)) - 32);
-      }
-    }
-    for (int t = 0; t < 16; t++) {
-      u->sc[t] = (int8_t)b[192 + t];
-      u->mn[t] = 0;
-    }
-    u->d = ld_f16(b + 208);
-    u->dmin = 0.0f;
-  }
-};
+
+// q4k / q5k: the scale and min of 32-weight sub-block s (0..7), from the
+// 12 scale bytes q, as those of both of its 16-weight halves.
+inline void set_scale_min_k4(int s, const uint8_t *q, Block256 *u) {
+  uint8_t sc, mn;
+  gb_gguf::scale_min_k4(s, q, &sc, &mn);
+  u->sc[2 * s] = u->sc[2 * s + 1] = sc;
+  u->mn[2 * s] = u->mn[2 * s + 1] = mn;
+}
 
 template <bool kMin>
 inline void accumulate(const Block256 &u, const gb_q8x_block *x, float *acc) {
@@ -284,6 +134,8 @@ inline void expand(const Block256 &u, float *out) {
 }
 
 // ---- the drivers -------------------------------------------------------------------
+// A format F gives: using Block (Block32 or Block256); kBytes (per block);
+// kMin (whether it has mins); static void unpack(const uint8_t *, Block *).
 // Block b of row r: in place (row-major), or gathered out of its 16-row
 // group into `buf` (q4kr16 / q6kr16, arch/krows16.h). Everything after the
 // fetch is the same, in the same order, so the 16-row kernels are
@@ -332,6 +184,8 @@ void rows_to_f32(float *out, const uint8_t *W, size_t row_begin, size_t row_end,
 
 }  // namespace
 
+// The three entry points of format `fmt` (kernels.inc) on format type F,
+// row-major or (R16) in the 16-row layout.
 #define GB_GGML_GENERIC(fmt, F, R16)                                                                                \
   extern "C" void gb_##fmt##_gemv__generic(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,      \
                                            size_t row_begin, size_t row_end, size_t cols) {                        \
@@ -347,14 +201,4 @@ void rows_to_f32(float *out, const uint8_t *W, size_t row_begin, size_t row_end,
     rows_to_f32<F, R16>(out, W, row_begin, row_end, cols);                                                       \
   }
 
-GB_GGML_GENERIC(q4_1, Q4_1, false)
-GB_GGML_GENERIC(q5_0, Q5_0, false)
-GB_GGML_GENERIC(q5_1, Q5_1, false)
-GB_GGML_GENERIC(iq4nl, Iq4nl, false)
-GB_GGML_GENERIC(q2k, Q2K, false)
-GB_GGML_GENERIC(q3k, Q3K, false)
-GB_GGML_GENERIC(q4k, Q4K, false)
-GB_GGML_GENERIC(q5k, Q5K, false)
-GB_GGML_GENERIC(q6k, Q6K, false)
-GB_GGML_GENERIC(q4kr16, Q4K, true)
-GB_GGML_GENERIC(q6kr16, Q6K, true)
+#endif  // GEARBX_ARCH_GENERIC_GEMV_GGML_H
