@@ -232,13 +232,13 @@ TEST(Kernels, GenericGemvMatchesDoubleReference) {
   }
 }
 
-// The generic rows_to_f32 of every GGUF format equals the converter's ggml
-// decoder bit for bit (the converter decodes one row at a time through the
-// format table's decoder: this checks that path, the block geometry it
-// reports and the generic kernel's row ranges), on model-like and on
-// wide-ranging scales, for row ranges anywhere in the matrix; nothing past
-// the range's output is written.
-TEST(Kernels, GenericGgufRowsEqualGgmlDecoderBitForBit) {
+// The generic rows_to_f32 of every GGUF format, asked for any range of rows,
+// gives those rows of the converter's one-row-at-a-time decoding bit for
+// bit, with the block geometry the converter's GGUF type table reports, on
+// model-like and on wide-ranging scales; nothing past the range's output is
+// written. (That the decoder equals ggml's, value for value, is checked
+// against gguf-py's dequantized values in test_gguf_fixtures.cpp.)
+TEST(Kernels, GenericGgufRowRangesEqualWholeRowDecoding) {
   gb_kernels generic;
   gb_kernels_select(&generic, GB_ISA_GENERIC);
   for (const gb::FormatInfo &g : gb::kFormats) {
