@@ -66,10 +66,10 @@ enum SectionKind : uint32_t {
 // +152 u32 quantized_source (1: converted from already quantized weights)
 // +156 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
-// Architectures: one decoder (RMSNorm, attention with RoPE, SwiGLU FFN); they
-// differ in which optional tensors they carry (qwen2: Q/K/V biases) and the
-// RoPE pairing, both recorded in the file, so the id is informational.
-enum Arch : uint32_t { kArchLlama = 1, kArchQwen2 = 2, kArchMax = 2 };
+// arch: an id of the architecture table (src/models/, arch_by_id), which
+// also gives the first file version that may hold it. The differences the
+// forward pass needs (optional tensors, the RoPE pairing) are recorded in
+// the file itself.
 enum SourceKind : uint32_t { kSourceLlama2c = 1, kSourceGguf = 2, kSourceSynthetic = 3 };
 
 // ---- VOCAB section (kind 2) -----------------------------------------------

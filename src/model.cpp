@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "bytes.h"
 #include "crc32.h"
+#include "models/arch.h"
 
 namespace gb {
 namespace {
@@ -94,7 +95,8 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
   GB_RETURN_IF(size < kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META section is %llu bytes (need %u)", (unsigned long long)size, kMetaBytes);
   GB_RETURN_IF(ld_u32(p) != kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META size field %u", ld_u32(p));
   m->arch = ld_u32(p + 4);
-  GB_RETURN_IF(m->arch == 0 || m->arch > kArchMax || (m->version < 2 && m->arch != kArchLlama), log, GB_ERR_UNSUPPORTED_TYPE,
+  const ArchDef *arch = arch_by_id(m->arch);
+  GB_RETURN_IF(!arch || m->version < arch->min_gbx_version, log, GB_ERR_UNSUPPORTED_TYPE,
                "gbx: architecture %u not supported in a version %u file", m->arch, m->version);
   m->dim = ld_u32(p + 8);
   m->hidden_dim = ld_u32(p + 12);

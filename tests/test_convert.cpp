@@ -17,6 +17,7 @@
 #include "convert.h"
 #include "crc32.h"
 #include "format.h"
+#include "models/arch.h"
 #include "gearbx_convert.h"
 #include "quant.h"
 #include "sample_files.h"
@@ -190,7 +191,7 @@ TEST(Convert, MetaAndDirectoryFollowTheFormat) {
   ASSERT_NO_FATAL_FAILURE(load(l2c_out(), &g));
   const uint8_t *m = g.meta();
   EXPECT_EQ(ld_u32(m), kMetaBytes);
-  EXPECT_EQ(ld_u32(m + 4), kArchLlama);
+  EXPECT_EQ(ld_u32(m + 4), gb::arch_by_name("llama")->id);
   const uint32_t want[] = {64, 172, 5, 8, 4, 8, 512, 512, 0, 8};  // dim .. rope_dim
   for (int i = 0; i < 10; i++) EXPECT_EQ(ld_u32(m + 8 + 4 * i), want[i]) << "META field " << i;
   EXPECT_FLOAT_EQ(ld_f32(m + 48), 10000.0f);

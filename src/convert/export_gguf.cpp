@@ -14,6 +14,7 @@
 #include "bytes.h"
 #include "convert.h"
 #include "convert_util.h"
+#include "models/arch.h"
 #include "ggml_types.h"
 #include "krows16.h"
 #include "model.h"
@@ -183,11 +184,10 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   const uint32_t g = tier < 0 ? mt.default_gear : (uint32_t)tier;
   GB_RETURN_IF(g >= GB_GEAR_COUNT || !(m->gears >> g & 1), log, GB_ERR_UNAVAILABLE, "export: '%s' has no %s tier", gbx_path,
                g < GB_GEAR_COUNT ? gb_gear_name((gb_gear)g) : "such");
-  const bool qwen2 = mt.arch == kArchQwen2;
-  GB_RETURN_IF(mt.rope_type != (qwen2 ? (uint32_t)GB_ROPE_NEOX : (uint32_t)GB_ROPE_ADJACENT), log, GB_ERR_UNSUPPORTED_TYPE,
-               "export: %s RoPE pairing in a %s model has no GGUF spelling", mt.rope_type == GB_ROPE_NEOX ? "NeoX" : "adjacent",
-               qwen2 ? "qwen2" : "llama");
-  const std::string arch = qwen2 ? "qwen2" : "llama";
+  const ArchDef *ad = arch_by_id(mt.arch);  // the model opened: a known architecture
+  GB_RETURN_IF(mt.rope_type != ad->rope_type, log, GB_ERR_UNSUPPORTED_TYPE, "export: %s RoPE pairing in a %s model has no GGUF spelling",
+               mt.rope_type == GB_ROPE_NEOX ? "NeoX" : "adjacent", ad->name);
+  const std::string arch = ad->name;
 
   // Tensors, in the order llama.cpp's converters write them.
   std::vector<Out> ts;

@@ -27,7 +27,7 @@ struct GbxModelDesc {
   int32_t bos_id = 1, eos_id = 2, unk_id = 0, pad_id = -1;
   uint32_t shared_classifier = 0;
   uint32_t source = 0;  // SourceKind
-  uint32_t arch = 1;    // Arch (kArchLlama)
+  uint32_t arch = 1;    // the architecture table's id (src/models/; 1: llama)
   bool qkv_bias = false;    // the source has kBiasQ/K/V for every layer
   bool rope_freqs = false;  // the source has kRopeFreqs
   std::string name;     // truncated to 63 bytes in the file

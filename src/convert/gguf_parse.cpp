@@ -5,6 +5,8 @@
 // the converter allocate more than the file's own size.
 #include "gguf_parse.h"
 
+#include "models/arch.h"
+
 #include <string.h>
 
 #include <algorithm>
@@ -165,8 +167,11 @@ gb_status Parser::scalar(uint32_t type, GgufValue *v, const char *key) {
   return GB_OK;
 }
 
+// general.*, tokenizer.ggml.* and the keys of every architecture gearbx runs.
 bool kept_prefix(const std::string &k) {
-  return k.compare(0, 8, "general.") == 0 || k.compare(0, 6, "llama.") == 0 || k.compare(0, 6, "qwen2.") == 0 || k.compare(0, 15, "tokenizer.ggml.") == 0;
+  if (k.compare(0, 8, "general.") == 0 || k.compare(0, 15, "tokenizer.ggml.") == 0) return true;
+  const size_t dot = k.find('.');
+  return dot != std::string::npos && arch_by_name(k.substr(0, dot).c_str()) != nullptr;
 }
 
 gb_status Parser::kv_pair(std::set<std::string> *seen) {

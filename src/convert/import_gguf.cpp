@@ -1,5 +1,6 @@
-// import_gguf.cpp — GGUF "llama" / "qwen2" models to .gbx: hyper-parameters
-// and the vocabulary from the metadata, tensors by their llama.cpp names.
+// import_gguf.cpp — GGUF models of the architectures of src/models/ to .gbx:
+// hyper-parameters (the architecture table's readers) and the vocabulary
+// from the metadata, tensors by their llama.cpp names.
 // Every GGUF type but BF16 is one of our weight formats byte for byte (Q4_0
 // and Q8_0 are our q4 / q8; the others are kept as they are), so a quantized
 // file's tensors pass unchanged into the tier of its own formats; any other
@@ -14,6 +15,7 @@
 #include "convert_util.h"
 #include "gbx_writer.h"
 #include "gguf_parse.h"
+#include "models/arch.h"
 #include "quant.h"
 #include "tok/tokdata.h"
 #include "tokdata_gguf.h"
@@ -113,17 +115,6 @@ gb_status get_u32(const GgufFile &g, const char *key, bool required, uint32_t de
   return GB_OK;
 }
 
-gb_status get_f32(const GgufFile &g, const char *key, float def, const Logger &log, float *out) {
-  const GgufValue *v = g.find(key);
-  if (!v) {
-    *out = def;
-    return GB_OK;
-  }
-  GB_RETURN_IF(!v->is_float, log, GB_ERR_CORRUPT, "gguf: key '%s' is not a float", key);
-  *out = (float)v->f;
-  return GB_OK;
-}
-
 // A special token id: absent -> def when it fits the vocabulary, else -1;
 // 0xFFFFFFFF / -1 -> -1 (what llama.cpp writes for "none").
 gb_status get_token_id(const GgufFile &g, const char *key, int32_t def, uint32_t vocab, const Logger &log, int32_t *out) {
@@ -149,52 +140,76 @@ std::string get_str(const GgufFile &g, const std::string &key) {
   return v && v->is_str ? v->s : std::string();
 }
 
-// Hyper-parameters from the `<arch>.*` keys. llama: adjacent-pair RoPE;
-// qwen2: NeoX RoPE (pairs i, i + rope_dim/2) and Q/K/V biases (bound below).
-// Returns the linear RoPE scaling factor in *rope_linear (0: none).
-gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxModelDesc *d, float *rope_linear) {
+// The metadata as the architecture table's readers see it.
+class Keys final : public GgufKeys {
+ public:
+  explicit Keys(const GgufFile &g) : g_(g) {}
+  bool u32(const char *key, uint32_t *out, gb_status *st) const override {
+    const GgufValue *v = g_.find(key);
+    if (!v) return false;
+    if (!v->is_int || v->big || v->i < 0 || v->i > 0xFFFFFFFFll) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    *out = (uint32_t)v->i;
+    return true;
+  }
+  bool f32(const char *key, float *out, gb_status *st) const override {
+    const GgufValue *v = g_.find(key);
+    if (!v) return false;
+    if (!v->is_float) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    *out = (float)v->f;
+    return true;
+  }
+  bool str(const char *key, char *out, size_t cap, gb_status *st) const override {
+    const GgufValue *v = g_.find(key);
+    if (!v) return false;
+    if (!v->is_str || v->s.size() >= cap) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    memcpy(out, v->s.c_str(), v->s.size() + 1);
+    return true;
+  }
+  bool has_tensor(const char *name) const override { return g_.tensor(name) != nullptr; }
+
+ private:
+  const GgufFile &g_;
+};
+
+// The architecture (the table of src/models/) and its hyper-parameters.
+gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxModelDesc *d, const ArchDef **arch_out,
+                    float *rope_linear) {
   const GgufValue *arch = g.find("general.architecture");
   GB_RETURN_IF(!arch || !arch->is_str, log, GB_ERR_CORRUPT, "gguf: general.architecture is missing");
-  GB_RETURN_IF(arch->s != "llama" && arch->s != "qwen2", log, GB_ERR_UNSUPPORTED_TYPE,
-               "gguf: architecture '%.64s' not supported (llama, qwen2)", arch->s.c_str());
-  const std::string a = arch->s + ".";
-  d->arch = arch->s == "qwen2" ? kArchQwen2 : kArchLlama;
-  GB_TRY(get_u32(g, (a + "embedding_length").c_str(), true, 0, log, &d->dim));
-  GB_TRY(get_u32(g, (a + "feed_forward_length").c_str(), true, 0, log, &d->hidden_dim));
-  GB_TRY(get_u32(g, (a + "block_count").c_str(), true, 0, log, &d->n_layers));
-  GB_TRY(get_u32(g, (a + "attention.head_count").c_str(), true, 0, log, &d->n_heads));
-  GB_TRY(get_u32(g, (a + "attention.head_count_kv").c_str(), false, d->n_heads, log, &d->n_kv_heads));
-  GB_TRY(get_u32(g, (a + "context_length").c_str(), false, 2048, log, &d->seq_len));
-  GB_RETURN_IF(d->n_heads == 0 || d->dim % d->n_heads != 0, log, GB_ERR_CORRUPT,
-               "gguf: %sembedding_length %u is not a multiple of %sattention.head_count %u", a.c_str(), d->dim, a.c_str(),
-               d->n_heads);
-  GB_RETURN_IF(d->n_kv_heads == 0 || d->n_heads % d->n_kv_heads != 0, log, GB_ERR_CORRUPT,
-               "gguf: %sattention.head_count_kv %u does not divide head_count %u", a.c_str(), d->n_kv_heads, d->n_heads);
-  d->head_dim = d->dim / d->n_heads;
-  uint32_t key_len = d->head_dim;
-  GB_TRY(get_u32(g, (a + "attention.key_length").c_str(), false, d->head_dim, log, &key_len));
-  GB_RETURN_IF(key_len != d->head_dim, log, GB_ERR_UNSUPPORTED_TYPE,
-               "gguf: %sattention.key_length %u differs from embedding_length / head_count = %u (not supported)", a.c_str(),
-               key_len, d->head_dim);
-  GB_TRY(get_u32(g, (a + "rope.dimension_count").c_str(), false, d->head_dim, log, &d->rope_dim));
-  GB_TRY(get_f32(g, (a + "rope.freq_base").c_str(), 10000.0f, log, &d->rope_theta));
-  GB_TRY(get_f32(g, (a + "attention.layer_norm_rms_epsilon").c_str(), 1e-5f, log, &d->norm_eps));
-  d->rope_type = d->arch == kArchQwen2 ? GB_ROPE_NEOX : GB_ROPE_ADJACENT;
-  // RoPE scaling: none, or linear (positions divided by the factor).
-  *rope_linear = 0.0f;
-  const std::string scaling = get_str(g, a + "rope.scaling.type");
-  if (!scaling.empty() && scaling != "none") {
-    GB_RETURN_IF(scaling != "linear", log, GB_ERR_UNSUPPORTED_TYPE,
-                 "gguf: %srope.scaling.type '%.32s' not supported (none, linear)", a.c_str(), scaling.c_str());
-    float f = 0.0f;
-    GB_TRY(get_f32(g, (a + "rope.scaling.factor").c_str(), 0.0f, log, &f));
-    GB_RETURN_IF(!(f > 0.0f && f < 1e6f), log, GB_ERR_CORRUPT, "gguf: %srope.scaling.factor %g invalid for linear scaling",
-                 a.c_str(), (double)f);
-    if (f != 1.0f) *rope_linear = f;
+  const ArchDef *a = arch_by_name(arch->s.c_str());
+  if (!a) {
+    char names[256];
+    arch_names(names, sizeof names);
+    return fail(log, GB_ERR_UNSUPPORTED_TYPE, "gguf: architecture '%.64s' not supported (%s)", arch->s.c_str(), names);
   }
+  ArchHparams hp;
+  GB_TRY(arch_read_hparams(*a, Keys(g), &hp, log));
+  d->arch = a->id;
+  d->dim = hp.dim;
+  d->hidden_dim = hp.hidden_dim;
+  d->n_layers = hp.n_layers;
+  d->n_heads = hp.n_heads;
+  d->n_kv_heads = hp.n_kv_heads;
+  d->head_dim = hp.head_dim;
+  d->seq_len = hp.seq_len;
+  d->rope_type = hp.rope_type;
+  d->rope_dim = hp.rope_dim;
+  d->rope_theta = hp.rope_theta;
+  d->norm_eps = hp.norm_eps;
+  *rope_linear = hp.rope_linear;
   d->source = kSourceGguf;
   const GgufValue *name = g.find("general.name");
   d->name = name && name->is_str && !name->s.empty() ? name->s : file_stem(path);
+  *arch_out = a;
   return GB_OK;
 }
 
@@ -281,7 +296,8 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   GB_TRY(gguf_parse(f, log, &g));
   GbxModelDesc d;
   float rope_linear = 0.0f;
-  GB_TRY(read_desc(g, gguf_path, log, &d, &rope_linear));
+  const ArchDef *arch = nullptr;
+  GB_TRY(read_desc(g, gguf_path, log, &d, &arch, &rope_linear));
 
   // The vocabulary size comes from the embedding's rows.
   const GgufTensor *embd = g.tensor("token_embd.weight");
@@ -339,10 +355,12 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
       GB_TRY(bind(name, e.kind, l));
     }
-  // Optional tensors: Q/K/V biases (every layer or none; qwen2 has them),
-  // RoPE frequency factors (Llama 3.1 long-context scaling).
-  d.qkv_bias = g.tensor("blk.0.attn_q.bias") != nullptr;
-  GB_RETURN_IF(d.arch == kArchQwen2 && !d.qkv_bias, log, GB_ERR_MISSING_TENSOR, "gguf: qwen2 model without blk.0.attn_q.bias");
+  // Optional tensors, as the architecture's row allows them: Q/K/V biases
+  // (every layer or none), RoPE frequency factors (Llama 3.1 long-context
+  // scaling).
+  d.qkv_bias = arch->qkv_bias != kNever && g.tensor("blk.0.attn_q.bias") != nullptr;
+  GB_RETURN_IF(arch->qkv_bias == kMust && !d.qkv_bias, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without blk.0.attn_q.bias",
+               arch->name);
   if (d.qkv_bias) {
     static const struct {
       const char *suffix;
@@ -355,7 +373,7 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
         GB_TRY(bind(name, e.kind, l));
       }
   }
-  if (g.tensor("rope_freqs.weight")) {
+  if (arch->rope_freqs != kNever && g.tensor("rope_freqs.weight")) {
     GB_RETURN_IF(rope_linear > 0.0f, log, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: both rope_freqs.weight and linear rope scaling (not supported together)");
     GB_TRY(bind("rope_freqs.weight", kRopeFreqs, 0));
@@ -368,7 +386,7 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   for (size_t i = 0; i < used.size(); i++)
     if (!used[i] && n_unused++ == 0) first_unused = i;
   if (n_unused)
-    log.log(GB_LOG_WARN, "gguf: ignoring %zu tensor(s) a llama model does not use (first: '%.64s')", n_unused,
+    log.log(GB_LOG_WARN, "gguf: ignoring %zu tensor(s) a %s model does not use (first: '%.64s')", n_unused, arch->name,
             g.tensors[first_unused].name.c_str());
   ConvertOptions o = opt;
   // All-f32 files keep an f32 embedding; a quantized one stays as stored

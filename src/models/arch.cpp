@@ -1,0 +1,120 @@
+// arch.cpp — the architecture table (models.inc) and the common
+// hyper-parameters of a GGUF's `<arch>.*` keys.
+#include "models/arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+namespace gb {
+
+#define GB_ARCH(def) extern const ArchDef def;
+#include "models/models.inc"
+#undef GB_ARCH
+
+namespace {
+
+const ArchDef *const kArchs[] = {
+#define GB_ARCH(def) &def,
+#include "models/models.inc"
+#undef GB_ARCH
+};
+
+}  // namespace
+
+const ArchDef *arch_by_id(uint32_t id) {
+  for (const ArchDef *a : kArchs)
+    if (a->id == id) return a;
+  return nullptr;
+}
+
+const ArchDef *arch_by_name(const char *name) {
+  if (!name) return nullptr;
+  for (const ArchDef *a : kArchs)
+    if (strcmp(a->name, name) == 0) return a;
+  return nullptr;
+}
+
+void arch_names(char *out, size_t cap) {
+  if (!cap) return;
+  size_t n = 0;
+  out[0] = 0;
+  for (const ArchDef *a : kArchs) {
+    if (n >= cap) break;
+    const int w = snprintf(out + n, cap - n, "%s%s", n ? ", " : "", a->name);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
+namespace {
+
+// An unsigned key of `prefix` + `key`: absent -> def (or CORRUPT when required).
+gb_status key_u32(const GgufKeys &k, const char *prefix, const char *key, bool required, uint32_t def, const Logger &log,
+                  uint32_t *out) {
+  char full[128];
+  snprintf(full, sizeof full, "%s%s", prefix, key);
+  gb_status st = GB_OK;
+  if (k.u32(full, out, &st)) return GB_OK;
+  GB_RETURN_IF(st != GB_OK, log, st, "gguf: key '%s' is not an unsigned 32-bit integer", full);
+  GB_RETURN_IF(required, log, GB_ERR_CORRUPT, "gguf: required key '%s' is missing", full);
+  *out = def;
+  return GB_OK;
+}
+
+gb_status key_f32(const GgufKeys &k, const char *prefix, const char *key, float def, const Logger &log, float *out) {
+  char full[128];
+  snprintf(full, sizeof full, "%s%s", prefix, key);
+  gb_status st = GB_OK;
+  if (k.f32(full, out, &st)) return GB_OK;
+  GB_RETURN_IF(st != GB_OK, log, st, "gguf: key '%s' is not a float", full);
+  *out = def;
+  return GB_OK;
+}
+
+}  // namespace
+
+gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams *hp, const Logger &log) {
+  char p[64];
+  snprintf(p, sizeof p, "%s.", a.name);
+  GB_TRY(key_u32(keys, p, "embedding_length", true, 0, log, &hp->dim));
+  GB_TRY(key_u32(keys, p, "feed_forward_length", true, 0, log, &hp->hidden_dim));
+  GB_TRY(key_u32(keys, p, "block_count", true, 0, log, &hp->n_layers));
+  GB_TRY(key_u32(keys, p, "attention.head_count", true, 0, log, &hp->n_heads));
+  GB_TRY(key_u32(keys, p, "attention.head_count_kv", false, hp->n_heads, log, &hp->n_kv_heads));
+  GB_TRY(key_u32(keys, p, "context_length", false, 2048, log, &hp->seq_len));
+  GB_RETURN_IF(hp->n_heads == 0 || hp->dim % hp->n_heads != 0, log, GB_ERR_CORRUPT,
+               "gguf: %sembedding_length %u is not a multiple of %sattention.head_count %u", p, hp->dim, p, hp->n_heads);
+  GB_RETURN_IF(hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0, log, GB_ERR_CORRUPT,
+               "gguf: %sattention.head_count_kv %u does not divide head_count %u", p, hp->n_kv_heads, hp->n_heads);
+  hp->head_dim = hp->dim / hp->n_heads;
+  uint32_t key_len = hp->head_dim;
+  GB_TRY(key_u32(keys, p, "attention.key_length", false, hp->head_dim, log, &key_len));
+  GB_RETURN_IF(key_len != hp->head_dim, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: %sattention.key_length %u differs from embedding_length / head_count = %u (not supported)", p, key_len,
+               hp->head_dim);
+  GB_TRY(key_u32(keys, p, "rope.dimension_count", false, hp->head_dim, log, &hp->rope_dim));
+  GB_TRY(key_f32(keys, p, "rope.freq_base", 10000.0f, log, &hp->rope_theta));
+  GB_TRY(key_f32(keys, p, "attention.layer_norm_rms_epsilon", 1e-5f, log, &hp->norm_eps));
+  hp->rope_type = a.rope_type;
+  // RoPE scaling: none, or linear (positions divided by the factor), for
+  // the architectures that may carry RoPE frequency factors.
+  hp->rope_linear = 0.0f;
+  char full[128], scaling[32];
+  snprintf(full, sizeof full, "%srope.scaling.type", p);
+  gb_status st = GB_OK;
+  const bool has_scaling = keys.str(full, scaling, sizeof scaling, &st);
+  GB_RETURN_IF(st != GB_OK, log, st, "gguf: key '%s' is not a short string", full);
+  if (has_scaling && strcmp(scaling, "none") != 0 && scaling[0]) {
+    GB_RETURN_IF(strcmp(scaling, "linear") != 0 || a.rope_freqs == kNever, log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: %srope.scaling.type '%.32s' not supported (none, linear)", p, scaling);
+    float f = 0.0f;
+    GB_TRY(key_f32(keys, p, "rope.scaling.factor", 0.0f, log, &f));
+    GB_RETURN_IF(!(f > 0.0f && f < 1e6f), log, GB_ERR_CORRUPT, "gguf: %srope.scaling.factor %g invalid for linear scaling", p,
+                 (double)f);
+    if (f != 1.0f) hp->rope_linear = f;
+  }
+  if (a.hparams) GB_TRY(a.hparams(keys, p, hp, log));
+  return GB_OK;
+}
+
+}  // namespace gb

@@ -1,0 +1,75 @@
+// arch.h — the decoder architectures gearbx runs, as one table.
+//
+// Every architecture is plain llama (RMSNorm, attention with RoPE over
+// grouped-query heads, a SwiGLU FFN, optionally a classifier tied to the
+// embedding) plus what its row of the table says: the RoPE pairing, which
+// optional tensors it must, may or must not carry, and a hook for the
+// hyper-parameters its GGUF metadata adds. The row, and the hook when there
+// is one, live in one file per architecture (src/models/<name>.cpp), listed
+// once in models.inc. The forward pass reads what the row implies from the
+// model (which tensors are present, meta.rope_type), never the architecture
+// id: docs/HOWTO.md says what to touch when an architecture needs more.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+namespace gb {
+
+// Whether an architecture carries an optional tensor group.
+enum ArchNeed : uint8_t { kNever = 0, kMay = 1, kMust = 2 };
+
+// The hyper-parameters every architecture has (GGUF `<arch>.*` keys, the
+// .gbx META fields), as the readers of a model file fill them in.
+struct ArchHparams {
+  uint32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  uint32_t seq_len = 0;
+  uint32_t rope_type = 0;  // gb_rope_type
+  uint32_t rope_dim = 0;
+  float rope_theta = 10000.0f, norm_eps = 1e-5f;
+  float rope_linear = 0.0f;  // linear RoPE scaling factor (positions divided by it); 0: none
+};
+
+// A GGUF file's metadata, as the architecture hooks read it (the converter's
+// parser implements it today). Each getter is false when the key is absent
+// and reports a key of another type as GB_ERR_CORRUPT through *st.
+class GgufKeys {
+ public:
+  virtual bool u32(const char *key, uint32_t *out, gb_status *st) const = 0;
+  virtual bool f32(const char *key, float *out, gb_status *st) const = 0;
+  // A string key of at most cap - 1 bytes, NUL-terminated (longer: CORRUPT).
+  virtual bool str(const char *key, char *out, size_t cap, gb_status *st) const = 0;
+  // Whether the file has a tensor of this name.
+  virtual bool has_tensor(const char *name) const = 0;
+
+ protected:
+  ~GgufKeys() = default;
+};
+
+struct ArchDef {
+  uint32_t id;                // the .gbx META arch id (format.h Arch): never reused
+  const char *name;           // GGUF general.architecture
+  uint32_t min_gbx_version;   // the first .gbx version that can hold it
+  uint32_t rope_type;         // gb_rope_type: adjacent pairs or NeoX halves
+  ArchNeed qkv_bias;          // blk.N.attn_{q,k,v}.bias (every layer or none)
+  ArchNeed rope_freqs;        // rope_freqs.weight, or linear RoPE scaling made into factors
+  // Hyper-parameters beyond the common keys (read by arch_read_hparams
+  // first), with prefix "<name>."; nullptr when there are none.
+  gb_status (*hparams)(const GgufKeys &keys, const char *prefix, ArchHparams *hp, const Logger &log);
+};
+
+// The architecture with this .gbx id / GGUF name; nullptr when unknown.
+const ArchDef *arch_by_id(uint32_t id);
+const ArchDef *arch_by_name(const char *name);
+// The names of all architectures, comma-separated, into out (cap bytes,
+// NUL-terminated, truncated to fit), for log lines.
+void arch_names(char *out, size_t cap);
+
+// The common hyper-parameters of architecture a from a GGUF's keys, then
+// its hook: GB_ERR_CORRUPT for a missing required key or an inconsistent
+// value, GB_ERR_UNSUPPORTED_TYPE for a setting gearbx does not run.
+gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams *hp, const Logger &log);
+
+}  // namespace gb

@@ -1,0 +1,11 @@
+// qwen2.cpp — Qwen2 / Qwen2.5 (and DeepSeek-R1-Distill-Qwen): llama with
+// NeoX RoPE (pairs i, i + rope_dim / 2) and Q/K/V biases in every layer.
+#include "models/arch.h"
+
+namespace gb {
+
+extern const ArchDef kArchDefQwen2 = {
+    /*id*/ 2, "qwen2", /*min_gbx_version*/ 2, GB_ROPE_NEOX, /*qkv_bias*/ kMust, /*rope_freqs*/ kMay, /*hparams*/ nullptr,
+};
+
+}  // namespace gb
