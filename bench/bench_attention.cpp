@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
           per_token.push_back((gb_port_now_ns() - t0) / 1e3);
           for (auto &v : key) v = nd(rng);
           for (auto &v : val) v = nd(rng);
-          gb::kv_store(&kv, 0, key.data(), val.data());
+          gb::kv_store_slot(&kv, 0, kv.cur_slot, key.data(), val.data());
           for (uint32_t i = 0; i < kv.plan.cap; i++)
             if (kv.layers[0].level[i] != gb::kLvNone) kv.layers[0].ema[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
           gb::kv_end(&kv);

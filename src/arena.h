@@ -20,11 +20,9 @@ class Arena {
 
   bool counting() const { return base_ == nullptr; }
   size_t used() const { return used_; }
-  size_t high_water() const { return used_; }
-  bool overflowed() const { return !counting() && used_ > cap_; }
 
   // bytes at `align` (power of two). nullptr when counting or past capacity
-  // (the overflow is then reported by overflowed()).
+  // (placing never goes past it: the capacity is what counting measured).
   void *alloc(size_t bytes, size_t align = kAlign) {
     const size_t at = (used_ + align - 1) & ~(align - 1);
     used_ = at + bytes;

@@ -316,7 +316,6 @@ void step_down(KvPool *kv, const gb_kernels &k, KvLayer &y, uint32_t slot, uint3
 
 }  // namespace kvb
 
-uint32_t kv_pages_used(const KvPool *kv, uint32_t layer) { return used_pages(kv, kv->layers[layer]); }
 
 gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &log) {
   const KvPlan &p = kv->plan;
@@ -384,9 +383,6 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
   return GB_OK;
 }
 
-void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value) {
-  write_rows(kv, kv->layers[layer], kv->cur_slot, key, value);
-}
 
 void kv_attn_scratch_carve(KvAttnScratch *ws, Arena &a, uint32_t n_heads, uint32_t head_dim, uint32_t cap) {
   ws->scores = a.array<float>((size_t)n_heads * cap);

@@ -162,8 +162,6 @@ uint32_t kv_room(const KvPool *kv);
 // policy, eviction when asked) and give it a slot. GB_ERR_CONTEXT_FULL when
 // it cannot fit (nothing is evicted then; step-downs may have happened).
 gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &log);
-// Store the token's rotated key and value rows (kv_dim each) for a layer.
-void kv_store(KvPool *kv, uint32_t layer, const float *key, const float *value);
 // Attention of the query heads q (n_heads, head_dim) over the layer's
 // cache into out (n_heads, head_dim), gathering importance. hide: the
 // newest tokens of a batch not visible to this query (kv_begin_batch).
@@ -217,8 +215,6 @@ inline uint32_t kv_level_bits(uint32_t lv) {
 uint16_t kv_quantize_row(uint8_t *out, const float *x, uint32_t d, uint32_t bits);
 // Run the SEED allocator on layer `layer` now (tests, bench).
 void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t extra_entry);
-// Pages the layer's buckets use.
-uint32_t kv_pages_used(const KvPool *kv, uint32_t layer);
 // Recompute the aggregated importance kv->imp: 0.7 x the layer-mean attention
 // EMA (normalised by its mean) x recency exp(-age / T) + 0.3 x the head-weighted
 // EMA (normalised by its mean); RECENCY: the recency term alone.

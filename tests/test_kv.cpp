@@ -18,6 +18,9 @@
 
 namespace {
 
+// Pages a layer's buckets hold (the rest are on its free stack).
+uint32_t pages_used(const gb::KvPool &kv, uint32_t layer) { return kv.plan.n_pages - kv.layers[layer].n_free; }
+
 class Kv : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -200,7 +203,7 @@ TEST_F(Kv, UniformImportanceGivesUniformAllocation) {
       for (uint32_t l = 0; l < kv.n_layers; l++) {
         for (auto &v : key) v = nd(rng);
         for (auto &v : val) v = nd(rng);
-        gb::kv_store(&kv, l, key.data(), val.data());
+        gb::kv_store_slot(&kv, l, kv.cur_slot, key.data(), val.data());
       }
       gb::kv_end(&kv);  // no kv_attend: every importance stays equal
     }
@@ -217,7 +220,7 @@ TEST_F(Kv, UniformImportanceGivesUniformAllocation) {
       }
       EXPECT_LE(hi - lo, 1u) << "policy " << pol << " layer " << l << ": levels " << lo << ".." << hi;
       // And the budget is used: a further whole-level upgrade would not fit.
-      EXPECT_GE(gb::kv_pages_used(&kv, l) + 4, kv.plan.n_pages - kv.plan.reserve) << "policy " << pol;
+      EXPECT_GE(pages_used(kv, l) + 4, kv.plan.n_pages - kv.plan.reserve) << "policy " << pol;
     }
     gb_session_destroy(s);
   }
@@ -302,7 +305,7 @@ TEST_F(Kv, LongGeneration10000StepsInAFixedPool) {
         if (st != GB_OK) break;
         if (info.kv_bytes_used > info.kv_pool_bytes || info.kv_pool_bytes != pool) break;
         for (uint32_t l = 0; l < s->kv.n_layers; l++) {
-          const uint32_t u = gb::kv_pages_used(&s->kv, l);
+          const uint32_t u = pages_used(s->kv, l);
           page_hw = u > page_hw ? u : page_hw;
         }
       }

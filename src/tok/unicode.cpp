@@ -68,25 +68,6 @@ size_t utf8_encode(uint32_t cp, uint8_t *out) {
   return 4;
 }
 
-size_t utf8_complete_prefix(const uint8_t *p, size_t n) {
-  // Look back at most 3 bytes for a lead byte whose sequence is cut short.
-  for (size_t k = 1; k <= 3 && k <= n; k++) {
-    const uint8_t b = p[n - k];
-    if ((b & 0xC0) == 0x80) continue;  // continuation: keep looking
-    size_t need = 1;
-    if (b >= 0xF0 && b <= 0xF7) need = 4;
-    else if (b >= 0xE0 && b <= 0xEF) need = 3;
-    else if (b >= 0xC0 && b <= 0xDF) need = 2;
-    if (need > k) {
-      for (size_t i = 1; i < k; i++)
-        if ((p[n - k + i] & 0xC0) != 0x80) return n;  // already broken: print it
-      return n - k;
-    }
-    return n;
-  }
-  return n;
-}
-
 uint32_t bytelevel_cp(uint8_t b) { return kByteToCp[b]; }
 
 int bytelevel_byte(uint32_t cp) { return cp < 0x144 ? kByteInverse.cp_to_byte[cp] : -1; }

@@ -23,10 +23,6 @@ enum UcGroup : uint8_t {
 constexpr uint8_t kUcWhitespace = 0x08;  // White_Space property
 
 uint8_t ucp_class(uint32_t cp);
-inline uint8_t ucp_group(uint32_t cp) { return ucp_class(cp) & 7; }
-inline bool ucp_is_space(uint32_t cp) { return (ucp_class(cp) & kUcWhitespace) != 0; }
-inline bool ucp_is_letter(uint32_t cp) { return ucp_group(cp) == kUcLetter; }
-inline bool ucp_is_number(uint32_t cp) { return ucp_group(cp) == kUcNumber; }
 
 // Decode one code point at p[0..n) (n >= 1) as llama.cpp does: the lead
 // byte's high bits give the length, continuation bytes must be 10xxxxxx,
@@ -47,10 +43,6 @@ inline size_t utf8_lead_len(uint8_t b) {
   return k[b >> 4];
 }
 
-// Length of the longest prefix of p[0..n) that does not end inside a UTF-8
-// sequence which the following bytes could still complete (streaming
-// detokenization: print that prefix, keep the rest for the next piece).
-size_t utf8_complete_prefix(const uint8_t *p, size_t n);
 
 // GPT-2 byte-level alphabet: each byte is one code point.
 uint32_t bytelevel_cp(uint8_t b);
