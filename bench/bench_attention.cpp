@@ -285,12 +285,16 @@ int main(int argc, char **argv) {
         c.n_kv_heads = R;
         c.head_dim = d;
         c.dim = H * d;
-        gb_session_options o;
-        gb_session_options_init(&o);
-        o.n_ctx = n;
-        o.kv.policy = (gb_kv_policy)pol;
-        o.kv.beta = 0.4f;
-        o.kv.rank_intervals = 0;  // every token may move: the heap's worst case
+        gb_session_options so;
+        gb_session_options_init(&so);
+        gb_session_experimental sx;
+        gb_session_experimental_init(&sx);
+        so.n_ctx = n;
+        so.kv.policy = (gb_kv_policy)pol;
+        so.kv.beta = 0.4f;
+        sx.kv.rank_intervals = 0;  // every token may move: the heap's worst case
+        gb::SessionConfig o;
+        gb::session_config(so, sx, &o);
         gb::Logger log;
         log.level = GB_LOG_ERROR;
         gb::KvPlan plan;

@@ -18,7 +18,7 @@
 // prefill: gb_prefill() of BOS + --prefill random tokens (that many forward
 //          passes), warm-up + --reps runs, median tokens/s. On an `auto`
 //          session the first prefill also calibrates the monitor, as in use.
-//          Three times, by gb_session_options.prefill_blas: 1 ("on":
+//          Three times, by gb_session_experimental.prefill_blas: 1 ("on":
 //          OpenBLAS sgemm on panels, or no panels when the library was built
 //          without OpenBLAS), 0 ("off": the built-in GEMM on panels) and 3
 //          ("none": no panels, every matrix through the multi-position
@@ -57,7 +57,7 @@ using gbbench::median;
 // Probe passes right before and right after each timed decode run.
 constexpr int kAdjacentPasses = 2;
 
-// ---- the prefill modes (gb_session_options.prefill_blas) -----------------------
+// ---- the prefill modes (gb_session_experimental.prefill_blas) -----------------------
 const char *blas_label(int mode) { return mode == 1 ? "on" : mode == 3 ? "none" : "off"; }
 
 
@@ -283,16 +283,19 @@ int main(int argc, char **argv) {
       for (int blas : blas_modes) {
         gb_session_options so;
         gb_session_options_init(&so);
+        gb_session_experimental sx;
+        gb_session_experimental_init(&sx);
+        so.experimental = &sx;
         so.gear = g;
         so.n_threads = threads[ti];
         if (spec_k > 0) so.spec_k = (uint32_t)spec_k;
-        if (spec_stop >= 0.0f) so.spec_stop_entropy = spec_stop;
-        if (spec_adapt >= 0) so.spec_adapt = (uint32_t)spec_adapt;
+        if (spec_stop >= 0.0f) sx.spec_stop_entropy = spec_stop;
+        if (spec_adapt >= 0) sx.spec_adapt = (uint32_t)spec_adapt;
         const uint32_t want = (uint32_t)std::max(tokens + prompt_tokens + 16, prefill) + 2;
         so.n_ctx = want < mi.seq_len ? want : mi.seq_len;
         so.sampler.temperature = temp;
         so.sampler.seed = seed;
-        if (blas >= 0) so.prefill_blas = (uint32_t)blas;
+        if (blas >= 0) sx.prefill_blas = (uint32_t)blas;
         if (prefill_batch > 0) so.prefill_batch = (uint32_t)prefill_batch;
         gb_session *s = nullptr;
         if ((st = gb_session_create(m, &so, nullptr, 0, &s)) != GB_OK)
@@ -403,7 +406,7 @@ int main(int argc, char **argv) {
          quick ? " --quick" : "", mi.name, mi.dim, mi.n_layers, mi.hidden_dim, mi.n_heads, mi.n_kv_heads, mi.vocab_size,
          (double)mi.n_params * 1e-9);
   printf("decode: %d tokens after %s; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s\n", tokens,
-         prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps, "gb_session_options.prefill_blas");
+         prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps, "gb_session_experimental.prefill_blas");
   for (size_t ti = 0; ti < threads.size(); ti++)
     printf("measured streaming read bandwidth, %u thread%s: %.2f GB/s (best probe: %s)\n", threads[ti], threads[ti] > 1 ? "s" : "",
            bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());

@@ -61,13 +61,16 @@ int main(int argc, char **argv) {
   gb_model_get_info(m, &mi);
   gb_session_options so;
   gb_session_options_init(&so);
+  gb_session_experimental sx;
+  gb_session_experimental_init(&sx);
+  so.experimental = &sx;
   so.gear = GB_GEAR_AUTO;
-  so.monitor.min_gear_duration = 1000000;  // the monitor never shifts by itself here
-  so.monitor.catastrophic_frac = 0.0f;
-  so.monitor.prewarm = 0;                  // each shift finds its tier cold in this process
+  sx.monitor.min_gear_duration = 1000000;  // the monitor never shifts by itself here
+  sx.monitor.catastrophic_frac = 0.0f;
+  sx.monitor.prewarm = 0;                  // each shift finds its tier cold in this process
   gb_session *s = nullptr;
   if (gb_session_create(m, &so, nullptr, 0, &s) != GB_OK) return fprintf(stderr, "session failed\n"), 1;
-  const uint32_t settle = (so.release_steps ? so.release_steps : 1) + 2;  // steps until the old tier is released
+  const uint32_t settle = (sx.release_steps ? sx.release_steps : 1) + 2;  // steps until the old tier is released
   uint32_t pos = 0, n_ctx = 0;
   auto decode = [&](double *us) {
     gb_session_position(s, &pos, &n_ctx);
@@ -89,7 +92,7 @@ int main(int argc, char **argv) {
   // releases the first slice of a's) and the steady step in b.
   printf("model %s (%llu bytes), %d reps, medians; release spread over %u steps\n\n"
          "| shift | µs per shift | first step after (µs) | steady step at target (µs) | shift / step |\n|---|---:|---:|---:|---:|\n",
-         mi.name, (unsigned long long)mi.file_bytes, reps, so.release_steps);
+         mi.name, (unsigned long long)mi.file_bytes, reps, sx.release_steps);
   std::string js = "[";
   for (int a = 0; a < 3; a++)
     for (int b = 0; b < 3; b++) {

@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define GB_VERSION_MAJOR 0
-#define GB_VERSION_MINOR 1
+#define GB_VERSION_MINOR 2
 #define GB_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define GB_VERSION_NUMBER (GB_VERSION_MAJOR * 10000 + GB_VERSION_MINOR * 100 + GB_VERSION_PATCH)
@@ -421,12 +421,6 @@ gb_status gb_token_to_text(const gb_model *model, int32_t prev_token, int32_t to
 
 typedef struct gb_session gb_session;
 
-typedef enum gb_managed_set {
-  GB_MANAGED_ALL = 0,       /* every linear layer and the classifier follow the gear */
-  GB_MANAGED_ATTENTION = 1, /* only Q, K, V, O follow it; the rest stay at base_gear */
-  GB_MANAGED_MAX_ENUM = 0x7fffffff
-} gb_managed_set;
-
 typedef enum gb_sample_method {
   GB_SAMPLE_MULTINOMIAL = 0, /* inverse CDF over the filtered distribution */
   GB_SAMPLE_GUMBEL = 1,      /* argmax(log p + Gumbel noise)               */
@@ -441,37 +435,6 @@ typedef struct gb_sampler_options {
   uint64_t seed;     /* same seed and inputs -> same tokens                 */
   gb_sample_method method;
 } gb_sampler_options;
-
-/* Entropy monitor: picks each pass's gear from the Shannon entropy (bits) of
- * the logits. Thresholds are for the reference vocabulary and scale by
- * log2(V) / log2(vocab_ref). */
-typedef struct gb_monitor_options {
-  uint32_t window;            /* rolling mean window; default 5            */
-  float theta_low;            /* bits, default 1.8                          */
-  float theta_high;           /* bits, default 3.5                          */
-  float hysteresis;           /* bits, default 0.1                          */
-  uint32_t min_gear_duration; /* tokens a gear is held; default 4           */
-  uint32_t vocab_ref;         /* default 32768                              */
-  gb_gear initial_gear;       /* gear before any entropy is seen; default HIGH */
-  /* prediction and safety */
-  uint32_t lookahead;         /* L of the slope forecast H + L*dH; default 2, 0 = off */
-  uint32_t prewarm;           /* 1: hint the predicted gear's tier in (WILLNEED); default 1 */
-  float catastrophic_frac;    /* fall back to high when the last catastrophic_run
-                                 entropies exceed this fraction of log2 V;
-                                 default 0.9, 0 = off */
-  uint32_t catastrophic_run;  /* default 2                                   */
-  /* percentile calibration from the prefill's logits (gb_prefill) */
-  uint32_t calibrate;         /* 1: calibrate at the first prefill; default 1 */
-  uint32_t calib_min_samples; /* fewer prefill entropies: keep the defaults; 5 */
-  float calib_p_low;          /* percentile of theta_low; default 0.30      */
-  float calib_p_high;         /* percentile of theta_high; default 0.60     */
-  float calib_cap_low;        /* theta_low <= this * log2 V; default 0.06   */
-  float calib_cap_high;       /* theta_high <= this * log2 V; default 0.12  */
-  float calib_min_band;       /* narrower bands widen around their centre; 0.2 bits */
-  /* cold-start prompt classifier (gb_classify_prompt) */
-  float classify_high;        /* score >= this starts in high; default 4.0 */
-  float classify_mid;         /* score >= this starts in mid; default 1.5  */
-} gb_monitor_options;
 
 /* KV cache policies. The cache is a fixed pool of bytes
  * inside the session arena; every cached token of every layer is stored at
@@ -535,16 +498,6 @@ typedef struct gb_kv_options {
   uint32_t window;         /* WINDOW / RECENCY: recent tokens kept at 8
                               bits while room allows, also never evicted;
                               default 16                                  */
-  float gamma;             /* token importance EMA decay; default 0.9     */
-  float gamma_head;        /* head importance EMA decay; default 0.95     */
-  float recency_T;         /* recency temperature in steps; default 512   */
-  float alpha;             /* SEED: utility exponent; default 0.6         */
-  float eps_importance;    /* SEED: importance floor; default 1e-6        */
-  uint32_t f_base;         /* SEED: base reallocation interval; default 16 */
-  float rank_threshold;    /* SEED hysteresis: percentile move r; 0.05    */
-  uint32_t rank_intervals; /* SEED hysteresis: checks m; default 2        */
-  float drift_kl;          /* SEED: KL(I_t || I_last) triggering an early
-                              reallocation; default 0.02                  */
 } gb_kv_options;
 
 /* One logit bias: `bias` is added to token's logit before sampling at every
@@ -559,6 +512,7 @@ typedef struct gb_logit_bias {
  * session. */
 typedef int (*gb_abort_fn)(void *user);
 
+
 typedef struct gb_session_options {
   uint32_t struct_size;   /* = sizeof(gb_session_options)                   */
   uint32_t n_ctx;         /* context length in tokens; 0 = the model's seq_len */
@@ -568,10 +522,6 @@ typedef struct gb_session_options {
                              made from float weights (MID beat AUTO in loss
                              and bits read on both shared models) and a
                              quantized GGUF source's own tier otherwise    */
-  gb_managed_set managed; /* default GB_MANAGED_ALL                          */
-  gb_gear base_gear;      /* tier of unmanaged matrices (managed other than
-                             ALL; unused, so not required, with ALL);
-                             default HIGH                                  */
   uint32_t n_threads;     /* threads running GEMVs and prefill GEMMs, the
                              calling thread included; 0 or 1 = the calling
                              thread only; at most 256. The workers are
@@ -588,7 +538,6 @@ typedef struct gb_session_options {
                              the first, up to 7. Default 1 */
   uint64_t mem_budget;    /* bytes for arena + resident weight tiers; 0 = none */
   gb_sampler_options sampler;
-  gb_monitor_options monitor;
   gb_log_fn log;          /* NULL: the model's log callback                 */
   void *log_user;
   uint32_t deterministic; /* 1: the portable generic kernels only, so logits
@@ -600,25 +549,9 @@ typedef struct gb_session_options {
                              rounding differs by CPU (e.g. on ARM cores with
                              half-precision arithmetic the f16 gear rounds
                              products and sums of four to binary16)         */
-  uint32_t lazy_tiers;    /* 1: a low or mid tier missing from the file is
-                             quantized from its f32 or high tier into the
-                             session's arena on first entry and cached (a
-                             warning is logged when the source looks already
-                             quantized); 0: such a tier is
-                             GB_ERR_UNAVAILABLE. Default 1                   */
-  uint32_t release_steps; /* a shift returns the pages of the tiers left
-                             behind to the OS (MADV_DONTNEED on a mapped
-                             file) spread over this many decode steps, so no
-                             single step pays for a whole tier; 0 or 1 = all
-                             at the shift. Default 16                        */
-  uint32_t measure_residency; /* 1: gb_step_info.resident_weight_bytes is
-                             measured from the OS (/proc/self/pagemap) at
-                             creation and whenever a release completes; it
-                             reads 8 bytes per 4 KiB page of the file's
-                             tiers (tens of µs per 10 MB). Default 0: the
-                             field reads 0                                  */
   gb_kv_options kv;       /* the KV pool                                   */
-  /* Batched prefill. gb_prefill runs its positions in chunks of up to
+  /* Batched prefill (prefill_panel_rows and prefill_blas, below, are in
+   * gb_session_experimental). gb_prefill runs its positions in chunks of up to
    * prefill_batch; each weight matrix then multiplies the whole chunk at
    * once. Quantized and f16 matrices go through the multi-position GEMV
    * kernels when the CPU has SIMD ones (AVX-512 here): every weight read
@@ -659,36 +592,6 @@ typedef struct gb_session_options {
                                   (GB_GEAR_AUTO, monitor.calibrate = 1: the
                                   calibration needs the entropy of every
                                   prefill position). Default 64              */
-  uint32_t prefill_panel_rows; /* weight rows expanded per panel, 1..65536;
-                                  the arena holds max(1, n_threads) panels of
-                                  prefill_panel_rows * max(dim, q_dim,
-                                  hidden_dim) floats (none when prefill_blas
-                                  runs as 3). Default 64                     */
-  uint32_t prefill_blas;       /* for the panels (above): 0: the built-in
-                                  GEMM (portable, same results on every CPU
-                                  with deterministic = 1, but slow: about a
-                                  third of token-by-token speed for q4/q8
-                                  tiers on an AVX2 host); 1: OpenBLAS when
-                                  the library was built with it (CMake
-                                  GEARBX_WITH_OPENBLAS, posix builds), else
-                                  the panels' matrices go as with 3 (the f16
-                                  prefill GEMM still runs); 2: OpenBLAS, or
-                                  GB_ERR_UNAVAILABLE
-                                  when it is not built in; 3: no panels,
-                                  every matrix through the multi-position
-                                  kernels: each position's result is bit for
-                                  bit token-by-token decoding's, and the
-                                  arena holds no panels (nor does the f16
-                                  prefill GEMM run). With deterministic
-                                  = 1, 1 runs as 3 on the generic kernels
-                                  (and 2 is GB_ERR_INVALID_ARGUMENT).
-                                  OpenBLAS allocates its own buffers outside
-                                  the arena (at its load and first use, not
-                                  counted by gb_session_mem_size), and a
-                                  session that uses it calls
-                                  openblas_set_num_threads(1) at creation,
-                                  for the whole process: gearbx divides the
-                                  panels among its own n_threads. Default 1  */
   /* GB_GEAR_SPEC (speculative decoding). Each round drafts up to spec_k tokens on the
    * draft tier (with its own KV pool in the arena), runs the verifying tier
    * once over the k + 1 positions (multi-position GEMV kernels: each weight
@@ -701,41 +604,6 @@ typedef struct gb_session_options {
   uint32_t spec_k;             /* most drafted tokens per round, 1..15; default 15 */
   gb_gear spec_verify_gear;    /* HIGH (default), MID or F32                  */
   gb_gear spec_draft_gear;     /* LOW (default) or MID; below the verifier    */
-  float spec_stop_entropy;     /* stop drafting at a draft position whose
-                                  entropy (bits, T = 1) exceeds this: it is
-                                  likely rejected; 0 = never. Default 0      */
-  uint32_t spec_adapt;         /* 1: each round drafts the k <= spec_k that
-                                  minimizes the expected weight bytes per
-                                  token, from the acceptance rate so far
-                                  (per-position acceptance a: a round of k
-                                  drafts yields 1 + a(1 - a^k)/(1 - a) tokens
-                                  for k draft passes and one verify pass);
-                                  k may be 0 (the verifier's own decode step)
-                                  when drafts do not pay, with a one-draft
-                                  probe every 16th such round. The rate
-                                  starts, after create and reset, at 3/4
-                                  with the weight of two judged drafts,
-                                  decayed with the measured ones (one early
-                                  rejection does not stop drafting).
-                                  2: the same rule on measured times instead
-                                  of bytes (running estimates of one draft
-                                  position's pass and of the verify pass per
-                                  draft length, from the port's clock; bytes
-                                  where the port has no clock). It starts at
-                                  one draft and tries one length more than
-                                  it has measured at a time, and counts that
-                                  a verify pass of k + 1 positions costs more
-                                  than one of a single position where the
-                                  CPU, not memory, is the limit. The draft
-                                  lengths then depend on timing, so sampled
-                                  (T > 0) output is not reproducible from
-                                  the seed alone (greedy output is the
-                                  verifier's either way); with
-                                  deterministic = 1 it acts as 1.
-                                  0: always spec_k. Default 2 (measured:
-                                  1.3-1.6x the high gear's tokens/s on a
-                                  DRAM-bound 1.1B model where 1 gave
-                                  1.1-1.4x, and equal on the shared models) */
   /* Generation control (all off by default). Penalties and bias change the
    * logits the sampler draws from (and gb_step_info.logits), after the NaN
    * guard and after the entropy the gear monitor reads; bias first, then
@@ -771,6 +639,10 @@ typedef struct gb_session_options {
                                   far it got, no token is pending, and the
                                   rest can be given to gb_prefill again)     */
   void *abort_user;            /* passed to abort_callback                    */
+  const struct gb_session_experimental *experimental; /* research controls (the
+                                  experimental section below); NULL = their
+                                  defaults, the measured best. Read at
+                                  creation only                               */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -901,18 +773,6 @@ gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
  * gb_decode_step); nothing changed on any of them. */
 gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info);
 
-/* Cold-start prompt classifier (a cheap heuristic for the first gear before
- * any entropy is seen): score = 2*math symbols +
- * 1.5*code/reasoning keywords + 0.3*min(words/50, 3) + 1.5*[mean word
- * length > 6.5]. Returns the gear to start in (opts: the session's monitor
- * thresholds classify_high / classify_mid; NULL = defaults) and the score. */
-gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_options *opts, float *score);
-
-/* Set the gear of the next forward pass of an `auto` session (e.g. from
- * gb_classify_prompt); the monitor takes over from there. Errors:
- * GB_ERR_BAD_STATE for a fixed-gear session, GB_ERR_INVALID_ARGUMENT. */
-gb_status gb_session_set_gear(gb_session *s, gb_gear gear);
-
 /* The KV pool as sized for these options, without creating a session:
  * *pool_bytes (payload + scales, all layers) and *max_tokens (tokens it
  * holds with every unprotected token at the minimum precision; at most
@@ -1003,8 +863,10 @@ typedef struct gb_plan_report {
  * gb_session_options.mem_budget, which the plan sets) for a context of n_ctx
  * tokens (0: the model's). *opts comes in initialised (gb_session_options_init)
  * with the caller's other choices (threads, sampler, log, generation
- * control), which are kept; the planner sets gear, kv (policy, beta, evict),
- * prefill_batch, lazy_tiers, n_ctx and mem_budget.
+ * control, experimental controls), which are kept; the planner sets gear, kv
+ * (policy, beta, evict), prefill_batch, n_ctx and mem_budget. Lower tiers the
+ * file lacks count where the session could build them (the experimental
+ * lazy_tiers, on by default).
  *
  * Preference order (quality first, from the measurements in docs/RESULTS.md:
  * the file's default tier is the best measured trade; a KV pool of beta >=
@@ -1151,6 +1013,179 @@ gb_status gb_utf8_stream_push(gb_utf8_stream *s, const char *bytes, size_t len, 
  * gb_utf8_stream_push (GB_ERR_BUFFER_TOO_SMALL: nothing written, nothing
  * discarded). */
 gb_status gb_utf8_stream_flush(gb_utf8_stream *s, char *out, size_t cap, size_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Experimental: research controls                                           */
+/* ------------------------------------------------------------------------ */
+/* Everything above this section is the stable interface: it keeps its
+ * meaning, names and layout (structs only grow at the end, with struct_size)
+ * within a major version. What follows tunes the mechanisms gearbx was built
+ * to study (entropy-routed gears, which matrices follow the gear, lazy tiers
+ * and residency, the KV importance statistics and the SEED allocator, the
+ * prefill panels, the speculative gear's draft-length rule). Their defaults
+ * are the measured best and integrators need not set any of them; names,
+ * meanings and layout may change in any minor version. A session reads them
+ * through gb_session_options.experimental (NULL: the defaults). */
+
+typedef enum gb_managed_set {
+  GB_MANAGED_ALL = 0,       /* every linear layer and the classifier follow the gear */
+  GB_MANAGED_ATTENTION = 1, /* only Q, K, V, O follow it; the rest stay at base_gear */
+  GB_MANAGED_MAX_ENUM = 0x7fffffff
+} gb_managed_set;
+
+/* Entropy monitor: picks each pass's gear from the Shannon entropy (bits) of
+ * the logits. Thresholds are for the reference vocabulary and scale by
+ * log2(V) / log2(vocab_ref). */
+typedef struct gb_monitor_options {
+  uint32_t window;            /* rolling mean window; default 5            */
+  float theta_low;            /* bits, default 1.8                          */
+  float theta_high;           /* bits, default 3.5                          */
+  float hysteresis;           /* bits, default 0.1                          */
+  uint32_t min_gear_duration; /* tokens a gear is held; default 4           */
+  uint32_t vocab_ref;         /* default 32768                              */
+  gb_gear initial_gear;       /* gear before any entropy is seen; default HIGH */
+  /* prediction and safety */
+  uint32_t lookahead;         /* L of the slope forecast H + L*dH; default 2, 0 = off */
+  uint32_t prewarm;           /* 1: hint the predicted gear's tier in (WILLNEED); default 1 */
+  float catastrophic_frac;    /* fall back to high when the last catastrophic_run
+                                 entropies exceed this fraction of log2 V;
+                                 default 0.9, 0 = off */
+  uint32_t catastrophic_run;  /* default 2                                   */
+  /* percentile calibration from the prefill's logits (gb_prefill) */
+  uint32_t calibrate;         /* 1: calibrate at the first prefill; default 1 */
+  uint32_t calib_min_samples; /* fewer prefill entropies: keep the defaults; 5 */
+  float calib_p_low;          /* percentile of theta_low; default 0.30      */
+  float calib_p_high;         /* percentile of theta_high; default 0.60     */
+  float calib_cap_low;        /* theta_low <= this * log2 V; default 0.06   */
+  float calib_cap_high;       /* theta_high <= this * log2 V; default 0.12  */
+  float calib_min_band;       /* narrower bands widen around their centre; 0.2 bits */
+  /* cold-start prompt classifier (gb_classify_prompt) */
+  float classify_high;        /* score >= this starts in high; default 4.0 */
+  float classify_mid;         /* score >= this starts in mid; default 1.5  */
+} gb_monitor_options;
+
+/* The KV pool's research parameters: the importance statistics and the
+ * SEED allocator (inside gb_session_experimental). */
+typedef struct gb_kv_experimental {
+  float gamma;             /* token importance EMA decay; default 0.9     */
+  float gamma_head;        /* head importance EMA decay; default 0.95     */
+  float recency_T;         /* recency temperature in steps; default 512   */
+  float alpha;             /* SEED: utility exponent; default 0.6         */
+  float eps_importance;    /* SEED: importance floor; default 1e-6        */
+  uint32_t f_base;         /* SEED: base reallocation interval; default 16 */
+  float rank_threshold;    /* SEED hysteresis: percentile move r; 0.05    */
+  uint32_t rank_intervals; /* SEED hysteresis: checks m; default 2        */
+  float drift_kl;          /* SEED: KL(I_t || I_last) triggering an early
+                              reallocation; default 0.02                  */
+} gb_kv_experimental;
+
+typedef struct gb_session_experimental {
+  uint32_t struct_size;   /* = sizeof(gb_session_experimental)               */
+  gb_managed_set managed; /* default GB_MANAGED_ALL                          */
+  gb_gear base_gear;      /* tier of unmanaged matrices (managed other than
+                             ALL; unused, so not required, with ALL);
+                             default HIGH                                  */
+  gb_monitor_options monitor;
+  uint32_t lazy_tiers;    /* 1: a low or mid tier missing from the file is
+                             quantized from its f32 or high tier into the
+                             session's arena on first entry and cached (a
+                             warning is logged when the source looks already
+                             quantized); 0: such a tier is
+                             GB_ERR_UNAVAILABLE. Default 1                   */
+  uint32_t release_steps; /* a shift returns the pages of the tiers left
+                             behind to the OS (MADV_DONTNEED on a mapped
+                             file) spread over this many decode steps, so no
+                             single step pays for a whole tier; 0 or 1 = all
+                             at the shift. Default 16                        */
+  uint32_t measure_residency; /* 1: gb_step_info.resident_weight_bytes is
+                             measured from the OS (/proc/self/pagemap) at
+                             creation and whenever a release completes; it
+                             reads 8 bytes per 4 KiB page of the file's
+                             tiers (tens of µs per 10 MB). Default 0: the
+                             field reads 0                                  */
+  gb_kv_experimental kv;  /* the KV pool's research parameters              */
+  uint32_t prefill_panel_rows; /* weight rows expanded per panel, 1..65536;
+                                  the arena holds max(1, n_threads) panels of
+                                  prefill_panel_rows * max(dim, q_dim,
+                                  hidden_dim) floats (none when prefill_blas
+                                  runs as 3). Default 64                     */
+  uint32_t prefill_blas;       /* for the panels (above): 0: the built-in
+                                  GEMM (portable, same results on every CPU
+                                  with deterministic = 1, but slow: about a
+                                  third of token-by-token speed for q4/q8
+                                  tiers on an AVX2 host); 1: OpenBLAS when
+                                  the library was built with it (CMake
+                                  GEARBX_WITH_OPENBLAS, posix builds), else
+                                  the panels' matrices go as with 3 (the f16
+                                  prefill GEMM still runs); 2: OpenBLAS, or
+                                  GB_ERR_UNAVAILABLE
+                                  when it is not built in; 3: no panels,
+                                  every matrix through the multi-position
+                                  kernels: each position's result is bit for
+                                  bit token-by-token decoding's, and the
+                                  arena holds no panels (nor does the f16
+                                  prefill GEMM run). With deterministic
+                                  = 1, 1 runs as 3 on the generic kernels
+                                  (and 2 is GB_ERR_INVALID_ARGUMENT).
+                                  OpenBLAS allocates its own buffers outside
+                                  the arena (at its load and first use, not
+                                  counted by gb_session_mem_size), and a
+                                  session that uses it calls
+                                  openblas_set_num_threads(1) at creation,
+                                  for the whole process: gearbx divides the
+                                  panels among its own n_threads. Default 1  */
+  float spec_stop_entropy;     /* stop drafting at a draft position whose
+                                  entropy (bits, T = 1) exceeds this: it is
+                                  likely rejected; 0 = never. Default 0      */
+  uint32_t spec_adapt;         /* 1: each round drafts the k <= spec_k that
+                                  minimizes the expected weight bytes per
+                                  token, from the acceptance rate so far
+                                  (per-position acceptance a: a round of k
+                                  drafts yields 1 + a(1 - a^k)/(1 - a) tokens
+                                  for k draft passes and one verify pass);
+                                  k may be 0 (the verifier's own decode step)
+                                  when drafts do not pay, with a one-draft
+                                  probe every 16th such round. The rate
+                                  starts, after create and reset, at 3/4
+                                  with the weight of two judged drafts,
+                                  decayed with the measured ones (one early
+                                  rejection does not stop drafting).
+                                  2: the same rule on measured times instead
+                                  of bytes (running estimates of one draft
+                                  position's pass and of the verify pass per
+                                  draft length, from the port's clock; bytes
+                                  where the port has no clock). It starts at
+                                  one draft and tries one length more than
+                                  it has measured at a time, and counts that
+                                  a verify pass of k + 1 positions costs more
+                                  than one of a single position where the
+                                  CPU, not memory, is the limit. The draft
+                                  lengths then depend on timing, so sampled
+                                  (T > 0) output is not reproducible from
+                                  the seed alone (greedy output is the
+                                  verifier's either way); with
+                                  deterministic = 1 it acts as 1.
+                                  0: always spec_k. Default 2 (measured:
+                                  1.3-1.6x the high gear's tokens/s on a
+                                  DRAM-bound 1.1B model where 1 gave
+                                  1.1-1.4x, and equal on the shared models) */
+} gb_session_experimental;
+
+/* Fill *x with the defaults (what a NULL gb_session_options.experimental
+ * means). NULL is a no-op. */
+void gb_session_experimental_init(gb_session_experimental *x);
+
+/* Cold-start prompt classifier (a cheap heuristic for the first gear before
+ * any entropy is seen): score = 2*math symbols +
+ * 1.5*code/reasoning keywords + 0.3*min(words/50, 3) + 1.5*[mean word
+ * length > 6.5]. Returns the gear to start in (opts: the session's monitor
+ * thresholds classify_high / classify_mid; NULL = defaults) and the score. */
+gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_options *opts, float *score);
+
+/* Set the gear of the next forward pass of an `auto` session (e.g. from
+ * gb_classify_prompt); the monitor takes over from there. Errors:
+ * GB_ERR_BAD_STATE for a fixed-gear session, GB_ERR_INVALID_ARGUMENT. */
+gb_status gb_session_set_gear(gb_session *s, gb_gear gear);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -10,12 +10,12 @@ namespace {
 constexpr uint32_t kMaxWindow = 65536, kMaxBias = 65536, kMaxStop = 64, kMaxStopBytes = 256;
 constexpr uint32_t kTailSlack = 1100;  // one token's text (pieces are at most 1024 bytes)
 
-bool penalties_on(const gb_session_options &o) {
+bool penalties_on(const SessionConfig &o) {
   return o.repeat_penalty != 1.0f || o.frequency_penalty != 0.0f || o.presence_penalty != 0.0f;
 }
 }  // namespace
 
-gb_status control_validate(const gb_session_options &o, uint32_t vocab, const Logger &log) {
+gb_status control_validate(const SessionConfig &o, uint32_t vocab, const Logger &log) {
   GB_RETURN_IF(!(o.repeat_penalty > 0.0f && o.repeat_penalty <= 100.0f), log, GB_ERR_INVALID_ARGUMENT,
                "session options: repeat_penalty %g must be in (0, 100] (1 = off)", (double)o.repeat_penalty);
   GB_RETURN_IF(!(fabsf(o.frequency_penalty) <= 100.0f), log, GB_ERR_INVALID_ARGUMENT,
@@ -51,7 +51,7 @@ gb_status control_validate(const gb_session_options &o, uint32_t vocab, const Lo
   return GB_OK;
 }
 
-void control_carve(Control *c, Arena &a, const gb_session_options &o, uint32_t vocab, bool placing) {
+void control_carve(Control *c, Arena &a, const SessionConfig &o, uint32_t vocab, bool placing) {
   const bool pen = penalties_on(o);
   const uint32_t window = pen ? (o.penalty_window < o.n_ctx ? o.penalty_window : (o.n_ctx ? o.n_ctx : 1)) : 0;
   c->ring = pen ? a.array<int32_t>(window) : nullptr;

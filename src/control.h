@@ -9,6 +9,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "options.h"
 
 namespace gb {
 
@@ -44,11 +45,11 @@ struct Control {
   F(SKIP, n_stop) F(MATCH, stop_max) F(OWN, tail) F(OWN, tail_n) F(SKIP, abort_fn) F(SKIP, abort_user)
 
 // Check the generation-control options (logging the one at fault).
-gb_status control_validate(const gb_session_options &o, uint32_t vocab, const Logger &log);
+gb_status control_validate(const SessionConfig &o, uint32_t vocab, const Logger &log);
 
 // Carve the control's arrays (counting when `a` counts); with `c` non-null
 // (placing), copy the bias and stop strings out of the options.
-void control_carve(Control *c, Arena &a, const gb_session_options &o, uint32_t vocab, bool placing);
+void control_carve(Control *c, Arena &a, const SessionConfig &o, uint32_t vocab, bool placing);
 
 // Forget the token history and the generated text (reset, new input).
 void control_reset(Control *c);

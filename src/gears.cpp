@@ -12,13 +12,13 @@
 
 namespace gb {
 
-uint32_t policy_tiers(const gb_session_options &o) {
+uint32_t policy_tiers(const SessionConfig &o) {
   if (o.gear == GB_GEAR_SPEC) return 1u << o.spec_verify_gear | 1u << o.spec_draft_gear;
   if ((uint32_t)o.gear < GB_GEAR_COUNT) return 1u << o.gear;
   return 1u << GB_GEAR_LOW | 1u << GB_GEAR_MID | 1u << GB_GEAR_HIGH;  // auto
 }
 
-uint64_t resident_tier_bytes(const gb_model *m, const gb_session_options &o) {
+uint64_t resident_tier_bytes(const gb_model *m, const SessionConfig &o) {
   const uint32_t tiers = policy_tiers(o), base = o.managed == GB_MANAGED_ALL ? 0u : 1u << o.base_gear;
   const bool attn_only = o.managed == GB_MANAGED_ATTENTION;
   uint64_t bytes = 0;
@@ -41,13 +41,13 @@ int lazy_source(const gb_model *m) {
   return (m->gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : (m->gears >> GB_GEAR_HIGH & 1) ? GB_GEAR_HIGH : -1;
 }
 
-bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g) {
+bool lazy_tier(const gb_model *m, const SessionConfig &o, uint32_t g) {
   return o.lazy_tiers && g <= GB_GEAR_MID && !(m->gears >> g & 1) && lazy_source(m) >= 0;
 }
 
 // Every managed matrix (and the classifier when it follows the gear) of each
 // lazy tier the policy may enter, in the tier's format.
-bool lazy_carve(Gears *t, Arena &a, const gb_model *m, const gb_session_options &o) {
+bool lazy_carve(Gears *t, Arena &a, const gb_model *m, const SessionConfig &o) {
   const Meta &c = m->meta;
   const uint32_t enters = policy_tiers(o);
   bool any_lazy = false;

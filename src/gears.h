@@ -51,24 +51,24 @@ struct Gears {
 // Tiers (bit 1u << tier) the managed matrices may run on under o's gear
 // policy: the fixed gear; low, mid and high for auto; the draft and the
 // verifying tier for spec. o must have passed read_options' checks.
-uint32_t policy_tiers(const gb_session_options &o);
+uint32_t policy_tiers(const SessionConfig &o);
 
 // Weight-tier bytes a session with options o may hold resident at once (the
 // budget check's view): for auto the largest managed tier (plus the base
 // tier when only attention is managed); otherwise the policy's tiers plus the
 // base tier (for spec only when only attention is managed).
-uint64_t resident_tier_bytes(const gb_model *m, const gb_session_options &o);
+uint64_t resident_tier_bytes(const gb_model *m, const SessionConfig &o);
 
 // Tier a lazy tier is quantized from: f32 when the file has it, else high;
 // -1 when the file has neither.
 int lazy_source(const gb_model *m);
 // Whether tier g is built lazily by a session with options o: a low or mid
 // tier the file lacks, with lazy_tiers on and a source tier present.
-bool lazy_tier(const gb_model *m, const gb_session_options &o, uint32_t g);
+bool lazy_tier(const gb_model *m, const SessionConfig &o, uint32_t g);
 // Carve the lazy tiers the policy may enter (counting when a is counting)
 // into g->lazy_mats / lazy_cls (quantized on first entry); whether there
 // is any (the caller then carves lazy_row).
-bool lazy_carve(Gears *g, Arena &a, const gb_model *m, const gb_session_options &o);
+bool lazy_carve(Gears *g, Arena &a, const gb_model *m, const SessionConfig &o);
 // Quantize a lazy tier from its source tier (first entry; logs a warning
 // when the source looks already quantized).
 void lazy_quantize(gb_session *s, gb_gear g);

@@ -21,8 +21,8 @@ using namespace kvb;
 
 // ---- sizing ---------------------------------------------------------------
 
-gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log, KvPlan *p) {
-  const gb_kv_options &k = o.kv;
+gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPlan *p) {
+  const KvConfig &k = o.kv;
   memset(p, 0, sizeof *p);
   const int32_t pol = raw_enum(k.policy);
   GB_RETURN_IF(pol < 0 || pol > GB_KV_RECENCY, log, GB_ERR_INVALID_ARGUMENT, "kv options: policy %d unknown", pol);
@@ -127,7 +127,7 @@ gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log,
 
 // ---- carving ----------------------------------------------------------------
 
-void kv_carve(KvPool *kv, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &p) {
+void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const KvPlan &p) {
   kv->plan = p;
   kv->opt = o.kv;
   kv->n_layers = c.n_layers;

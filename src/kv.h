@@ -30,6 +30,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "options.h"
 #include "kernels.h"
 
 namespace gb {
@@ -86,8 +87,9 @@ struct KvPlan {
   F(MATCH, policy) F(MATCH, levels) F(MATCH, entry) F(MATCH, min) F(MATCH, kbits) F(MATCH, vbits) F(SKIP, unit)       \
   F(MATCH, rec) F(MATCH, tpp) F(MATCH, page_bytes) F(SKIP, n_pages) F(MATCH, reserve) F(SKIP, cap) F(SKIP, max_tokens) \
   F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance)
-// The pool options a state must have been saved with (the others are
-// resolved into the plan, or size the pool).
+// The pool options (KvConfig: gb_kv_options and gb_kv_experimental) a state
+// must have been saved with (the others are resolved into the plan, or size
+// the pool).
 #define GB_KV_OPTIONS_FIELDS(F)                                                                                     \
   F(SKIP, policy) F(SKIP, pool_bytes) F(SKIP, beta) F(MATCH, evict) F(SKIP, asymmetric) F(MATCH, k_critical)         \
   F(MATCH, k_tail) F(MATCH, window) F(MATCH, gamma) F(MATCH, gamma_head) F(MATCH, recency_T) F(MATCH, alpha)         \
@@ -106,7 +108,7 @@ struct KvAttnScratch {
 };
 struct KvPool {
   KvPlan plan;
-  gb_kv_options opt;
+  KvConfig opt;
   uint32_t n_layers, n_heads, n_kv_heads, head_dim, n_ctx;
   KvLayer *layers;       // (n_layers)
   // Per slot, shared by the layers.
@@ -150,10 +152,10 @@ struct KvPool {
 // Sizes for these options; logs and fails when the pool is unusable
 // (GB_ERR_INVALID_ARGUMENT; GB_ERR_BUDGET_EXCEEDED when the protected tokens
 // at 8 bits plus one token at the minimum do not fit).
-gb_status kv_plan(const Meta &c, const gb_session_options &o, const Logger &log, KvPlan *plan);
+gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPlan *plan);
 // Carve the pool from the arena (counting or placing). kv is always a real
 // object; nothing is written through arena pointers while counting.
-void kv_carve(KvPool *kv, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &plan);
+void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const KvPlan &plan);
 // Forget every token (after carving, and on session reset).
 void kv_reset(KvPool *kv);
 // Tokens that can still be added without eviction.

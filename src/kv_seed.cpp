@@ -61,7 +61,7 @@ uint32_t plan_pages(const KvPlan &p, const uint32_t *counts) {
 void kv_seed_realloc(KvPool *kv, const gb_kernels &k, uint32_t layer, uint32_t extra_entry) {
   const uint64_t t0 = gb_port_now_ns();
   const KvPlan &p = kv->plan;
-  const gb_kv_options &o = kv->opt;
+  const KvConfig &o = kv->opt;
   KvLayer &y = kv->layers[layer];
   kv->reallocs++;
   // Resident tokens of this layer.

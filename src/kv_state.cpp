@@ -11,7 +11,7 @@ namespace {
 constexpr uint32_t kTagKv = tag("KVPL");
 
 GB_STATE_FIELDS(KvPlan, GB_KV_PLAN_FIELDS)
-GB_STATE_FIELDS(gb_kv_options, GB_KV_OPTIONS_FIELDS)
+GB_STATE_FIELDS(KvConfig, GB_KV_OPTIONS_FIELDS)
 GB_STATE_FIELDS(KvPool, GB_KV_POOL_FIELDS)
 
 inline uint32_t pages_for(uint32_t count, uint32_t tpp) { return (count + tpp - 1) / tpp; }

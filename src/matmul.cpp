@@ -19,14 +19,14 @@ namespace gb {
 // about a third of the decode kernels' speed). prefill_blas 1 falls back to
 // 3 without OpenBLAS (the usual cross-compiled ARM build) and in
 // deterministic sessions (whose kernel table is the generic one).
-bool matmul_uses_blas(const gb_session_options &o) {
+bool matmul_uses_blas(const SessionConfig &o) {
   return (o.prefill_blas == 1 || o.prefill_blas == 2) && !o.deterministic && gb_gemm_blas();
 }
-bool matmul_gemvm_only(const gb_session_options &o) {
+bool matmul_gemvm_only(const SessionConfig &o) {
   return o.prefill_blas == 3 || (o.prefill_blas == 1 && !matmul_uses_blas(o));
 }
 
-MatmulPlan matmul_plan(const gb_kernels &k, const gb_session_options &o, uint32_t batch) {
+MatmulPlan matmul_plan(const gb_kernels &k, const SessionConfig &o, uint32_t batch) {
   MatmulPlan p;
   p.gemm = matmul_uses_blas(o) ? gb_gemm_blas() : k.gemm_f32;
   p.panel_rows = o.prefill_panel_rows;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "options.h"
 #include "gearbx_port.h"
 #include "kernels.h"
 #include "model.h"
@@ -51,13 +52,13 @@ struct MatmulPlan {
 // `batch` positions (1: no chunks), over kernel table k. OpenBLAS is used
 // for panels when the options allow it (prefill_blas 1 or 2, not
 // deterministic) and the library has it.
-MatmulPlan matmul_plan(const gb_kernels &k, const gb_session_options &o, uint32_t batch);
+MatmulPlan matmul_plan(const gb_kernels &k, const SessionConfig &o, uint32_t batch);
 // Whether a session with options o multiplies prefill panels through
 // OpenBLAS (it then makes OpenBLAS single-threaded: gearbx splits the work).
-bool matmul_uses_blas(const gb_session_options &o);
+bool matmul_uses_blas(const SessionConfig &o);
 // Whether its prefill chunks run without panels (every format through the
 // multi-position GEMV or a prefill GEMM; no panel buffers are carved).
-bool matmul_gemvm_only(const gb_session_options &o);
+bool matmul_gemvm_only(const SessionConfig &o);
 
 // How a pass runs: the session's kernel table, its worker pool, the matmul
 // plan, and the RoPE frequencies.

@@ -8,6 +8,7 @@
 #include "gearbx.h"
 #include "gears.h"
 #include "model.h"
+#include "options.h"
 
 namespace {
 
@@ -22,15 +23,14 @@ struct Kv {
 
 // Tiers in preference order: the default, then the lower ones by bits per
 // weight (a missing one only where the session could build it lazily).
-uint32_t tier_order(const gb_model *m, const gb_session_options &base, gb_gear out[GB_GEAR_COUNT]) {
+uint32_t tier_order(const gb_model *m, const gb::SessionConfig &base, gb_gear out[GB_GEAR_COUNT]) {
   gb_model_info mi;
   mi.struct_size = sizeof mi;
   gb_model_get_info(m, &mi);
   static const float kNominal[GB_GEAR_COUNT] = {4.5f, 8.5f, 16.0f, 32.0f};
   float bits[GB_GEAR_COUNT];
   bool usable[GB_GEAR_COUNT];
-  gb_session_options probe = base;
-  probe.lazy_tiers = 1;
+  gb::SessionConfig probe = base;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     const bool present = (mi.gears >> g & 1) != 0;
     probe.gear = (gb_gear)g;
@@ -75,11 +75,17 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
   memcpy(&base, opts, opts->struct_size);
   base.struct_size = sizeof base;
   base.n_ctx = n_ctx;
-  base.lazy_tiers = 1;
   base.mem_budget = budget;
   base.kv.pool_bytes = 0;
+  // The caller's experimental controls, as a session will read them.
+  gb_session_experimental x;
+  gb_session_experimental_init(&x);
+  if (base.experimental && base.experimental->struct_size <= sizeof x) memcpy(&x, base.experimental, base.experimental->struct_size);
+  x.struct_size = sizeof x;
   gb_gear tiers[GB_GEAR_COUNT];
-  const uint32_t n_tiers = tier_order(m, base, tiers);
+  gb::SessionConfig cfg;
+  gb::session_config(base, x, &cfg);
+  const uint32_t n_tiers = tier_order(m, cfg, tiers);
 
   static const Kv kLossless[] = {{GB_KV_F32, 0.0f, 0, false}, {GB_KV_F16, 0.0f, 0, false}, {GB_KV_WINDOW, 0.5f, 0, false},
                                  {GB_KV_WINDOW, 0.25f, 0, false}};
@@ -118,7 +124,8 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
       if (st == GB_ERR_BUDGET_EXCEEDED) {
         size_t need = 0;
         if (gb_session_mem_size(m, &unbounded, &need) == GB_OK) {
-          const uint64_t total = need + common + gb::resident_tier_bytes(m, unbounded);
+          gb::session_config(unbounded, x, &cfg);
+          const uint64_t total = need + common + gb::resident_tier_bytes(m, cfg);
           smallest = total < smallest ? total : smallest;
         }
         continue;
@@ -168,7 +175,8 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
     uint32_t max_tokens = 0;
     gb_kv_pool_size(m, &best, &pool, &max_tokens);
     r.kv_pool_bytes = pool;
-    r.weight_bytes = common + gb::resident_tier_bytes(m, best);
+    gb::session_config(best, x, &cfg);
+    r.weight_bytes = common + gb::resident_tier_bytes(m, cfg);
     r.n_ctx = best.n_ctx ? best.n_ctx : m->meta.seq_len;
     r.gear = best.gear;
     r.kv_policy = best.kv.policy;

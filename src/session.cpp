@@ -15,16 +15,30 @@
 namespace gb {
 namespace {
 
-gb_status read_options(const gb_model *m, const gb_session_options *in, gb_session_options *o, Logger *log, KvPlan *kv) {
-  gb_session_options_init(o);
+gb_status read_options(const gb_model *m, const gb_session_options *in, SessionConfig *o, Logger *log, KvPlan *kv) {
+  gb_session_options so;
+  gb_session_options_init(&so);
+  gb_session_experimental x;
+  gb_session_experimental_init(&x);
   *log = m->log;
   if (in) {
-    if (in->struct_size < offsetof(gb_session_options, log) || in->struct_size > sizeof *o)
+    // Fields past a caller's struct_size (an older layout) keep their
+    // defaults.
+    if (in->struct_size < offsetof(gb_session_options, log) || in->struct_size > sizeof so)
       return fail(*log, GB_ERR_STRUCT_SIZE, "session options: struct_size %u not supported (%u to %u)", in->struct_size,
-                  (uint32_t)offsetof(gb_session_options, log), (uint32_t)sizeof *o);
-    memcpy(o, in, in->struct_size);
-    o->struct_size = sizeof *o;
+                  (uint32_t)offsetof(gb_session_options, log), (uint32_t)sizeof so);
+    memcpy(&so, in, in->struct_size);
+    so.struct_size = sizeof so;
   }
+  if (so.experimental) {
+    const uint32_t xs = so.experimental->struct_size;
+    if (xs < offsetof(gb_session_experimental, managed) || xs > sizeof x)
+      return fail(*log, GB_ERR_STRUCT_SIZE, "session options: experimental struct_size %u not supported (%u to %u)", xs,
+                  (uint32_t)offsetof(gb_session_experimental, managed), (uint32_t)sizeof x);
+    memcpy(&x, so.experimental, xs);
+    x.struct_size = sizeof x;
+  }
+  session_config(so, x, o);
   if (o->log) {
     log->fn = o->log;
     log->user = o->log_user;
@@ -93,10 +107,10 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, gb_sessi
   return GB_OK;
 }
 
-bool prefill_batched(const gb_session_options &o) { return o.prefill_batch > 1 && o.n_ctx > 1; }
+bool prefill_batched(const SessionConfig &o) { return o.prefill_batch > 1 && o.n_ctx > 1; }
 
 // The arena layout of a session (counting when a is counting).
-gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, const KvPlan &kvp) {
+gb_session *carve(Arena &a, const gb_model *m, const SessionConfig &o, const KvPlan &kvp) {
   const Meta &c = m->meta;
   const uint32_t qd = c.q_dim();
   gb_session *s = a.array<gb_session>(1);
@@ -146,7 +160,7 @@ gb_session *carve(Arena &a, const gb_model *m, const gb_session_options &o, cons
   return s;
 }
 
-gb_status check_budget(const gb_model *m, const gb_session_options &o, size_t arena, uint64_t kv_pool_bytes, const Logger &log) {
+gb_status check_budget(const gb_model *m, const SessionConfig &o, size_t arena, uint64_t kv_pool_bytes, const Logger &log) {
   if (o.mem_budget == 0) return GB_OK;
   // Resident weights: the common section plus every tier the session may hold at once.
   uint64_t weights = 0;
@@ -303,67 +317,131 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
   // The file's default tier: mid for files made from float weights
-  // (measured: dominates auto in NLL and bits, docs/RESULTS.md "Entropy-routed
-  // gears"), a quantized GGUF source's own tier otherwise.
+  // (measured: it dominates entropy routing in NLL and bits read), a
+  // quantized GGUF source's own tier otherwise.
   o->gear = GB_GEAR_DEFAULT;
-  o->managed = GB_MANAGED_ALL;
-  o->base_gear = GB_GEAR_HIGH;
   o->n_threads = 1;
   o->sampler.temperature = 1.0f;
   o->sampler.top_p = 1.0f;
   o->sampler.seed = 42;
   o->sampler.method = GB_SAMPLE_MULTINOMIAL;
-  o->monitor.window = 5;
-  o->monitor.theta_low = 1.8f;
-  o->monitor.theta_high = 3.5f;
-  o->monitor.hysteresis = 0.1f;
-  o->monitor.min_gear_duration = 4;
-  o->monitor.vocab_ref = 32768;
-  o->monitor.initial_gear = GB_GEAR_HIGH;
-  o->monitor.lookahead = 2;
-  o->monitor.prewarm = 1;
-  o->monitor.catastrophic_frac = 0.9f;
-  o->monitor.catastrophic_run = 2;
-  o->monitor.calibrate = 1;
-  o->monitor.calib_min_samples = 5;
-  o->monitor.calib_p_low = 0.30f;
-  o->monitor.calib_p_high = 0.60f;
-  o->monitor.calib_cap_low = 0.06f;
-  o->monitor.calib_cap_high = 0.12f;
-  o->monitor.calib_min_band = 0.2f;
-  o->monitor.classify_high = 4.0f;
-  o->monitor.classify_mid = 1.5f;
-  o->lazy_tiers = 1;
-  o->release_steps = 16;
-  o->measure_residency = 0;
   o->kv.policy = GB_KV_DEFAULT;
   o->kv.k_critical = 4;
   o->kv.window = 16;
-  o->kv.gamma = 0.9f;
-  o->kv.gamma_head = 0.95f;
-  o->kv.recency_T = 512.0f;
-  o->kv.alpha = 0.6f;
-  o->kv.eps_importance = 1e-6f;
-  o->kv.f_base = 16;
-  o->kv.rank_threshold = 0.05f;
-  o->kv.rank_intervals = 2;
-  o->kv.drift_kl = 0.02f;
-  o->spec_k = 15;  // an upper bound: spec_adapt picks each round's length (docs/RESULTS.md, "Lossless speculative gear")
+  o->spec_k = 15;  // an upper bound: spec_adapt picks each round's length
   o->spec_verify_gear = GB_GEAR_HIGH;
   o->spec_draft_gear = GB_GEAR_LOW;
-  o->spec_stop_entropy = 0.0f;
-  o->spec_adapt = 2;  // measured time per token (docs/RESULTS.md, session 17)
   o->prefill_batch = 64;
-  o->prefill_panel_rows = 64;
-  o->prefill_blas = 1;
   o->repeat_penalty = 1.0f;
   o->penalty_window = 64;
 }
 
+extern "C" void gb_session_experimental_init(gb_session_experimental *x) {
+  if (!x) return;
+  memset(x, 0, sizeof *x);
+  x->struct_size = sizeof *x;
+  x->managed = GB_MANAGED_ALL;
+  x->base_gear = GB_GEAR_HIGH;
+  x->monitor.window = 5;
+  x->monitor.theta_low = 1.8f;
+  x->monitor.theta_high = 3.5f;
+  x->monitor.hysteresis = 0.1f;
+  x->monitor.min_gear_duration = 4;
+  x->monitor.vocab_ref = 32768;
+  x->monitor.initial_gear = GB_GEAR_HIGH;
+  x->monitor.lookahead = 2;
+  x->monitor.prewarm = 1;
+  x->monitor.catastrophic_frac = 0.9f;
+  x->monitor.catastrophic_run = 2;
+  x->monitor.calibrate = 1;
+  x->monitor.calib_min_samples = 5;
+  x->monitor.calib_p_low = 0.30f;
+  x->monitor.calib_p_high = 0.60f;
+  x->monitor.calib_cap_low = 0.06f;
+  x->monitor.calib_cap_high = 0.12f;
+  x->monitor.calib_min_band = 0.2f;
+  x->monitor.classify_high = 4.0f;
+  x->monitor.classify_mid = 1.5f;
+  x->lazy_tiers = 1;
+  x->release_steps = 16;
+  x->measure_residency = 0;
+  x->kv.gamma = 0.9f;
+  x->kv.gamma_head = 0.95f;
+  x->kv.recency_T = 512.0f;
+  x->kv.alpha = 0.6f;
+  x->kv.eps_importance = 1e-6f;
+  x->kv.f_base = 16;
+  x->kv.rank_threshold = 0.05f;
+  x->kv.rank_intervals = 2;
+  x->kv.drift_kl = 0.02f;
+  x->prefill_panel_rows = 64;
+  x->prefill_blas = 1;
+  x->spec_stop_entropy = 0.0f;
+  x->spec_adapt = 2;  // measured time per token: 1.3-1.6x the high gear where bytes gave 1.1-1.4x
+}
+
+namespace gb {
+
+void session_config(const gb_session_options &o, const gb_session_experimental &x, SessionConfig *out) {
+  SessionConfig &c = *out;
+  memset(&c, 0, sizeof c);
+  c.n_ctx = o.n_ctx;
+  c.gear = o.gear;
+  c.n_threads = o.n_threads;
+  c.mem_budget = o.mem_budget;
+  c.sampler = o.sampler;
+  c.log = o.log;
+  c.log_user = o.log_user;
+  c.deterministic = o.deterministic;
+  c.kv.policy = o.kv.policy;
+  c.kv.pool_bytes = o.kv.pool_bytes;
+  c.kv.beta = o.kv.beta;
+  c.kv.evict = o.kv.evict;
+  c.kv.asymmetric = o.kv.asymmetric;
+  c.kv.k_critical = o.kv.k_critical;
+  c.kv.k_tail = o.kv.k_tail;
+  c.kv.window = o.kv.window;
+  c.kv.gamma = x.kv.gamma;
+  c.kv.gamma_head = x.kv.gamma_head;
+  c.kv.recency_T = x.kv.recency_T;
+  c.kv.alpha = x.kv.alpha;
+  c.kv.eps_importance = x.kv.eps_importance;
+  c.kv.f_base = x.kv.f_base;
+  c.kv.rank_threshold = x.kv.rank_threshold;
+  c.kv.rank_intervals = x.kv.rank_intervals;
+  c.kv.drift_kl = x.kv.drift_kl;
+  c.prefill_batch = o.prefill_batch;
+  c.spec_k = o.spec_k;
+  c.spec_verify_gear = o.spec_verify_gear;
+  c.spec_draft_gear = o.spec_draft_gear;
+  c.repeat_penalty = o.repeat_penalty;
+  c.frequency_penalty = o.frequency_penalty;
+  c.presence_penalty = o.presence_penalty;
+  c.penalty_window = o.penalty_window;
+  c.logit_bias = o.logit_bias;
+  c.n_logit_bias = o.n_logit_bias;
+  c.stop_strings = o.stop_strings;
+  c.n_stop_strings = o.n_stop_strings;
+  c.abort_callback = o.abort_callback;
+  c.abort_user = o.abort_user;
+  c.managed = x.managed;
+  c.base_gear = x.base_gear;
+  c.monitor = x.monitor;
+  c.lazy_tiers = x.lazy_tiers;
+  c.release_steps = x.release_steps;
+  c.measure_residency = x.measure_residency;
+  c.prefill_panel_rows = x.prefill_panel_rows;
+  c.prefill_blas = x.prefill_blas;
+  c.spec_stop_entropy = x.spec_stop_entropy;
+  c.spec_adapt = x.spec_adapt;
+}
+
+}  // namespace gb
+
 extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_options *opts, size_t *out) {
   GB_TRY(check_handle(m, kHandleModel, "gb_session_mem_size"));
   if (!out) return null_arg(m->log, "gb_session_mem_size", "out");
-  gb_session_options o;
+  SessionConfig o;
   Logger log;
   KvPlan kvp;
   GB_TRY(read_options(m, opts, &o, &log, &kvp));
@@ -376,7 +454,7 @@ extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_opt
 
 extern "C" gb_status gb_kv_pool_size(const gb_model *m, const gb_session_options *opts, uint64_t *pool_bytes, uint32_t *max_tokens) {
   GB_TRY(check_handle(m, kHandleModel, "gb_kv_pool_size"));
-  gb_session_options o;
+  SessionConfig o;
   Logger log;
   KvPlan kvp;
   GB_TRY(read_options(m, opts, &o, &log, &kvp));
@@ -389,7 +467,7 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
                                        gb_session **out) {
   GB_TRY(check_handle(m, kHandleModel, "gb_session_create"));
   if (!out) return null_arg(m->log, "gb_session_create", "out");
-  gb_session_options o;
+  SessionConfig o;
   Logger log;
   KvPlan kvp;
   GB_TRY(read_options(m, opts, &o, &log, &kvp));
@@ -532,8 +610,8 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
 }
 
 extern "C" gb_gear gb_classify_prompt(const char *text, size_t len, const gb_monitor_options *opts, float *score) {
-  gb_session_options d;
-  gb_session_options_init(&d);
+  gb_session_experimental d;
+  gb_session_experimental_init(&d);
   if (!text && len > 0) Logger().log(GB_LOG_WARN, "gb_classify_prompt: text is NULL with len %zu; scored as empty text", len);
   const float sc = text ? prompt_score(text, len) : 0.0f;
   if (score) *score = sc;

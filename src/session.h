@@ -55,7 +55,7 @@ struct gb_session {
   uint32_t handle = gb::kHandleSession;  // first: see gb::HandleKind
   const gb_model *model;
   gb::Logger log;
-  gb_session_options opt;  // as given, defaults filled in (opt.n_ctx is the context)
+  gb::SessionConfig opt;  // as given, defaults filled in (opt.n_ctx is the context)
   gb::SessionMemory mem;
   gb::Exec ex;             // kernel table, worker pool, matmul plan, RoPE frequencies (matmul.h)
   gb::Cursor cur;

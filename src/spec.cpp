@@ -273,7 +273,7 @@ gb_status round(gb_session *s) {
 
 }  // namespace
 
-void spec_carve(Spec *sp, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &kvp) {
+void spec_carve(Spec *sp, Arena &a, const Meta &c, const SessionConfig &o, const KvPlan &kvp) {
   sp->on = o.gear == GB_GEAR_SPEC;
   sp->k = o.spec_k;
   sp->verify = o.spec_verify_gear;

@@ -53,7 +53,7 @@ struct Spec {
 // Carve the part for options o (counting when a is counting): for
 // GB_GEAR_SPEC the draft's KV pool (plan kvp), the history and the round's
 // buffers; nothing otherwise (on = false).
-void spec_carve(Spec *sp, Arena &a, const Meta &c, const gb_session_options &o, const KvPlan &kvp);
+void spec_carve(Spec *sp, Arena &a, const Meta &c, const SessionConfig &o, const KvPlan &kvp);
 // The next token, from the queue of the last round or from a new round
 // (draft, verify, accept, roll back). *logits: the verifier's distribution
 // that produced it; *ran_round: whether this call ran one.

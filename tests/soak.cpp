@@ -109,6 +109,7 @@ double now_s() {
 struct Lane {
   const char *name = "";
   gb_session_options so;
+  gb_session_experimental x;  // so.experimental
   uint8_t *mem = nullptr;  // arena + kGuard bytes
   size_t arena = 0;        // gb_session_mem_size()
   gb_session *s = nullptr;
@@ -310,6 +311,8 @@ int main(int argc, char **argv) {
   Lane lanes[3];
   for (Lane &L : lanes) {
     gb_session_options_init(&L.so);
+    gb_session_experimental_init(&L.x);
+    L.so.experimental = &L.x;
     L.so.n_ctx = n_ctx;
     L.so.log = quiet;
     L.so.sampler.seed = 1234;
@@ -320,15 +323,15 @@ int main(int argc, char **argv) {
   au.so.gear = GB_GEAR_AUTO;
   au.so.sampler.temperature = 0.7f;
   au.so.sampler.top_p = 0.95f;
-  au.so.release_steps = 4;
+  au.x.release_steps = 4;
   // Fixed thresholds in the middle of the story models' entropies (1 to 5
   // bits over 512 tokens), so the monitor shifts often among the three tiers
   // (the default calibration, capped low for a 512-token vocabulary, keeps a
   // sampled story in the high tier).
-  au.so.monitor.calibrate = 0;
-  au.so.monitor.vocab_ref = mi.vocab_size;
-  au.so.monitor.theta_low = 2.0f;
-  au.so.monitor.theta_high = 3.2f;
+  au.x.monitor.calibrate = 0;
+  au.x.monitor.vocab_ref = mi.vocab_size;
+  au.x.monitor.theta_low = 2.0f;
+  au.x.monitor.theta_high = 3.2f;
   au.so.kv.policy = GB_KV_WINDOW;
   au.so.kv.beta = 0.08f;
   au.so.kv.evict = 1;

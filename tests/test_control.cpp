@@ -237,7 +237,7 @@ TEST(Control, AbortLeavesTheSessionUsable) {
   ASSERT_GT(p.size(), 12u);
   gb_session_options o = greedy();
   o.prefill_batch = 4;
-  o.prefill_blas = 0;  // the built-in GEMM: the same results in chunks of any size
+  gbt::x(o).prefill_blas = 0;  // the built-in GEMM: the same results in chunks of any size
   const Gen base = generate(m, o, p, 30);
   ASSERT_EQ(base.toks.size(), 30u);
   Abort ab;

@@ -420,7 +420,7 @@ TEST(GgufFixtures, QuantizedFilesOfferOnlyHonestTiers) {
     gb_session_options so;
     gb_session_options_init(&so);
     so.gear = g;
-    so.lazy_tiers = 1;
+    gbt::x(so).lazy_tiers = 1;
     so.log = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
     so.log_user = &logged;
     gb_session *s = nullptr;

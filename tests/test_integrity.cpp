@@ -194,7 +194,7 @@ TEST(Integrity, LoadedCopyRunsAutoGearsLikeTheMapping) {
     gb_session_options_init(&so);
     so.gear = GB_GEAR_AUTO;
     so.sampler.temperature = 0.0f;
-    so.release_steps = 1;
+    gbt::x(so).release_steps = 1;
     so.log = gbt::quiet_log;
     gb_session *s = nullptr;
     EXPECT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);

@@ -126,7 +126,7 @@ TEST_F(Kv, BudgetViolationIsAnErrorAtCreation) {
   o_.kv.beta = -1.0f;
   EXPECT_EQ(gb_session_mem_size(m_, &o_, &need), GB_ERR_INVALID_ARGUMENT);
   o_.kv.beta = 0.5f;
-  o_.kv.gamma = 1.0f;
+  gbt::x(o_).kv.gamma = 1.0f;
   EXPECT_EQ(gb_session_mem_size(m_, &o_, &need), GB_ERR_INVALID_ARGUMENT);
 }
 
@@ -190,7 +190,7 @@ TEST_F(Kv, UniformImportanceGivesUniformAllocation) {
     o_.kv.policy = pol;
     o_.kv.beta = 0.45f;
     o_.kv.window = 0;
-    o_.kv.rank_intervals = 0;  // hysteresis off: levels pinned by history are the point of it
+    gbt::x(o_).kv.rank_intervals = 0;  // hysteresis off: levels pinned by history are the point of it
     o_.n_ctx = 400;
     gb_session *s = nullptr;
     ASSERT_EQ(gb_session_create(m_, &o_, nullptr, 0, &s), GB_OK);

@@ -495,6 +495,29 @@ void Misuse::build() {
     gb_session_options_init(nullptr);
     return GB_OK;
   });
+  add("gb_session_experimental_init", kNoop, "NULL", GB_OK, [] {
+    gb_session_experimental_init(nullptr);
+    return GB_OK;
+  });
+  add("gb_session_mem_size", kStructSize, "experimental struct_size 0", GB_ERR_STRUCT_SIZE, [this, M] {
+    gb_session_options o;
+    gb_session_options_init(&o);
+    gb_session_experimental x;
+    gb_session_experimental_init(&x);
+    x.struct_size = 0;
+    o.experimental = &x;
+    return gb_session_mem_size(M, &o, &n);
+  });
+  add("gb_session_create", kStructSize, "experimental struct_size larger than the struct", GB_ERR_STRUCT_SIZE, [this, M] {
+    gb_session_options o;
+    gb_session_options_init(&o);
+    gb_session_experimental x;
+    gb_session_experimental_init(&x);
+    x.struct_size = sizeof x + 4;
+    o.experimental = &x;
+    gb_session *s = nullptr;
+    return gb_session_create(M, &o, nullptr, 0, &s);
+  });
   add("gb_session_mem_size", kNull, "model NULL", GB_ERR_NULL_POINTER, [] { return gb_session_mem_size(nullptr, nullptr, &n); });
   add("gb_session_mem_size", kNull, "out NULL", GB_ERR_NULL_POINTER, [M] { return gb_session_mem_size(M, nullptr, nullptr); });
   add("gb_session_mem_size", kHandle, "a session as the model", GB_ERR_BAD_HANDLE, [S] { return gb_session_mem_size(as_model(S), nullptr, &n); });

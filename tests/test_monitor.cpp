@@ -11,9 +11,9 @@
 namespace {
 
 gb_monitor_options defaults() {
-  gb_session_options so;
-  gb_session_options_init(&so);
-  return so.monitor;
+  gb_session_experimental x;
+  gb_session_experimental_init(&x);
+  return x.monitor;
 }
 
 struct M {

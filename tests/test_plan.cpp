@@ -63,7 +63,7 @@ TEST(Plan, EveryPlanFitsItsBudgetWhenMeasured) {
     EXPECT_EQ(o.prefill_batch, r.prefill_batch);
     // Create it and measure: arena + resident tiers (the OS's figure) + the
     // common section stay within the budget.
-    o.measure_residency = 1;
+    gbt::x(o).measure_residency = 1;
     size_t arena = 0;
     ASSERT_EQ(gb_session_mem_size(m, &o, &arena), GB_OK);
     EXPECT_EQ(arena, r.arena_bytes);

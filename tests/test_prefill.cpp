@@ -39,8 +39,8 @@ gb_session_options options(gb_gear gear, uint32_t batch, uint32_t panel, uint32_
   o.gear = gear;
   o.sampler.temperature = 0.0f;
   o.prefill_batch = batch;
-  o.prefill_panel_rows = panel;
-  o.prefill_blas = blas;
+  gbt::x(o).prefill_panel_rows = panel;
+  gbt::x(o).prefill_blas = blas;
   o.n_threads = threads;
   return o;
 }
@@ -286,7 +286,7 @@ TEST(Prefill, NoPanelsEqualsDecodeBitForBit) {
   size_t panels = 0, none = 0;
   gb_session_options o = options(GB_GEAR_HIGH, 32, 64, 0, 2);
   ASSERT_EQ(gb_session_mem_size(m, &o, &panels), GB_OK);
-  o.prefill_blas = 3;
+  gbt::x(o).prefill_blas = 3;
   ASSERT_EQ(gb_session_mem_size(m, &o, &none), GB_OK);
   // stories260K: dim 64, hidden 172; two panels of 64 rows x 172 floats and
   // 32 expanded activation rows.
@@ -403,7 +403,7 @@ TEST(Prefill, BadOptionsGetSpecificStatuses) {
   EXPECT_EQ(s->ex.mm.panel_slots, 0u);
   EXPECT_EQ(s->sc.panel, nullptr);
   gb_session_destroy(s);
-  o.prefill_blas = 0;
+  gbt::x(o).prefill_blas = 0;
   ASSERT_EQ(gb_session_create(m, &o, nullptr, 0, &s), GB_OK);
   EXPECT_EQ(s->pf.batch, 32u);
   EXPECT_EQ(s->ex.mm.gemm, s->ex.k.gemm_f32);

@@ -143,7 +143,7 @@ TEST(LazyTiers, MissingTiersAreQuantizedOnFirstEntry) {
   ASSERT_EQ(gb_session_mem_size(full, &so, &full_bytes), GB_OK);
   EXPECT_GT(lazy_bytes, full_bytes + 100000u);  // the q4 tier of stories260K is ~140 KB
   // Lazy tiers off: the tier is unavailable.
-  so.lazy_tiers = 0;
+  gbt::x(so).lazy_tiers = 0;
   so.log = gbt::quiet_log;
   gb_session *s = nullptr;
   EXPECT_EQ(gb_session_create(lazy, &so, nullptr, 0, &s), GB_ERR_UNAVAILABLE);
@@ -160,7 +160,7 @@ TEST(LazyTiers, AutoShiftsIntoLazyTiersWithoutAllocating) {
   gb_session_options so;
   gb_session_options_init(&so);
   so.gear = GB_GEAR_AUTO;
-  so.monitor.initial_gear = GB_GEAR_HIGH;
+  gbt::x(so).monitor.initial_gear = GB_GEAR_HIGH;
   so.sampler.temperature = 0.9f;
   so.log = gbt::quiet_log;
   gb_session *s = nullptr;
@@ -265,13 +265,13 @@ TEST(Residency, LowGearKeepsFarLessResidentThanHigh) {
     gb_session_options so;
     gb_session_options_init(&so);
     so.gear = GB_GEAR_AUTO;
-    so.monitor.initial_gear = GB_GEAR_HIGH;
-    so.release_steps = steps;
-    so.measure_residency = 1;
-    so.monitor.min_gear_duration = 1000000;  // only set_gear shifts here
-    so.monitor.catastrophic_frac = 0.0f;
-    so.monitor.lookahead = 0;
-    so.monitor.prewarm = 0;  // a forecast of high would keep that tier (pre-warmed)
+    gbt::x(so).monitor.initial_gear = GB_GEAR_HIGH;
+    gbt::x(so).release_steps = steps;
+    gbt::x(so).measure_residency = 1;
+    gbt::x(so).monitor.min_gear_duration = 1000000;  // only set_gear shifts here
+    gbt::x(so).monitor.catastrophic_frac = 0.0f;
+    gbt::x(so).monitor.lookahead = 0;
+    gbt::x(so).monitor.prewarm = 0;  // a forecast of high would keep that tier (pre-warmed)
     gb_session *s = nullptr;
     ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
     const int32_t bos = 1;
@@ -327,12 +327,12 @@ TEST(Calibration, PrefillCalibratesAutoSessions) {
   ASSERT_EQ(gb_session_reset(s), GB_OK);
   EXPECT_EQ(s->monitor.th_low, lo1);
   gb_session_destroy(s);
-  so.monitor.calibrate = 0;
+  gbt::x(so).monitor.calibrate = 0;
   ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
   ASSERT_EQ(gb_prefill(s, toks, n), GB_OK);
   EXPECT_FALSE(s->monitor.calibrated);
   gb_session_destroy(s);
-  so.monitor.calibrate = 1;
+  gbt::x(so).monitor.calibrate = 1;
   so.gear = GB_GEAR_MID;
   ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
   ASSERT_EQ(gb_prefill(s, toks, n), GB_OK);

@@ -28,7 +28,7 @@ class Session : public ::testing::Test {
 
 TEST_F(Session, VersionAndStatusStrings) {
   EXPECT_EQ(gb_version(), (uint32_t)GB_VERSION_NUMBER);
-  EXPECT_STREQ(gb_version_string(), "0.1.0");
+  EXPECT_STREQ(gb_version_string(), "0.2.0");
   for (int s = 0; s < 700; s++) EXPECT_NE(gb_status_str((gb_status)s), nullptr);
   EXPECT_STREQ(gb_status_str((gb_status)12345), "unknown status");
   EXPECT_STREQ(gb_status_str(GB_ERR_CONTEXT_FULL), "context full");
@@ -136,14 +136,14 @@ TEST_F(Session, BadOptionsAndArguments) {
   bad.sampler.top_p = 0.0f;
   EXPECT_EQ(gb_session_create(m_, &bad, nullptr, 0, &s), GB_ERR_INVALID_ARGUMENT);
   bad = o_;
-  bad.monitor.window = 0;
+  gbt::x(bad).monitor.window = 0;
   EXPECT_EQ(gb_session_create(m_, &bad, nullptr, 0, &s), GB_ERR_INVALID_ARGUMENT);
   bad = o_;
-  bad.monitor.theta_low = 4.0f;
-  bad.monitor.theta_high = 3.0f;
+  gbt::x(bad).monitor.theta_low = 4.0f;
+  gbt::x(bad).monitor.theta_high = 3.0f;
   EXPECT_EQ(gb_session_create(m_, &bad, nullptr, 0, &s), GB_ERR_INVALID_ARGUMENT);
   bad = o_;
-  bad.managed = (gb_managed_set)9;
+  gbt::x(bad).managed = (gb_managed_set)9;
   EXPECT_EQ(gb_session_create(m_, &bad, nullptr, 0, &s), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(s, nullptr);
 
@@ -324,7 +324,7 @@ TEST_F(Session, SameSeedSameTokens) {
 TEST_F(Session, AutoPolicyShiftsAndReportsTelemetry) {
   o_.gear = GB_GEAR_AUTO;
   o_.sampler.temperature = 1.0f;
-  o_.monitor.min_gear_duration = 2;
+  gbt::x(o_).monitor.min_gear_duration = 2;
   gb_session *s = nullptr;
   ASSERT_EQ(gb_session_create(m_, &o_, nullptr, 0, &s), GB_OK);
   const int32_t bos = 1;

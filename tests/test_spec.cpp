@@ -142,8 +142,8 @@ TEST(Spec, GreedyIdentityAcrossOptions) {
     ps.n_threads = ss.n_threads = c.threads;
     ps.deterministic = ss.deterministic = c.deterministic;
     ss.spec_k = c.k;
-    ss.spec_stop_entropy = c.stop;
-    ss.spec_adapt = c.adapt;
+    gbt::x(ss).spec_stop_entropy = c.stop;
+    gbt::x(ss).spec_adapt = c.adapt;
     uint64_t rounds = 0, accepted = 0, drafted = 0;
     const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
     const std::vector<int32_t> got = generate(md.m, ss, prompt, n, &rounds, &accepted, &drafted);
@@ -173,7 +173,7 @@ TEST(Spec, PoorDraftFallsBackToTheVerifier) {
   const std::vector<int32_t> prompt = {1, 300, 301, 302};
   const size_t n = scaled(300, 120);
   gb_session_options ps = plain_options(GB_GEAR_HIGH), ss = spec_options();
-  ss.spec_adapt = 1;  // the rule on bytes, which this test counts (the timed one depends on the clock)
+  gbt::x(ss).spec_adapt = 1;  // the rule on bytes, which this test counts (the timed one depends on the clock)
   const std::vector<int32_t> want = generate(md.m, ps, prompt, n);
   // Rounds counted by draft length, and their weight bytes.
   std::vector<gb_step_info> infos;
@@ -232,8 +232,8 @@ TEST(Spec, TimedRuleLengthensOneStepAtATime) {
     gb_session_options ss = spec_options();
     gb_session_options defaults;
     gb_session_options_init(&defaults);
-    ASSERT_EQ(defaults.spec_adapt, 2u);
-    ss.spec_adapt = defaults.spec_adapt;
+    ASSERT_EQ(gbt::x(defaults).spec_adapt, 2u);
+    gbt::x(ss).spec_adapt = gbt::x(defaults).spec_adapt;
     ss.spec_k = 8;
     ss.deterministic = ps.deterministic = det;
     std::vector<gb_step_info> infos;
@@ -414,7 +414,7 @@ TEST(Spec, BadOptionsAreRefused) {
   so.spec_draft_gear = GB_GEAR_HIGH;
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
   so = spec_options();
-  so.spec_stop_entropy = NAN;
+  gbt::x(so).spec_stop_entropy = NAN;
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
   so = spec_options();
   so.kv.policy = GB_KV_WINDOW;
@@ -424,9 +424,9 @@ TEST(Spec, BadOptionsAreRefused) {
   so.kv.evict = 1;
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
   so = spec_options();
-  so.spec_adapt = 2;
+  gbt::x(so).spec_adapt = 2;
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_OK);
-  so.spec_adapt = 3;
+  gbt::x(so).spec_adapt = 3;
   EXPECT_EQ(gb_session_mem_size(md.m, &so, &bytes), GB_ERR_INVALID_ARGUMENT);
 }
 

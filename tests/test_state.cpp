@@ -108,7 +108,7 @@ gb_session_options options(const Cfg &c, float temperature, uint32_t n_ctx = 256
   so.sampler.temperature = temperature;
   so.sampler.seed = 7;
   so.spec_k = 4;
-  so.spec_adapt = 1;  // sampled runs are compared: draft lengths by bytes, not by the clock
+  gbt::x(so).spec_adapt = 1;  // sampled runs are compared: draft lengths by bytes, not by the clock
   if (c.gear != GB_GEAR_SPEC) {  // the spec gear verifies unmodified distributions
     so.repeat_penalty = 1.1f;
     so.penalty_window = 16;
@@ -265,7 +265,7 @@ TEST_F(StateErrors, Mismatches) {
   fixed.gear = GB_GEAR_MID;
   expect_refused(img_, GB_ERR_INVALID_ARGUMENT, fixed);
   gb_session_options win = opts(GB_KV_UNIFORM8, 256);
-  win.monitor.window = 7;
+  gbt::x(win).monitor.window = 7;
   expect_refused(img_, GB_ERR_INVALID_ARGUMENT, win);
   // The same layout in a pool with fewer slots than the saved tokens.
   gb_session_options small = opts(GB_KV_UNIFORM8, 256);
@@ -415,7 +415,7 @@ TEST(State, SpecMidRoundIsRefused) {
   Model md(gbt::stories260k_gbx());
   gb_session_options so = options(kCfgs[13], 0.0f);
   so.log = gbt::quiet_log;
-  so.spec_adapt = 0;
+  gbt::x(so).spec_adapt = 0;
   gb_session *s = nullptr;
   ASSERT_EQ(gb_session_create(md.m, &so, nullptr, 0, &s), GB_OK);
   const std::vector<int32_t> p = prompt_tokens(md.m, "Once upon a time");

@@ -19,6 +19,20 @@
 
 namespace gbt {
 
+gb_session_experimental &x(gb_session_options &so) {
+  static gb_session_experimental slots[8192];
+  static std::atomic<size_t> used{0};
+  const size_t i = used++;
+  if (i >= sizeof slots / sizeof slots[0]) abort();  // a test asks for far more than any does
+  gb_session_experimental &e = slots[i];
+  if (so.experimental)
+    e = *so.experimental;
+  else
+    gb_session_experimental_init(&e);
+  so.experimental = &e;
+  return e;
+}
+
 std::string shared_path(const char *rel) { return std::string(GB_SHARED_DIR) + "/" + rel; }
 
 namespace {

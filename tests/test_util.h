@@ -44,6 +44,12 @@ bool threads_available();
 // native runs.
 double test_scale();
 
+// The experimental controls of so, made writable: a fresh copy (of those so
+// points to, or of the defaults) that so then points to, so that copies of so
+// taken before keep theirs. The copies live in static storage until the
+// process exits (no heap: the allocation counter sees nothing).
+gb_session_experimental &x(gb_session_options &so);
+
 // A log callback that swallows everything (malformed-input tests).
 void quiet_log(void *, gb_log_level, const char *);
 gb_model_options quiet_model_options();

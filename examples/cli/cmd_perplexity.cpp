@@ -338,6 +338,9 @@ int gb_cli_perplexity(int argc, char **argv) {
   bool want_kl = true, windows_set = false;
   gb_session_options so;
   gb_session_options_init(&so);
+  gb_session_experimental sx;  // --managed
+  gb_session_experimental_init(&sx);
+  so.experimental = &sx;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -367,8 +370,8 @@ int gb_cli_perplexity(int argc, char **argv) {
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &threads);
     else if (!strcmp(o, "--json")) json = v;
     else if (!strcmp(o, "--managed")) {
-      if (!strcmp(v, "all")) so.managed = GB_MANAGED_ALL;
-      else if (!strcmp(v, "attn") || !strcmp(v, "attention")) so.managed = GB_MANAGED_ATTENTION;
+      if (!strcmp(v, "all")) sx.managed = GB_MANAGED_ALL;
+      else if (!strcmp(v, "attn") || !strcmp(v, "attention")) sx.managed = GB_MANAGED_ATTENTION;
       else return cli_error(C, "--managed must be all or attn, not '%s'", v);
     }
     else return cli_error(C, "unknown option '%s'", o);
@@ -415,9 +418,11 @@ int gb_cli_perplexity(int argc, char **argv) {
   want_kl = want_kl && (kv_mode || so.gear != ref_gear);
   if (st == GB_OK && want_kl) {
     gb_session_options ro = so;
+    gb_session_experimental rx = sx;
+    ro.experimental = &rx;
     ro.gear = ref_gear;
     ro.mem_budget = 0;  // the reference is outside the budget
-    if (!kv_mode) ro.managed = GB_MANAGED_ALL;  // every matrix on the reference tier
+    if (!kv_mode) rx.managed = GB_MANAGED_ALL;  // every matrix on the reference tier
     gb_session_options dflt;
     gb_session_options_init(&dflt);
     ro.kv = dflt.kv;
@@ -492,7 +497,7 @@ int gb_cli_perplexity(int argc, char **argv) {
                 "\"shifts_per_100\": %.3f, \"kv_policy\": \"%s\", \"kv_beta\": %.4f, \"kv_pool_bytes\": %llu, "
                 "\"kv_pool_beta\": %.5f, \"kv_bits_per_element\": %.4f, \"nll_ref\": %.6f, \"kv_evicted\": %llu, "
                 "\"kv_reallocations\": %llu}\n",
-                mi.name, gb_gear_name(so.gear), so.managed == GB_MANAGED_ALL ? "all" : "attn", ctx, ppl, mean, mkl,
+                mi.name, gb_gear_name(so.gear), sx.managed == GB_MANAGED_ALL ? "all" : "attn", ctx, ppl, mean, mkl,
                 kv_mode ? "f32-kv" : gb_gear_name(ref_gear), (unsigned long long)scored, bpw, (double)per_gear[0] / scored,
                 (double)per_gear[1] / scored, (double)per_gear[2] / scored, (double)per_gear[3] / scored, 100.0 * shifts / scored,
                 gb_kv_policy_name(so.kv.policy), (double)so.kv.beta, (unsigned long long)kv_pool, kv_pool / fp16_kv,

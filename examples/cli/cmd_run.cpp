@@ -145,6 +145,9 @@ int gb_cli_run(int argc, char **argv) {
   RunArgs a;
   gb_session_options so;
   gb_session_options_init(&so);
+  gb_session_experimental sx;  // the research controls some flags set
+  gb_session_experimental_init(&sx);
+  so.experimental = &sx;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -182,8 +185,8 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--spec-k")) ok = cli_parse_u32(C, o, v, &so.spec_k);
     else if (!strcmp(o, "--spec-verify")) ok = cli_parse_gear(C, v, &so.spec_verify_gear);
     else if (!strcmp(o, "--spec-draft")) ok = cli_parse_gear(C, v, &so.spec_draft_gear);
-    else if (!strcmp(o, "--spec-stop")) ok = cli_parse_f32(C, o, v, &so.spec_stop_entropy);
-    else if (!strcmp(o, "--spec-adapt")) ok = cli_parse_u32(C, o, v, &so.spec_adapt);
+    else if (!strcmp(o, "--spec-stop")) ok = cli_parse_f32(C, o, v, &sx.spec_stop_entropy);
+    else if (!strcmp(o, "--spec-adapt")) ok = cli_parse_u32(C, o, v, &sx.spec_adapt);
     else if (!strcmp(o, "--repeat-penalty")) ok = cli_parse_f32(C, o, v, &so.repeat_penalty);
     else if (!strcmp(o, "--frequency-penalty")) ok = cli_parse_f32(C, o, v, &so.frequency_penalty);
     else if (!strcmp(o, "--presence-penalty")) ok = cli_parse_f32(C, o, v, &so.presence_penalty);
@@ -225,7 +228,7 @@ int gb_cli_run(int argc, char **argv) {
   std::vector<Held> held;
   so.n_ctx = a.ctx;
   so.n_threads = a.threads;
-  if (a.trace) so.measure_residency = 1;  // the trace's resident_weight_bytes column
+  if (a.trace) sx.measure_residency = 1;  // the trace's resident_weight_bytes column
 
   // Output files first: an unwritable path fails before any work. The plot's
   // temporary is only a probe here; cli_write_plot_svg() rewrites it.
@@ -277,7 +280,7 @@ int gb_cli_run(int argc, char **argv) {
   // prompt classifier picks, before the prefill runs.
   if (st == GB_OK && !a.load_state && so.gear == GB_GEAR_AUTO && plen > 0) {
     float score = 0;
-    const gb_gear g = gb_classify_prompt(a.prompt, plen, &so.monitor, &score);
+    const gb_gear g = gb_classify_prompt(a.prompt, plen, &sx.monitor, &score);
     st = gb_session_set_gear(s, g);
     if (st == GB_OK && !a.quiet) fprintf(stderr, "gearbx run: prompt score %.2f -> start in %s\n", (double)score, gb_gear_name(g));
   }

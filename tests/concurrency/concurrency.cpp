@@ -147,8 +147,8 @@ void job_auto_sampled(Out &o, const Shared &sh) {
   so.sampler.temperature = 0.9f;
   so.sampler.seed = 42;
   so.sampler.top_k = 40;
-  so.release_steps = 2;
-  so.measure_residency = 1;
+  gbt::x(so).release_steps = 2;
+  gbt::x(so).measure_residency = 1;
   so.kv.policy = GB_KV_WINDOW;
   so.kv.beta = 0.1f;
   so.kv.evict = 1;
@@ -171,15 +171,15 @@ void job_prefill(Out &o, const Shared &sh) {
   so.gear = GB_GEAR_MID;
   so.n_threads = 3;
   so.prefill_batch = 16;
-  so.prefill_panel_rows = 32;
-  so.prefill_blas = 0;
+  gbt::x(so).prefill_panel_rows = 32;
+  gbt::x(so).prefill_blas = 0;
   run_session(o, sh, so, sh.long_prompt, 8);
 }
 void job_prefill_blas(Out &o, const Shared &sh) {
   gb_session_options so = base_options();
   so.gear = GB_GEAR_HIGH;
   so.prefill_batch = 32;
-  so.prefill_blas = 1;
+  gbt::x(so).prefill_blas = 1;
   run_session(o, sh, so, sh.long_prompt, 8);
 }
 

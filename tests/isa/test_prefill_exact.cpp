@@ -30,7 +30,7 @@ std::vector<float> run(gb_model *m, gb_gear gear, uint32_t batch, uint32_t threa
                        int steps, uint32_t prefill_blas = 3) {
   gb_session_options o;
   gb_session_options_init(&o);
-  o.prefill_blas = prefill_blas;
+  gbt::x(o).prefill_blas = prefill_blas;
   o.log = gbt::quiet_log;
   o.gear = gear;
   o.sampler.temperature = 0.0f;

@@ -85,7 +85,7 @@ Trace run(gb_model *m, gb_gear gear, uint32_t threads, uint32_t blas, const std:
   o.log = gbt::quiet_log;
   o.gear = gear;
   o.n_threads = threads;
-  o.prefill_blas = blas;
+  gbt::x(o).prefill_blas = blas;
   o.prefill_batch = 16;  // the prompt runs as chunks of 16, 16 and a rest
   o.sampler.temperature = 0.0f;
   gb_session *s = nullptr;

@@ -734,6 +734,10 @@ class Model(_Closable):
         o = _capi.gb_session_options()
         self._lib.gb_session_options_init(_c.byref(o))
         o.struct_size = _c.sizeof(o)
+        x = _capi.gb_session_experimental()
+        self._lib.gb_session_experimental_init(_c.byref(x))
+        o._experimental = x  # kept alive with o, which points to it
+        o.experimental = _c.pointer(x)
         o.gear = _gear(gear)
         s = o.sampler
         for name, v, target, field in (
@@ -772,9 +776,10 @@ class Model(_Closable):
         bytes (kv.pool_bytes); kv_beta: the pool as a fraction of an fp16
         cache of n_ctx tokens (kv.beta). mem_budget: bytes for arena +
         resident tiers. options: any other gb_session_options field by its C
-        path, e.g. {"monitor.theta_low": 2.0, "kv.window": 32,
-        "spec_verify_gear": "mid"} (gear, policy, managed and sample-method
-        fields take names). Raises ValueError for an unknown name, GearbxError
+        path, e.g. {"kv.window": 32, "spec_verify_gear": "mid"}, or a research
+        control of gb_session_experimental by its path there, e.g.
+        {"monitor.theta_low": 2.0, "kv.gamma": 0.8} (gear, policy, managed and
+        sample-method fields take names). Raises ValueError for an unknown name, GearbxError
         from the library (e.g. GB_ERR_UNAVAILABLE for a tier not in the file)."""
         o = self._session_options(gear, n_ctx, temperature, top_k, top_p, min_p, seed, sample_method, threads,
                                   kv_policy, kv_budget, kv_beta, mem_budget, deterministic, prefill_batch, options)
@@ -797,7 +802,7 @@ class Model(_Closable):
 
 
 _GEAR_OPTION_FIELDS = {"gear", "base_gear", "spec_verify_gear", "spec_draft_gear", "monitor.initial_gear"}
-_LOCKED_OPTION_FIELDS = {"struct_size", "log", "log_user"}
+_LOCKED_OPTION_FIELDS = {"struct_size", "log", "log_user", "experimental"}
 
 
 def _set_field(target, field: str, value, label: str) -> None:
@@ -807,19 +812,28 @@ def _set_field(target, field: str, value, label: str) -> None:
         raise TypeError("session option %s: %s" % (label, e)) from None
 
 
+def _option_target(root, parts):
+    """The struct holding the field parts[-1] along parts from root, or None."""
+    target = root
+    for p in parts[:-1]:
+        sub = dict(type(target)._fields_).get(p)
+        if sub is None or not isinstance(sub, type) or not issubclass(sub, _c.Structure):
+            return None
+        target = getattr(target, p)
+    return target if parts[-1] in dict(type(target)._fields_) else None
+
+
 def _set_option(o: _capi.gb_session_options, path: str, value) -> None:
     if path in _LOCKED_OPTION_FIELDS:
         raise ValueError("session option %r is managed by the binding" % path)
     parts = path.split(".")
-    target = o
-    for p in parts[:-1]:
-        sub = dict(type(target)._fields_).get(p)
-        if sub is None or not issubclass(sub, _c.Structure):
-            raise ValueError("unknown session option %r" % path)
-        target = getattr(target, p)
+    # The stable options first, then the experimental controls.
+    target = _option_target(o, parts)
+    if target is None:
+        target = _option_target(o._experimental, parts)
+    if target is None or parts[-1] == "struct_size":
+        raise ValueError("unknown session option %r (see gb_session_options and gb_session_experimental in gearbx.h)" % path)
     field = parts[-1]
-    if field not in dict(type(target)._fields_):
-        raise ValueError("unknown session option %r (see gb_session_options in gearbx.h)" % path)
     if path in _GEAR_OPTION_FIELDS:
         value = _gear(value, path)
     elif path == "kv.policy":

@@ -1,4 +1,4 @@
-"""Low-level ctypes mirror of include/gearbx.h (version 0.1).
+"""Low-level ctypes mirror of include/gearbx.h (version 0.2).
 
 Everything here follows the C header one to one: the enums as tables of
 ints, the structs as ctypes.Structure subclasses with the C field names in
@@ -18,7 +18,7 @@ import os
 import threading
 
 # The C API version this binding mirrors (GB_VERSION_MAJOR / _MINOR).
-BINDING_VERSION = (0, 1)
+BINDING_VERSION = (0, 2)
 
 # ---------------------------------------------------------------------------
 # Enums (values of include/gearbx.h; never renumbered there)
@@ -232,6 +232,11 @@ class gb_kv_options(ctypes.Structure):
         ("k_critical", ctypes.c_uint32),
         ("k_tail", ctypes.c_uint32),
         ("window", ctypes.c_uint32),
+    ]
+
+
+class gb_kv_experimental(ctypes.Structure):
+    _fields_ = [
         ("gamma", ctypes.c_float),
         ("gamma_head", ctypes.c_float),
         ("recency_T", ctypes.c_float),
@@ -251,32 +256,39 @@ class gb_logit_bias(ctypes.Structure):
     ]
 
 
+class gb_session_experimental(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("managed", c_enum),
+        ("base_gear", c_enum),
+        ("monitor", gb_monitor_options),
+        ("lazy_tiers", ctypes.c_uint32),
+        ("release_steps", ctypes.c_uint32),
+        ("measure_residency", ctypes.c_uint32),
+        ("kv", gb_kv_experimental),
+        ("prefill_panel_rows", ctypes.c_uint32),
+        ("prefill_blas", ctypes.c_uint32),
+        ("spec_stop_entropy", ctypes.c_float),
+        ("spec_adapt", ctypes.c_uint32),
+    ]
+
+
 class gb_session_options(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
         ("n_ctx", ctypes.c_uint32),
         ("gear", c_enum),
-        ("managed", c_enum),
-        ("base_gear", c_enum),
         ("n_threads", ctypes.c_uint32),
         ("mem_budget", ctypes.c_uint64),
         ("sampler", gb_sampler_options),
-        ("monitor", gb_monitor_options),
         ("log", gb_log_fn),
         ("log_user", ctypes.c_void_p),
         ("deterministic", ctypes.c_uint32),
-        ("lazy_tiers", ctypes.c_uint32),
-        ("release_steps", ctypes.c_uint32),
-        ("measure_residency", ctypes.c_uint32),
         ("kv", gb_kv_options),
         ("prefill_batch", ctypes.c_uint32),
-        ("prefill_panel_rows", ctypes.c_uint32),
-        ("prefill_blas", ctypes.c_uint32),
         ("spec_k", ctypes.c_uint32),
         ("spec_verify_gear", c_enum),
         ("spec_draft_gear", c_enum),
-        ("spec_stop_entropy", ctypes.c_float),
-        ("spec_adapt", ctypes.c_uint32),
         ("repeat_penalty", ctypes.c_float),
         ("frequency_penalty", ctypes.c_float),
         ("presence_penalty", ctypes.c_float),
@@ -287,6 +299,7 @@ class gb_session_options(ctypes.Structure):
         ("n_stop_strings", ctypes.c_uint32),
         ("abort_callback", gb_abort_fn),
         ("abort_user", ctypes.c_void_p),
+        ("experimental", ctypes.POINTER(gb_session_experimental)),
     ]
 
 
@@ -364,7 +377,8 @@ STRUCTS = {
     cls.__name__: cls
     for cls in (
         gb_model_options, gb_model_info, gb_tokenizer_info, gb_sampler_options, gb_monitor_options,
-        gb_kv_options, gb_logit_bias, gb_session_options, gb_step_info, gb_plan_report, gb_chat_message, gb_utf8_stream,
+        gb_kv_options, gb_kv_experimental, gb_session_experimental, gb_logit_bias, gb_session_options, gb_step_info,
+        gb_plan_report, gb_chat_message, gb_utf8_stream,
     )
 }
 
@@ -410,6 +424,7 @@ PROTOTYPES = {
     "gb_kv_policy_name": (_ccp, [c_enum]),
     "gb_kv_policy_from_name": (_st, [_ccp, _P(c_enum)]),
     "gb_session_options_init": (None, [_P(gb_session_options)]),
+    "gb_session_experimental_init": (None, [_P(gb_session_experimental)]),
     "gb_session_mem_size": (_st, [_vp, _P(gb_session_options), _P(_sz)]),
     "gb_plan": (_st, [_vp, _u64, _u32, _P(gb_session_options), _P(gb_plan_report)]),
     "gb_session_create": (_st, [_vp, _P(gb_session_options), _vp, _sz, _P(_vp)]),

@@ -98,6 +98,7 @@ def expected_ctype(ctype: str, enums: set):
         "gb_log_fn": _capi.gb_log_fn, "gb_abort_fn": _capi.gb_abort_fn,
         "const gb_logit_bias *": ctypes.POINTER(_capi.gb_logit_bias),
         "const char *const *": ctypes.POINTER(ctypes.c_char_p),
+        "const struct gb_session_experimental *": ctypes.POINTER(_capi.gb_session_experimental),
     }
     if ctype in scalar:
         return scalar[ctype]
