@@ -84,27 +84,6 @@ static inline void q4r16_scales(const uint8_t *g, float32x4_t s[4]) {
   s[3] = vcvt_high_f32_f16(h1);
 }
 
-// ---- positions in chunks of four (SVE f32 / f16 gemvm) ----------------------
-
-// Positions [0, m) in chunks of four (a last chunk of 1..3): fn(P, y, x),
-// P a std::integral_constant, y = Y + p0 * ldy and x[0..4) the chunk's
-// positions (the last one repeated past the chunk's end).
-template <class Fn>
-static inline void position_chunks4(float *Y, size_t ldy, const float *X, size_t ldx, size_t m, Fn fn) {
-  for (size_t p0 = 0; p0 < m; p0 += 4) {
-    const size_t np = m - p0 < 4 ? m - p0 : 4;
-    const float *x[4];
-    for (size_t p = 0; p < 4; p++) x[p] = X + (p0 + (p < np ? p : 0)) * ldx;
-    float *y = Y + p0 * ldy;
-    switch (np) {
-      case 4: fn(std::integral_constant<int, 4>(), y, x); break;
-      case 3: fn(std::integral_constant<int, 3>(), y, x); break;
-      case 2: fn(std::integral_constant<int, 2>(), y, x); break;
-      default: fn(std::integral_constant<int, 1>(), y, x); break;
-    }
-  }
-}
-
 // ---- the neon folder: f32 / f16 tile loops ----------------------------------
 // One tile serves the gemv and the gemvm: 4 rows x 8 columns per step,
 // applied to P positions (P = 1 for the gemv). Per (row, position) one
@@ -967,57 +946,5 @@ static inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb
 }  // namespace i8mm
 }  // namespace gb_arm64
 #endif  // __ARM_FEATURE_MATMUL_INT8
-
-// ---- SVE: the sve folder's q8 / q4 gemvm ----------------------------------------
-// Per row and block the weights as two 16-byte halves (q4: unpacked, minus
-// 8), dotted (SDOT, SADDV) with each position's block: the exact int32 sum
-// whatever the vector length; then, in scalar float,
-// acc += (d * xd) * (float)isum, block after block, as the gemv.
-//
-// F (the format's file) provides kBytes and load(p16, blk, a, b): the
-// block's weights 0..15 / 16..31 under p16 (the first 16 byte lanes).
-#if defined(__ARM_FEATURE_SVE)
-#include <arm_sve.h>
-
-namespace gb_arm64 {
-namespace sve {
-
-// Inactive lanes of a / b may hold garbage; x0 / x1 are zero there.
-static inline int32_t dot_halves(svint8_t a, svint8_t b, svint8_t x0, svint8_t x1) {
-  return (int32_t)svaddv_s32(svptrue_b32(), svdot_s32(svdot_s32(svdup_n_s32(0), a, x0), b, x1));
-}
-
-template <class F>
-static void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
-                         size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nb = (cols + 31) / 32;
-  const size_t rb = nb * F::kBytes;
-  const svbool_t p16 = svwhilelt_b8_u64(0, 16);
-  for (size_t r = row_begin; r < row_end; r += 4) {
-    const size_t nr = row_end - r < 4 ? row_end - r : 4;
-    float acc[4][GB_GEMVM_MAX_M];
-    for (size_t k = 0; k < nr; k++)
-      for (size_t p = 0; p < m; p++) acc[k][p] = 0.0f;
-    for (size_t b = 0; b < nb; b++) {
-      for (size_t k = 0; k < nr; k++) {
-        const uint8_t *blk = W + (r + k) * rb + b * F::kBytes;
-        svint8_t wa, wb;
-        F::load(p16, blk, wa, wb);
-        const float d = f16_scale(blk);
-        for (size_t p = 0; p < m; p++) {
-          const gb_q8x_block &xb = XQ[p * ldxq + b];
-          const int32_t isum = dot_halves(wa, wb, svld1_s8(p16, xb.qs), svld1_s8(p16, xb.qs + 16));
-          acc[k][p] += d * xb.d * (float)isum;
-        }
-      }
-    }
-    for (size_t k = 0; k < nr; k++)
-      for (size_t p = 0; p < m; p++) Y[p * ldy + r + k] = acc[k][p];
-  }
-}
-
-}  // namespace sve
-}  // namespace gb_arm64
-#endif  // __ARM_FEATURE_SVE
 
 #endif  // GEARBX_ARCH_ARM64_COMMON_H
