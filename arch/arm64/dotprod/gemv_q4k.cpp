@@ -21,6 +21,7 @@
 
 #include "arm64/arm64_common.h"
 #include "kernels.h"
+#include "kquant_dot.h"
 
 namespace {
 

@@ -20,6 +20,7 @@
 
 #include "arm64/arm64_common.h"
 #include "kernels.h"
+#include "kquant_dot.h"
 
 namespace {
 
