@@ -1,15 +1,13 @@
-// arm64_common.h — helpers shared by the arm64 kernel folders (neon, dotprod,
-// i8mm, sve) and by the files of one folder: fp16 scale loads, unaligned f32
-// / f16 vector loads, horizontal sums, the f32 / f16 tile loops and the
-// q8 / q4 block loops of the baseline kernels, the q4r16 scale load, the
-// K-quant (q4k, q5k, q6k) super-block loop of the neon and dotprod kernels
-// and the attention helpers the dotprod and i8mm kernels share.
+// arm64_common.h — helpers shared by several arm64 kernel folders (neon,
+// dotprod, i8mm, sve): fp16 scale loads, unaligned f32 / f16 vector loads,
+// horizontal sums, the q4r16 scale load, the K-quant (q4k, q5k, q6k)
+// super-block loop of the neon and dotprod kernels and the attention helpers
+// the dotprod and i8mm kernels share. What the files of one folder share
+// lives in that folder (gemv_blocks.h, gemv_float.h, kquant_dot.h).
 //
 // Every folder compiles this header with its own -march (neon: armv8-a,
 // dotprod: +dotprod, i8mm: +dotprod+i8mm, sve: +sve); it uses ARMv8-A
-// Advanced SIMD only, which every folder has. What needs more (SDOT, SMMLA,
-// SVE) lives in the folder that has it: the dotprod, i8mm and sve folders
-// keep their q8 / q4 loops in their own gemv_blocks.h.
+// Advanced SIMD only, which every folder has.
 //
 // No anonymous namespace here (a header's types must not depend on one);
 // instead every function and function template is static, so each folder
@@ -76,209 +74,6 @@ static inline void q4r16_scales(const uint8_t *g, float32x4_t s[4]) {
   s[2] = vcvt_f32_f16(vget_low_f16(h1));
   s[3] = vcvt_high_f32_f16(h1);
 }
-
-// ---- the neon folder: f32 / f16 tile loops ----------------------------------
-// One tile serves the gemv and the gemvm: 4 rows x 8 columns per step,
-// applied to P positions (P = 1 for the gemv). Per (row, position) one
-// accumulator; per 8 columns
-//   acc = fma(fma(acc, w[c..c+3], x[c..c+3]), w[c+4..c+7], x[c+4..c+7])
-// (lane j sums the columns c with c % 4 == j), a column tail of 1..7 goes
-// through the same two steps from zero-padded copies of w and x, and the row
-// result is (acc[0] + acc[1]) + (acc[2] + acc[3]). That order depends neither
-// on P nor on which rows share the tile (a tail group of 1..3 rows computes
-// copies of its last row, not stored), so every gemvm is bit-identical per
-// position to the gemv, and results do not depend on the row split.
-//
-// Registers: 4P accumulators, the 8 widened weight vectors of the step and
-// two x vectors at a time: P <= kMaxTileP = 4 (26 of 32). Each weight vector
-// is loaded and widened once per step and used for the tile's P positions;
-// with more positions than that, a group's rows are re-read from cache once
-// per chunk (chunks of near-equal size, at most kMaxTileP). One accumulator
-// per (row, position) instead of two is what lets four positions fit; its
-// price is a chain of two dependent FMAs per step, which bounds the f32 gemv
-// (P = 1) at 2 FMA latencies per 32 weights where the core could issue more
-// (the f16 gemv is bound by FCVTL throughput before that).
-//
-// F (the format's file) provides kBytes (per weight) and load8(p, lo, hi):
-// the 8 weights at p as f32.
-namespace neon {
-
-constexpr size_t kMaxTileP = 4;
-
-// Rows w[0..3] times positions x[0..P): out[p] lane k = row k . x_p.
-// xt[p]: x_p's column tail (cols % 8 values) zero-padded to 8.
-template <class F, size_t P>
-static inline void float_tile(float32x4_t *out, const uint8_t *const *w, const float *const *x, const float (*xt)[8],
-                              size_t cols) {
-  const size_t cmain = cols & ~(size_t)7;
-  const size_t rem = cols - cmain;
-  float32x4_t acc[4][P];
-  for (size_t k = 0; k < 4; k++)
-    for (size_t p = 0; p < P; p++) acc[k][p] = vdupq_n_f32(0.0f);
-  for (size_t c = 0; c < cmain; c += 8) {
-    float32x4_t lo[4], hi[4];
-    for (size_t k = 0; k < 4; k++) F::load8(w[k] + F::kBytes * c, lo[k], hi[k]);
-    for (size_t p = 0; p < P; p++) {
-      const float32x4_t x0 = vld1q_f32(x[p] + c), x1 = vld1q_f32(x[p] + c + 4);
-      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], lo[k], x0);
-      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], hi[k], x1);
-    }
-  }
-  if (rem) {
-    float32x4_t lo[4], hi[4];
-    for (size_t k = 0; k < 4; k++) {
-      uint8_t wt[8 * F::kBytes];
-      memset(wt, 0, sizeof wt);
-      memcpy(wt, w[k] + F::kBytes * cmain, rem * F::kBytes);
-      F::load8(wt, lo[k], hi[k]);
-    }
-    for (size_t p = 0; p < P; p++) {
-      const float32x4_t x0 = vld1q_f32(xt[p]), x1 = vld1q_f32(xt[p] + 4);
-      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], lo[k], x0);
-      for (size_t k = 0; k < 4; k++) acc[k][p] = vfmaq_f32(acc[k][p], hi[k], x1);
-    }
-  }
-  for (size_t p = 0; p < P; p++)
-    out[p] = vpaddq_f32(vpaddq_f32(acc[0][p], acc[1][p]), vpaddq_f32(acc[2][p], acc[3][p]));
-}
-
-// Y[i*ldy + r] = W[r] . X_i for i < m (1 <= m <= GB_GEMVM_MAX_M), r in
-// [row_begin, row_end); the gemv is m = 1.
-template <class F>
-static inline void float_gemvm(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx, size_t m,
-                               size_t row_begin, size_t row_end, size_t cols) {
-  const size_t rb = cols * F::kBytes;
-  const size_t cmain = cols & ~(size_t)7;
-  const float *x[GB_GEMVM_MAX_M];
-  float xt[GB_GEMVM_MAX_M][8];
-  for (size_t i = 0; i < m; i++) {
-    x[i] = X + i * ldx;
-    memset(xt[i], 0, sizeof xt[i]);
-    memcpy(xt[i], x[i] + cmain, (cols - cmain) * 4);
-  }
-  const size_t chunks = (m + kMaxTileP - 1) / kMaxTileP;
-  for (size_t r = row_begin; r < row_end; r += 4) {
-    const size_t nr = row_end - r < 4 ? row_end - r : 4;
-    const uint8_t *w[4];
-    for (size_t k = 0; k < 4; k++) w[k] = W + (r + (k < nr ? k : nr - 1)) * rb;
-    for (size_t ch = 0, p0 = 0; ch < chunks; ch++) {
-      const size_t np = m / chunks + (ch < m % chunks ? 1 : 0);
-      float32x4_t out[kMaxTileP];
-      switch (np) {
-        case 4: float_tile<F, 4>(out, w, x + p0, xt + p0, cols); break;
-        case 3: float_tile<F, 3>(out, w, x + p0, xt + p0, cols); break;
-        case 2: float_tile<F, 2>(out, w, x + p0, xt + p0, cols); break;
-        default: float_tile<F, 1>(out, w, x + p0, xt + p0, cols); break;
-      }
-      for (size_t p = 0; p < np; p++) {
-        float *y = Y + (p0 + p) * ldy + r;
-        if (nr == 4) {
-          vst1q_f32(y, out[p]);
-        } else {
-          float t[4];
-          vst1q_f32(t, out[p]);
-          memcpy(y, t, nr * 4);
-        }
-      }
-      p0 += np;
-    }
-  }
-}
-
-// ---- the neon folder: q8 / q4 block loops ---------------------------------
-// Bit-identical to the generic kernels: the int32 sum of each 32-block is
-// exact, and per row the float work is acc += (d * xd) * (float)isum, block
-// after block, with separate multiplies and adds (no fusing), four rows in
-// the four lanes of a vector.
-
-// The gemv. kBlockBytes: 34 (q8) or 18 (q4); Dot(qs, x0, x1): the exact
-// int32 dot product of the block's quants at qs with the activations x0 / x1
-// (weights 0..15 / 16..31), spread over the four lanes.
-template <size_t kBlockBytes, int32x4_t (*Dot)(const uint8_t *, int8x16_t, int8x16_t)>
-static inline void gemv_blocks(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t row_begin, size_t row_end,
-                               size_t cols) {
-  const size_t nb = (cols + 31) / 32;
-  const size_t rb = nb * kBlockBytes;
-  size_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) {
-    const uint8_t *b0 = W + r * rb;
-    const uint8_t *b1 = b0 + rb;
-    const uint8_t *b2 = b1 + rb;
-    const uint8_t *b3 = b2 + rb;
-    float32x4_t acc = vdupq_n_f32(0.0f);
-    for (size_t b = 0; b < nb; b++) {
-      const int8x16_t x0 = vld1q_s8(xq[b].qs);
-      const int8x16_t x1 = vld1q_s8(xq[b].qs + 16);
-      const int32x4_t isum = hsum4_s32(Dot(b0 + 2, x0, x1), Dot(b1 + 2, x0, x1), Dot(b2 + 2, x0, x1),
-                                       Dot(b3 + 2, x0, x1));
-      const float32x4_t dd = vmulq_n_f32(f16_scales4(b0, b1, b2, b3), xq[b].d);
-      acc = vaddq_f32(acc, vmulq_f32(dd, vcvtq_f32_s32(isum)));
-      b0 += kBlockBytes;
-      b1 += kBlockBytes;
-      b2 += kBlockBytes;
-      b3 += kBlockBytes;
-    }
-    vst1q_f32(y + r, acc);
-  }
-  for (; r < row_end; r++) {
-    const uint8_t *blk = W + r * rb;
-    float acc = 0.0f;
-    for (size_t b = 0; b < nb; b++, blk += kBlockBytes) {
-      const int8x16_t x0 = vld1q_s8(xq[b].qs);
-      const int8x16_t x1 = vld1q_s8(xq[b].qs + 16);
-      const int32_t isum = vaddvq_s32(Dot(blk + 2, x0, x1));
-      acc += f16_scale(blk) * xq[b].d * (float)isum;
-    }
-    y[r] = acc;
-  }
-}
-
-// The gemvm, bit-identical per position to the gemv: four rows per step (a
-// tail group computes copies of its last row, not stored: the block
-// formats' results do not depend on grouping); each block's weights are
-// loaded (q4: unpacked) once and dotted with the m positions' blocks; per
-// (row, position) the exact int32 block sum and
-// acc += (d * xd) * (float)isum, block after block. F provides kBytes,
-// load(blk, a, b) (the block's weights 0..15 / 16..31 as int8) and
-// dot(a, b, x0, x1) (as Dot above, spread over the four lanes).
-template <class F>
-static inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
-                                size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nb = (cols + 31) / 32;
-  const size_t rb = nb * F::kBytes;
-  for (size_t r = row_begin; r < row_end; r += 4) {
-    const size_t nr = row_end - r < 4 ? row_end - r : 4;
-    const uint8_t *bk[4];
-    for (size_t k = 0; k < 4; k++) bk[k] = W + (r + (k < nr ? k : nr - 1)) * rb;
-    float32x4_t acc[GB_GEMVM_MAX_M];
-    for (size_t p = 0; p < m; p++) acc[p] = vdupq_n_f32(0.0f);
-    for (size_t b = 0; b < nb; b++) {
-      int8x16_t wa[4], wb[4];
-      for (int k = 0; k < 4; k++) F::load(bk[k] + b * F::kBytes, wa[k], wb[k]);
-      const float32x4_t dw = f16_scales4(bk[0] + b * F::kBytes, bk[1] + b * F::kBytes, bk[2] + b * F::kBytes,
-                                         bk[3] + b * F::kBytes);
-      for (size_t p = 0; p < m; p++) {
-        const gb_q8x_block &xb = XQ[p * ldxq + b];
-        const int8x16_t x0 = vld1q_s8(xb.qs), x1 = vld1q_s8(xb.qs + 16);
-        const int32x4_t isum = hsum4_s32(F::dot(wa[0], wb[0], x0, x1), F::dot(wa[1], wb[1], x0, x1),
-                                         F::dot(wa[2], wb[2], x0, x1), F::dot(wa[3], wb[3], x0, x1));
-        const float32x4_t dd = vmulq_n_f32(dw, xb.d);
-        acc[p] = vaddq_f32(acc[p], vmulq_f32(dd, vcvtq_f32_s32(isum)));
-      }
-    }
-    for (size_t p = 0; p < m; p++) {
-      if (nr == 4) {
-        vst1q_f32(Y + p * ldy + r, acc[p]);
-      } else {
-        float t[4];
-        vst1q_f32(t, acc[p]);
-        memcpy(Y + p * ldy + r, t, nr * 4);
-      }
-    }
-  }
-}
-
-}  // namespace neon
 
 // ---- K-quant super-blocks (q4k, q5k, q6k): gemv and gemvm -------------------
 // A super-block holds 256 weights of one row and meets 8 activation blocks
@@ -476,22 +271,6 @@ static inline void acc_q6k(const Q6KWeights &w, const gb_q8x_block *xb, const XS
     acc[h] = vfmaq_f32(acc[h], xs.d[h], vmulq_n_f32(vcvtq_f32_s32(is), w.d));
   }
 }
-
-// Dot products without SDOT: SMULL / SMLAL into int16 lanes (dot32: four
-// products per lane, |w| <= 31 (q5k) so |sum| <= 4 * 31 * 128 < 2^15;
-// dot16: two, |w| <= 32), widened pairwise (SADDLP).
-struct DotNeon {
-  static inline int32x4_t dot32(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) {
-    int16x8_t p = vmull_s8(vget_low_s8(a), vget_low_s8(x0));
-    p = vmlal_high_s8(p, a, x0);
-    p = vmlal_s8(p, vget_low_s8(b), vget_low_s8(x1));
-    p = vmlal_high_s8(p, b, x1);
-    return vpaddlq_s16(p);
-  }
-  static inline int32x4_t dot16(int8x16_t a, int8x16_t x) {
-    return vpaddlq_s16(vmlal_high_s8(vmull_s8(vget_low_s8(a), vget_low_s8(x)), a, x));
-  }
-};
 
 // Y[p*ldy + r] for positions p < m (m <= kMaxM) and rows [row_begin, row_end).
 template <class F, size_t kMaxM>

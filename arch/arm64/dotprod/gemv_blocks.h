@@ -1,10 +1,10 @@
 // gemv_blocks.h — the q8 / q4 loops of this folder (gemv_q8.cpp,
 // gemv_q4.cpp), compiled with its -march (+dotprod) only.
 //
-// As the neon folder's loops (arm64_common.h's neon::gemv_blocks /
-// gemvm_blocks), with the block's int32 sums from two SDOTs (four lanes)
-// starting at an accumulator given per block: 0 for q8, and for q4, whose
-// codes are dotted as 0..15, -8 x the activations' sums.
+// As the neon folder's loops (neon/gemv_blocks.h), with the block's int32
+// sums from two SDOTs (four lanes) starting at an accumulator given per
+// block: 0 for q8, and for q4, whose codes are dotted as 0..15, -8 x the
+// activations' sums.
 //
 // Static, as in arm64_common.h: each kernel object keeps its own copy.
 #ifndef GEARBX_ARCH_ARM64_DOTPROD_GEMV_BLOCKS_H

@@ -9,7 +9,7 @@
 // (ADDP) so lane k holds row k's sum, and the float work is generic's
 // acc += (d * xd) * (float)isum, block after block, with separate multiplies
 // and adds: bit-identical to gb_q4_gemv__generic. The row and block loops
-// are arm64_common.h's (gb_arm64::neon::gemv_blocks / gemvm_blocks); the
+// are gemv_blocks.h's (gb_arm64::neon::gemv_blocks / gemvm_blocks); the
 // gemvm unpacks each block's weights once for all positions and is
 // bit-identical per position to the gemv.
 //
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {

@@ -22,6 +22,7 @@
 
 #include "arm64/arm64_common.h"
 #include "kernels.h"
+#include "kquant_dot.h"
 
 namespace {
 
@@ -32,7 +33,7 @@ struct Q4KBlock {
   using Weights = kquant::Q4KWeights;
   static inline void unpack(const uint8_t *blk, Weights &w) { kquant::unpack_q4k(blk, w); }
   static inline void acc(const Weights &w, const gb_q8x_block *xb, const kquant::XS &xs, float32x4_t a[2]) {
-    kquant::acc_q4k<kquant::DotNeon>(w, xb, xs, a);
+    kquant::acc_q4k<neon::KquantDot>(w, xb, xs, a);
   }
 };
 
