@@ -17,13 +17,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
 #include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::sdot;
 
 // Low nibbles: weights 0..15, high nibbles: 16..31, as codes u in 0..15

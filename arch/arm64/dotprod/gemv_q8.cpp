@@ -14,13 +14,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
 #include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::sdot;
 
 inline int32x4_t dot_q8(const uint8_t *qs, int8x16_t x0, int8x16_t x1, int32x4_t init) {

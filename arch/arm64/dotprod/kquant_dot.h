@@ -1,6 +1,6 @@
 // kquant_dot.h — the dot products this folder's K-quant kernels (gemv_q4k.cpp,
 // gemv_q5k.cpp, gemv_q6k.cpp) give the super-block loop they share with the
-// neon folder (arm64_common.h's kquant::gemvm_superblocks): SDOT from zero,
+// neon folder (kquant_common.h's kquant::gemvm_superblocks): SDOT from zero,
 // four lanes; codes are signed bytes (q6k: minus 32).
 #ifndef GEARBX_ARCH_ARM64_DOTPROD_KQUANT_DOT_H
 #define GEARBX_ARCH_ARM64_DOTPROD_KQUANT_DOT_H

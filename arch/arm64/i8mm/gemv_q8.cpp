@@ -17,13 +17,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
 #include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::i8mm;
 
 // Weights 0..15 and 16..31 of a block as signed bytes.

@@ -18,13 +18,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
 #include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::neon;
 
 // q4 block: 16 bytes of nibbles; low nibbles are weights 0..15, high 16..31,

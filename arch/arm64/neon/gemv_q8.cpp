@@ -17,13 +17,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
 #include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::neon;
 
 // Exact int8 x int8 dot product of 32 values, left in the 4 lanes (no

@@ -1,6 +1,6 @@
 // kquant_dot.h — the dot products this folder's K-quant kernels (gemv_q4k.cpp,
 // gemv_q5k.cpp, gemv_q6k.cpp) give the super-block loop they share with the
-// dotprod folder (arm64_common.h's kquant::gemvm_superblocks), without SDOT:
+// dotprod folder (kquant_common.h's kquant::gemvm_superblocks), without SDOT:
 // SMULL / SMLAL into int16 lanes (dot32: four products per lane, |w| <= 31
 // (q5k) so |sum| <= 4 * 31 * 128 < 2^15; dot16: two, |w| <= 32), widened
 // pairwise (SADDLP).
