@@ -28,7 +28,7 @@
 # neon folder): every innermost loop of the function that steps the weight
 # pointer like the gemv's hot loop is a tile; P = its fmla count / that of
 # the gemv's hot loop. For m positions the kernel runs ceil(m / Pmax) tiles
-# of near-equal width (the kernel's chunking, arch/arm64/arm64_common.h);
+# of near-equal width (the kernel's chunking, arch/arm64/neon/gemv_float.h);
 # cycles per 32 weights of the pass = the sum over its tiles, shown also per
 # position and against m calls of the gemv. Kernels whose position loop is a
 # run-time loop inside the block loop (q8 / q4, SVE) are listed as not

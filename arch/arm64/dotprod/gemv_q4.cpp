@@ -7,7 +7,7 @@
 // exactly. Four rows are reduced together (ADDP) so lane k holds row k's
 // sum, and the float work is generic's acc += (d * xd) * (float)isum, block
 // after block with separate multiplies and adds: bit-identical to
-// gb_q4_gemv__generic. The row and block loops are arm64_common.h's
+// gb_q4_gemv__generic. The row and block loops are gemv_blocks.h's
 // (gb_arm64::sdot::gemv_blocks / gemvm_blocks); the gemvm unpacks each
 // block's weights once for all positions and is bit-identical per position
 // to the gemv.
@@ -17,12 +17,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::sdot;
 
 // Low nibbles: weights 0..15, high nibbles: 16..31, as codes u in 0..15

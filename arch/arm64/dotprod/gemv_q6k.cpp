@@ -8,7 +8,7 @@
 // Products by SDOT from zero (four lanes per 16 weights).
 // A super-block's partial sums are reduced with ADDP (lane s: block s);
 // integer parts are exact.
-// The row and super-block loop is arm64_common.h's
+// The row and super-block loop is kquant_common.h's
 // (gb_arm64::kquant::gemvm_superblocks): the gemv is its one-position case,
 // so the gemvm is bit-identical per position to the gemv, and it unpacks
 // each row's super-block once for all positions.
@@ -18,8 +18,9 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "arm64/kquant_common.h"
 #include "kernels.h"
+#include "kquant_dot.h"
 
 namespace {
 

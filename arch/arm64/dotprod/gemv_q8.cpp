@@ -4,7 +4,7 @@
 // four rows are reduced together (ADDP) so lane k holds row k's sum, and
 // the float work is generic's acc += (d * xd) * (float)isum, block after
 // block with separate multiplies and adds: bit-identical to
-// gb_q8_gemv__generic. The row and block loops are arm64_common.h's
+// gb_q8_gemv__generic. The row and block loops are gemv_blocks.h's
 // (gb_arm64::sdot::gemv_blocks / gemvm_blocks); the gemvm loads each block's
 // weights once for all positions and is bit-identical per position to the
 // gemv.
@@ -14,12 +14,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::sdot;
 
 inline int32x4_t dot_q8(const uint8_t *qs, int8x16_t x0, int8x16_t x1, int32x4_t init) {

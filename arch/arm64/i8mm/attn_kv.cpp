@@ -28,20 +28,19 @@
 // generic one (scalar work over the scores).
 //
 // The buffer unpacking, the f16 / f32 key dot product and the value
-// accumulation are shared with the dotprod kernel (arm64_common.h,
+// accumulation are shared with the dotprod kernel (attn_common.h,
 // gb_arm64::attn).
 #include <arm_neon.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "arm64/arm64_common.h"
+#include "arm64/attn_common.h"
 #include "f16.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::attn;
 
 constexpr uint32_t kPairs = 4;   // query head pairs whose sums stay in registers

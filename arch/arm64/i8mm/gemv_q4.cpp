@@ -4,7 +4,7 @@
 // A q4 block's nibbles are unpacked in registers to signed bytes (low
 // nibbles: weights 0..15, high nibbles: 16..31, both minus 8), then two
 // rows' weights go against one activation block per four SMMLAs, four rows
-// a step merged with UZP1 (the loops of arm64_common.h:
+// a step merged with UZP1 (the loops of gemv_blocks.h:
 // gb_arm64::i8mm::gemv_blocks / gemvm_blocks, which describe the operand
 // layout); a last odd row is paired with itself. Only NEON + I8MM
 // instructions are used (the kernel's requirement is GB_ISA_NEON |
@@ -19,12 +19,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::i8mm;
 
 // Weights 0..15 and 16..31 of a block as signed bytes (nibble - 8).

@@ -4,7 +4,7 @@
 // No fp16 arithmetic: binary16 weights are widened with FCVTL / FCVTL2
 // (vcvt_f32_f16, part of ARMv8-A) and accumulated in f32: four rows x 8
 // columns per step with one fused accumulator of four lanes per (row,
-// position), the tile loop of arm64_common.h (gb_arm64::neon::float_gemvm):
+// position), the tile loop of gemv_float.h (gb_arm64::neon::float_gemvm):
 // a different order of summation than generic, within the tests' tolerance;
 // every gemvm is bit-identical per position to the gemv, and results do not
 // depend on the row split.
@@ -16,12 +16,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_float.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::neon;
 
 // FCVTL / FCVTL2 (ARMv8-A): exact for every binary16.

@@ -2,7 +2,7 @@
 // the Cortex-A53 baseline.
 //
 // Four rows x 8 columns per step with one fused accumulator of four lanes
-// per (row, position), the tile loop of arm64_common.h (gb_arm64::neon::
+// per (row, position), the tile loop of gemv_float.h (gb_arm64::neon::
 // float_gemvm): a different order of summation than generic, within the
 // tests' tolerance; every gemvm is bit-identical per position to the gemv,
 // and results do not depend on the row split.
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "arm64/arm64_common.h"
+#include "gemv_float.h"
 #include "kernels.h"
 
 namespace {

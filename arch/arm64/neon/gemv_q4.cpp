@@ -9,7 +9,7 @@
 // (ADDP) so lane k holds row k's sum, and the float work is generic's
 // acc += (d * xd) * (float)isum, block after block, with separate multiplies
 // and adds: bit-identical to gb_q4_gemv__generic. The row and block loops
-// are arm64_common.h's (gb_arm64::neon::gemv_blocks / gemvm_blocks); the
+// are gemv_blocks.h's (gb_arm64::neon::gemv_blocks / gemvm_blocks); the
 // gemvm unpacks each block's weights once for all positions and is
 // bit-identical per position to the gemv.
 //
@@ -18,12 +18,11 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
 using namespace gb_arm64::neon;
 
 // q4 block: 16 bytes of nibbles; low nibbles are weights 0..15, high 16..31,

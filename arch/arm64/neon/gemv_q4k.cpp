@@ -10,7 +10,7 @@
 // Products by SMULL / SMLAL into int16 lanes, widened pairwise (SADDLP).
 // A super-block's partial sums are reduced with ADDP (lane s: block s);
 // integer parts are exact.
-// The row and super-block loop is arm64_common.h's
+// The row and super-block loop is kquant_common.h's
 // (gb_arm64::kquant::gemvm_superblocks): the gemv is its one-position case,
 // so the gemvm is bit-identical per position to the gemv, and it unpacks
 // each row's super-block once for all positions.
@@ -20,8 +20,9 @@
 #include <arm_neon.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "arm64/kquant_common.h"
 #include "kernels.h"
+#include "kquant_dot.h"
 
 namespace {
 
@@ -32,7 +33,7 @@ struct Q4KBlock {
   using Weights = kquant::Q4KWeights;
   static inline void unpack(const uint8_t *blk, Weights &w) { kquant::unpack_q4k(blk, w); }
   static inline void acc(const Weights &w, const gb_q8x_block *xb, const kquant::XS &xs, float32x4_t a[2]) {
-    kquant::acc_q4k<kquant::DotNeon>(w, xb, xs, a);
+    kquant::acc_q4k<neon::KquantDot>(w, xb, xs, a);
   }
 };
 

@@ -16,12 +16,12 @@
 #include <arm_sve.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_float.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
+using namespace gb_arm64::sve;
 
 inline svfloat32_t cvt_f16(svbool_t pg, svuint32_t h) {
   return svcvt_f32_f16_x(pg, svreinterpret_f16_u32(h));
@@ -87,7 +87,7 @@ extern "C" void gb_f16_gemv__sve(float *y, const uint8_t *W, const float *x, con
 // so rows go one at a time: one load and widening of svcnth() weights per
 // step, applied to P <= 4 positions (lo / hi accumulators each, named: SVE
 // vectors cannot be held in arrays; positions in chunks of four,
-// arm64_common.h's position_chunks4), the same predicated steps and the same
+// gemv_float.h's position_chunks4), the same predicated steps and the same
 // FADDV per (row, position) as the gemv. A row is re-read from cache once per
 // chunk of four positions.
 

@@ -14,12 +14,12 @@
 #include <arm_sve.h>
 #include <stdint.h>
 
-#include "arm64/arm64_common.h"
+#include "gemv_float.h"
 #include "kernels.h"
 
 namespace {
 
-using namespace gb_arm64;
+using namespace gb_arm64::sve;
 
 // svcntw() floats of a row from byte offset 4*c, predicated by bytes.
 inline svfloat32_t ld_w32(const uint8_t *row, uint64_t c, uint64_t cols) {
@@ -77,7 +77,7 @@ extern "C" void gb_f32_gemv__sve(float *y, const uint8_t *W, const float *x, con
 // and the same FADDV per (row, position). Up to four positions share each
 // weight vector load (SVE vectors cannot be held in arrays: the accumulators
 // are named, unused ones compiled away for P < 4; positions in chunks of
-// four, arm64_common.h's position_chunks4); a tile's rows are re-read from
+// four, gemv_float.h's position_chunks4); a tile's rows are re-read from
 // cache once per chunk of four positions.
 
 namespace {

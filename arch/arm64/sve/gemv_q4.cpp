@@ -8,7 +8,7 @@
 // generic's acc += (d * xd) * (float)isum in scalar float, block after
 // block, unfused: the results equal gb_q4_gemv__generic's bit for bit. Four
 // rows at a time share the activation block and its offset. The gemvm
-// (arm64_common.h's gb_arm64::sve::gemvm_blocks) unpacks each block's
+// (gemv_blocks.h's gb_arm64::sve::gemvm_blocks) unpacks each block's
 // weights (minus 8) once per row for all positions and is bit-identical per
 // position to the gemv.
 //
@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {

@@ -6,7 +6,7 @@
 // svwhilelt so nothing past the block is read), then SADDV; then generic's
 // acc += (d * xd) * (float)isum in scalar float, block after block,
 // unfused: the results equal gb_q8_gemv__generic's bit for bit. Four rows at
-// a time share the activation block. The gemvm (arm64_common.h's
+// a time share the activation block. The gemvm (gemv_blocks.h's
 // gb_arm64::sve::gemvm_blocks) loads each block's weights once per row for
 // all positions and is bit-identical per position to the gemv.
 //
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "arm64/arm64_common.h"
+#include "gemv_blocks.h"
 #include "kernels.h"
 
 namespace {
