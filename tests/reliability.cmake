@@ -1,4 +1,4 @@
-# Concurrency and soak checks (issue 21, parts 4 and 5); included by
+# Concurrency and soak checks; included by
 # tests/CMakeLists.txt.
 #
 #   gearbx_concurrency  tests/concurrency/: one model, many sessions on many

@@ -1,5 +1,5 @@
 // soak.cpp — gearbx_soak: a long run of decode steps over sessions that
-// exercise everything that could drift with time (issue 21, part 5).
+// exercise everything that could drift with time.
 //
 //   gearbx_soak [--steps N] [--model FILE.gbx | --stories5m] [--no-rss-check]
 //

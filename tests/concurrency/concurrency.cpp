@@ -1,5 +1,5 @@
 // concurrency.cpp — one model shared read-only by many sessions on many
-// threads at once (issue 21, part 4).
+// threads at once.
 //
 // Every job below is deterministic: greedy or seeded decoding (tokens and
 // the logits they came from, bit for bit), batched prefill, a session saved

@@ -23,8 +23,7 @@
 // of the f32 sums. Measured on stories5M's high tier (TinyStories text, KL
 // against the f32 tier, under qemu): 1.8e-7 nats/token against 8e-8 for
 // the neon kernel's f32 sums of exact products; a binary16 sum per lane
-// over the whole row instead (emulated) gave 6.3e-7 (docs/RESULTS.md,
-// session 20).
+// over the whole row instead (emulated) gave 6.3e-7.
 //
 // Exact fallbacks, so that no input gets a worse answer than the neon
 // kernel's: a position whose x has a value binary16 cannot hold (|x| >

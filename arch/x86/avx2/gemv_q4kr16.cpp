@@ -21,7 +21,7 @@
 //
 // (This replaced running gb_q4k_gemv__avx2 on rows gathered out of the
 // 16-row layout: 15-16 GB/s from memory at one thread on the AVX-512 host
-// with the AVX2 kernels selected; docs/RESULTS.md, "Session 19".)
+// with the AVX2 kernels selected, against 26.3-27.7 for these kernels.)
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -76,8 +76,8 @@ inline void q8_rows(float *y, const uint8_t *W, const gb_q8x_block *xq, size_t r
 // of itself (past row_end at the end: the next rows or bytes past the
 // matrix, which a prefetch may name without faulting); the rows left over
 // (fewer than four) as a tail group. Four adjacent rows with the plan of
-// avx2_common.h read 83-89 % of the bandwidth from memory on the Zen 5 host
-// (docs/RESULTS.md, session 18).
+// avx2_common.h read 86-90 % of the bandwidth from memory on the Zen 5 host
+// at one thread, 76-78 % at two.
 constexpr size_t kQuarterAhead = 2048;
 extern "C" void gb_q8_gemv__avx2(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                  size_t row_begin, size_t row_end, size_t cols) {

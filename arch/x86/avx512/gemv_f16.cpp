@@ -7,7 +7,7 @@
 // representable in f16 (as the session passes it) the gemv reads an f16
 // copy of it and the matrix as two prefetched row streams (f16x_rows: the
 // 1.1B model's high gear decoded 17.2 -> 18.6 tok/s at one thread, 87 ->
-// 95 % of the read bandwidth, docs/RESULTS.md, session 18); otherwise one
+// 95 % of the read bandwidth); otherwise one
 // row at a time (rows longer than kLongRow four at a time). The
 // multi-position kernel reads one or two such positions the same way (a
 // verify pass of one draft), and prefetches the next block of rows from 3
@@ -129,7 +129,8 @@ inline void f16_range(float *Y, size_t ldy, const uint8_t *W, const typename X::
 // forward.cpp), and cols <= kF16X, the gemv reads an f16 copy of it from
 // the stack: the products, and so the result, are bit for bit those of the
 // f32 path. Otherwise rows longer than kLongRow go four at a time, sharing
-// each load of x (bench_gemv, 4096 vs 11008 columns: docs/RESULTS.md).
+// each load of x (bench_gemv, 4096 vs 11008 columns: x in f32 16 GB/s
+// against 24-27 in f16; four rows sharing x 22 against 13.5 at 11008).
 constexpr size_t kLongRow = 6144;
 constexpr size_t kF16X = 8192;  // 16 KiB of stack
 
@@ -162,10 +163,11 @@ bool f16_exact(uint16_t *xh, const float *x, size_t cols) {
 // layers' matrices streamed from memory, standalone, one thread) one
 // stream read 36.0 GB/s and two 39.2-39.3 (2 x 2 KiB ahead 37.5, 2 x 8 KiB
 // 36.7, three streams 2 KiB ahead 38.9, four 38.7-39.0, eight 30.5); two
-// or four adjacent rows side by side, 16 rows ahead, 29-30 (session 18).
-// Before: one row at a time, the row 16 rows ahead prefetched (session 17:
-// 56.5 -> 53.5 ms for one position, two 81 -> 52 ms against x in f32 and
-// no prefetch; into every level rather than L2 36.4 -> 38.0 GB/s).
+// or four adjacent rows side by side, 16 rows ahead, 29-30. One row at a
+// time with the row 16 rows ahead prefetched took a pass of one position
+// from 56.5 to 53.5 ms and of two from 81 to 52 ms against x in f32 with no
+// prefetch; prefetching into every level rather than L2 read 36.4 -> 38.0
+// GB/s.
 constexpr size_t kStreamAhead = 4096;
 template <int P>
 inline void f16x_rows(float *Y, size_t ldy, const uint8_t *W, const uint16_t *const *xh, size_t r0, size_t r1,
@@ -219,9 +221,9 @@ extern "C" void gb_f16_gemv__avx512(float *y, const uint8_t *W, const float *x, 
 // does. Per 16 columns a 4 x 3 tile loads 4 weight and 3
 // x vectors for 12 FMAs; the 2 x 4 tile before it loaded 2 and 4 for 8 (8 x
 // loads once the compiler folded them into the FMAs). On the 1.1B model a
-// 128-token prefill ran 1.16-1.44x faster (docs/RESULTS.md, session 15); a
-// 3 x 4 tile ran 8-16 % slower than 4 x 3 in a standalone test, 2 x 6 7 %
-// slower (session 18).
+// 128-token prefill ran 1.16-1.44x faster; a 3 x 4 tile ran 8-16 % slower
+// than 4 x 3 in a standalone test, and 2 x 6 11-24 % slower (37.6 and 40.0
+// against 42.0 and 49.7 GMAC/s).
 //
 // x of a tile's 3 positions must stay in the L1 data cache while the rows
 // stream past from L2: 24 KiB in f32 at 2048 columns, 66 at 5632, more

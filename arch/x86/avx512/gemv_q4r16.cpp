@@ -93,9 +93,8 @@ __attribute__((always_inline)) inline void group_dot2(float *y0, float *y1, cons
 extern "C" void gb_q4r16_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                       size_t row_begin, size_t row_end, size_t cols) {
   // The range's first and second half of groups as two read streams, one
-  // group of each at a time (from memory, one thread: 41.0 -> 43.7 GB/s on
-  // the 1.1B shape's matrices, docs/RESULTS.md "Session 19"); an odd last
-  // group alone.
+  // group of each at a time (from memory, one thread: 37.7-41.4 -> 41.0-44.4
+  // GB/s on the 1.1B shape's matrices); an odd last group alone.
   const size_t nb = (cols + 31) / 32, groups = (row_end - row_begin) / 16, half = groups / 2;
   for (size_t i = 0; i < half; i++) {
     const size_t r0 = row_begin + 16 * i, r1 = r0 + 16 * half;

@@ -6,10 +6,9 @@
 // order is a sequential stream, which the hardware prefetchers follow at
 // nearly the single-core read bandwidth. The AVX2 kernel reads four
 // adjacent rows side by side and reduces them together; on this memory
-// system that stays near half the bandwidth even with software prefetch
-// (docs/RESULTS.md, "Decode and prefill against llama.cpp"). Two streams
-// half a range apart, each prefetched a little ahead, read faster than one
-// (docs/RESULTS.md, session 18).
+// system that stays near half the bandwidth even with software prefetch.
+// Two streams half a range apart, each prefetched a little ahead, read
+// faster than one.
 //
 // Per 32-weight block: vpdpbusd needs one unsigned operand, so the weights
 // are biased to u8 (w ^ 0x80 = w + 128) and the activations stay signed:
@@ -199,10 +198,10 @@ inline void q8_rows2(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block 
 }  // namespace
 
 // The gemv reads the rows as two prefetched streams (q8_rows2): on the 1.1B
-// model the mid gear's one-thread decode went 32.6-33.2 -> 34.4-35.1 tok/s
-// (89 -> 93-94 % of the read bandwidth; session 17's one stream prefetching
-// 16 rows ahead into L2 had brought it from 76-79 %). Two streams with the
-// L2 hint alone did not move it (33.4-33.5).
+// model the mid gear's one-thread decode went 32.6-33.2 -> 33.9-35.1 tok/s
+// (89 -> 91-94 % of the read bandwidth; one stream prefetching 16 rows
+// ahead into L2 had brought it there from 76-79 %). Two streams with the L2
+// hint alone did not move it.
 extern "C" void gb_q8_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,
                                    size_t row_begin, size_t row_end, size_t cols) {
   const gb_q8x_block *xs[1] = {xq};
