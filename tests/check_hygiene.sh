@@ -60,7 +60,7 @@ grep -rnE 'gearbx_port\.h|gb_port_' "$SRC/arch" && bad "arch/ reaches port/"
 
 # Citations of work sessions or issues in the code (the corpus of fuzz
 # regression inputs is data, not code).
-cites=$(grep -rnE '[Ss]ession [0-9]+[^0-9]|[Ii]ssue #?[0-9]+|RESULTS\.md,? "?[Ss]ession' \
+cites=$(grep -rnE '[Ss]ession [0-9]+([^0-9]|$)|[Ii]ssue #?[0-9]+|RESULTS\.md,? "?[Ss]ession' \
   "$SRC"/src "$SRC"/arch "$SRC"/port "$SRC"/include "$SRC"/tests "$SRC"/bench "$SRC"/examples "$SRC"/bindings \
   --include='*.c' --include='*.cpp' --include='*.h' --include='*.inc' --include='*.py' --include='*.sh' \
   --include='*.cmake' --include='CMakeLists.txt' 2>/dev/null | grep -v '/tests/corpus/')
