@@ -141,10 +141,14 @@ inline void get(R &r, int32_t *v) { *v = r.i32(); }
 inline void get(R &r, uint64_t *v) { *v = r.u64(); }
 inline void get(R &r, float *v) { *v = r.f32(); }
 inline void get(R &r, double *v) { *v = r.f64(); }
-// Enums are read as their raw bits; the part's checks judge the value.
+// A gear is stored as its number; a number that names no gear marks the
+// record invalid (and yields GB_GEAR_LOW) before it is held in the enum,
+// whose range is only the named values' bits.
 inline void get(R &r, gb_gear *v) {
   const int32_t x = r.i32();
-  memcpy(v, &x, sizeof x);
+  const bool named = (x >= GB_GEAR_LOW && x < GB_GEAR_COUNT) || x == GB_GEAR_AUTO || x == GB_GEAR_SPEC || x == GB_GEAR_DEFAULT;
+  if (!named) r.bad = true;
+  *v = named ? static_cast<gb_gear>(x) : GB_GEAR_LOW;
 }
 template <class T, size_t N>
 void get(R &r, T (*a)[N]) {

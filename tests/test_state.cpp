@@ -356,6 +356,37 @@ TEST_F(StateErrors, Corruption) {
 // An image of the first format (version 1, written by gearbx 0.1 for this
 // model and these options) is refused with its own status, and the session
 // stays as it was.
+// Numbers that name no value of an enumerated field (a gear of 0xFFFF0002)
+// in every word of every record's first 64 bytes, behind a fixed CRC: a
+// status (the gear fields answer GB_ERR_CORRUPT), never a load of an invalid
+// enum value (UBSan) or a crash, and a refused load changes nothing.
+TEST_F(StateErrors, UnnamedEnumValuesAreRefused) {
+  int refused = 0;
+  for (size_t at = 32; at + 8 <= img_.size(); at += 8 + gb::ld_u32(&img_[at + 4])) {
+    const size_t len = gb::ld_u32(&img_[at + 4]);
+    for (size_t w = 0; w + 4 <= len && w < 64; w += 4) {
+      std::vector<uint8_t> b = img_;
+      gb::st_u32(&b[at + 8 + w], 0xFFFF0002u);
+      fix_crc(b);
+      gb_session *v = victim(so_);
+      const gb_status st = gb_session_state_load(v, b.data(), b.size());
+      if (st != GB_OK) {
+        refused++;
+        gb_session *twin = victim(so_);
+        EXPECT_EQ(decode(v, m_, 2).tokens, decode(twin, m_, 2).tokens) << "record at " << at << ", word " << w;
+        gb_session_destroy(twin);
+      }
+      gb_session_destroy(v);
+    }
+  }
+  EXPECT_GT(refused, 0);
+  // The gear record's first field is the gear policy (a MATCH field).
+  std::vector<uint8_t> b = img_;
+  gb::st_u32(&b[record(img_, "GEAR")], 0xFFFF0002u);
+  fix_crc(b);
+  expect_refused(b, GB_ERR_CORRUPT, so_);
+}
+
 TEST_F(StateErrors, VersionOneImageIsRefused) {
   const std::vector<uint8_t> v1 = gbt::read_file(std::string(GB_TEST_SOURCE_DIR) + "/corpus/state_v1/stories260k-mid-uniform8-ctx8.state");
   ASSERT_GT(v1.size(), 32u);
