@@ -164,6 +164,7 @@ gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const L
   v->offsets = p + 16 + 4ull * n;
   v->types = p + types_off;
   v->blob = p + blob_off;
+  v->blob_bytes = blob;
   v->bos = meta.bos;
   v->eos = meta.eos;
   v->unk = meta.unk;
@@ -419,7 +420,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   if (st == GB_OK && svocab) st = parse_vocab(p + svocab->offset, svocab->size, meta, log, &m->vocab);
   if (st == GB_OK) st = parse_tensors(p + stensors->offset, stensors->size, m, log);
   if (st == GB_OK)
-    st = stok ? tokenizer_obj_init_gguf(&m->tokenizer, tv, tok_mem, log) : tokenizer_obj_init_llama2c(&m->tokenizer, m->vocab, tok_mem, log);
+    st = stok ? tokenizer_obj_init_gguf(&m->tokenizer, tv, tok_mem, tok_bytes, log)
+              : tokenizer_obj_init_llama2c(&m->tokenizer, m->vocab, tok_mem, log);
   if (st != GB_OK) {
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;

@@ -8,6 +8,9 @@
 //     marked faulted and every later call GB_ERR_FILE_CHANGED;
 //   - a file replaced by renaming another over its path: harmless (the
 //     mapping keeps the old file), decoding goes on unchanged;
+//   - a vocabulary rewritten in place with random bytes (both kinds: VOCAB,
+//     TOKENIZER): every piece stays inside its array, and tokenizing and
+//     token texts answer without reading out of bounds;
 //   - GB_MODEL_LOAD_COPY: truncating or rewriting the file changes nothing;
 //   - a CRC, a size or a directory entry that is wrong: refused at open, the
 //     log line names the section.
@@ -41,11 +44,12 @@ struct Log {
   }
 };
 
-// A private copy of stories260K's .gbx whose modification time is set far in
-// the past, so any later write moves it whatever the clock's granularity.
-std::string fresh_copy(const char *name) {
+// A private copy of a .gbx (stories260K's by default) whose modification
+// time is set far in the past, so any later write moves it whatever the
+// clock's granularity.
+std::string fresh_copy(const char *name, const std::string &source = gbt::stories260k_gbx()) {
   const std::string path = gbt::temp_dir() + "/" + name;
-  EXPECT_TRUE(gbt::write_file(path, gbt::read_file(gbt::stories260k_gbx())));
+  EXPECT_TRUE(gbt::write_file(path, gbt::read_file(source)));
   const struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
   EXPECT_EQ(utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
   return path;
@@ -182,6 +186,65 @@ TEST(Integrity, ReadsPastTheEndOfATruncatedMappingGiveZerosAndAStatus) {
   // Nothing else in the process is touched: a model opened again decodes.
   const std::vector<int32_t> want = reference(4);
   EXPECT_EQ(std::vector<int32_t>(want.begin(), want.begin() + 2), toks);
+}
+
+TEST(Integrity, ARewrittenVocabularyIsReadInBounds) {
+  for (const std::string &source : {gbt::stories260k_gbx(), gbt::stories260k_gguf_gbx()}) {
+    const std::string path = fresh_copy("vocab-rewritten.gbx", source);
+    Live r;
+    ASSERT_EQ(r.open(path, GB_MODEL_LOAD_MAP), GB_OK);
+    // Random bytes over the tokenizer's section, in place: offsets, ids and
+    // lengths become anything.
+    const bool gguf = r.m->tokenizer.kind != GB_TOKENIZER_LLAMA2C;
+    const gb::SectionRef *sec = nullptr;
+    for (uint32_t i = 0; i < r.m->n_sections; i++)
+      if (r.m->sections[i].kind == (gguf ? (uint32_t)gb::kSecTokenizer : (uint32_t)gb::kSecVocab)) sec = &r.m->sections[i];
+    ASSERT_NE(sec, nullptr);
+    std::vector<uint8_t> junk(sec->size);
+    uint64_t x = 88172645463325252ull;
+    for (uint8_t &b : junk) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      b = (uint8_t)x;
+    }
+    const int fd = open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), (off_t)sec->offset), (ssize_t)junk.size());
+    close(fd);
+    if (gguf) {
+      const gb::TokView &v = r.m->tokenizer.tok.v;
+      for (uint32_t i = 0; i < v.n_tokens; i++) {
+        uint32_t n;
+        const uint8_t *p = v.piece(i, &n);
+        ASSERT_TRUE(p >= v.piece_bytes && p + n <= v.piece_bytes + v.piece_bytes_len) << "piece " << i;
+      }
+    } else {
+      const gb::VocabView &v = r.m->vocab;
+      for (uint32_t i = 0; i < v.n; i++) {
+        size_t n;
+        const uint8_t *p = v.piece(i, &n);
+        ASSERT_TRUE(p >= v.blob && p + n <= v.blob + v.blob_bytes) << "piece " << i;
+      }
+    }
+    const gb_tokenizer *tk = nullptr;
+    ASSERT_EQ(gb_model_tokenizer(r.m, &tk), GB_OK);
+    std::string text;
+    for (int k = 0; k < 200; k++) text += "Once upon a time, <s> a little girl \xe2\x96\x81 named Lily. ";
+    std::vector<int32_t> ids(GB_TOKENIZE_CAPACITY(text.size()));
+    size_t n = 0;
+    EXPECT_EQ(gb_tokenize(r.m, text.c_str(), text.size(), GB_TOKENIZE_ADD_BOS, ids.data(), ids.size(), &n), GB_OK);
+    for (int32_t id = 0; id < 512; id++) {
+      const char *t;
+      size_t len;
+      EXPECT_EQ(gb_token_to_text(r.m, -1, id, &t, &len), GB_OK);
+    }
+    std::vector<char> out(1 << 16);
+    size_t w = 0;
+    std::vector<int32_t> all(512);
+    for (int32_t id = 0; id < 512; id++) all[id] = id;
+    EXPECT_EQ(gb_tokenizer_decode(tk, all.data(), all.size(), 0, out.data(), out.size(), &w), GB_OK);
+    // The file's status moved: the next step says so.
+    EXPECT_EQ(gb_decode_step(r.s, nullptr, nullptr), GB_ERR_FILE_CHANGED);
+  }
 }
 
 TEST(Integrity, FileRewrittenInPlaceIsNoticedNotDecodedSilently) {
