@@ -35,10 +35,18 @@ typedef struct gb_port_mapping {
   int file;         /* private to the port (posix: descriptor + 1; 0 = none,
                        so a zeroed struct owns nothing) */
   uint64_t ident[3];/* private to the port: what gb_port_check_file compares */
+  int guard;        /* private to the port (posix: its SIGBUS guard; 0 = none) */
 } gb_port_mapping;
 
 /* Map a whole file read-only. The port keeps what it needs to notice later
- * that the file changed under the mapping (gb_port_check_file). */
+ * that the file changed under the mapping (gb_port_check_file), and makes
+ * sure that a read of the mapping which faults because the file changed
+ * under it (truncated: pages past the new end; or pages the system cannot
+ * read back) does not end the process: the read yields zeros, in whichever
+ * thread it ran, and gb_port_mapping_faulted says so from then on. The
+ * posix port does this with a process-wide SIGBUS handler that chains to the
+ * one installed before it (docs/RELIABILITY.md). GB_PORT_ENOMEM when the
+ * port cannot guard another mapping. */
 int gb_port_map_file(const char *path, gb_port_mapping *out);
 /* Read a whole file into memory the port allocates (64-byte aligned): no
  * mapping, so later changes to the file cannot reach the reader. Released by
@@ -50,6 +58,11 @@ int gb_port_load_file(const char *path, gb_port_mapping *out);
  * be examined. Always GB_PORT_OK for a loaded copy. Cheap enough to call
  * before every forward pass (about a microsecond). */
 int gb_port_check_file(const gb_port_mapping *m);
+/* 1 once a read of the mapping faulted (see gb_port_map_file): what it read
+ * and everything it reads later are zeros, not the file. 0 before, and
+ * always for a loaded copy or a port without files. One atomic load: safe
+ * to call from any thread at any time. */
+int gb_port_mapping_faulted(const gb_port_mapping *m);
 void gb_port_unmap_file(gb_port_mapping *m);
 
 enum {

@@ -166,6 +166,7 @@ gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const L
   v->offsets = p + 16 + 4ull * n;
   v->types = p + types_off;
   v->blob = p + blob_off;
+  v->blob_bytes = blob;
   v->bos = meta.bos;
   v->eos = meta.eos;
   v->unk = meta.unk;
@@ -421,7 +422,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   if (st == GB_OK && svocab) st = parse_vocab(p + svocab->offset, svocab->size, meta, log, &m->vocab);
   if (st == GB_OK) st = parse_tensors(p + stensors->offset, stensors->size, m, log);
   if (st == GB_OK)
-    st = stok ? tokenizer_obj_init_gguf(&m->tokenizer, tv, tok_mem, log) : tokenizer_obj_init_llama2c(&m->tokenizer, m->vocab, tok_mem, log);
+    st = stok ? tokenizer_obj_init_gguf(&m->tokenizer, tv, tok_mem, tok_bytes, log)
+              : tokenizer_obj_init_llama2c(&m->tokenizer, m->vocab, tok_mem, log);
   if (st != GB_OK) {
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;
@@ -484,10 +486,21 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
   const int rc = copy ? gb_port_load_file(path, &map) : gb_port_map_file(path, &map);
   GB_RETURN_IF(rc == GB_PORT_ENOENT, log, GB_ERR_FILE_NOT_FOUND, "cannot open model '%s': no such file", path);
   GB_RETURN_IF(rc == GB_PORT_ENOSYS, log, GB_ERR_UNAVAILABLE, "cannot open model '%s': this platform has no files", path);
-  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused", path);
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM && copy, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused", path);
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY, "cannot map model '%s': no memory, or too many files mapped at once",
+               path);
   GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot %s model '%s'", copy ? "read" : "open or map", path);
   gb_model *m = nullptr;
-  const gb_status st = gb::model_open(static_cast<const uint8_t *>(map.data), map.size, o, &map, &m);
+  gb_status st = gb::model_open(static_cast<const uint8_t *>(map.data), map.size, o, &map, &m);
+  // A file that changed while it was being read is reported as such, whatever
+  // the parser made of what it read (zeros, where a read faulted).
+  if (gb_port_mapping_faulted(&map) || gb_port_check_file(&map) == GB_PORT_ECHANGED) {
+    if (st == GB_OK) {
+      gb_model_close(m);  // unmaps
+      map = gb_port_mapping{};
+    }
+    st = GB_ERR_FILE_CHANGED;
+  }
   if (st != GB_OK) {
     gb_port_unmap_file(&map);
     log.log(GB_LOG_ERROR, "cannot open model '%s': %s", path, gb_status_str(st));
@@ -585,17 +598,29 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
 
 extern "C" gb_status gb_model_verify(const gb_model *m) {
   GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_model_verify"));
-  for (uint32_t i = 0; i < m->n_sections; i++) GB_TRY(gb::verify_section(*m, m->sections[i]));
+  GB_TRY(gb::model_check_file(*m, m->log, "gb_model_verify"));
+  for (uint32_t i = 0; i < m->n_sections; i++) {
+    const gb_status st = gb::verify_section(*m, m->sections[i]);
+    if (st != GB_OK) {
+      GB_TRY(gb::model_check_file(*m, m->log, "gb_model_verify"));  // changed while it was read
+      return st;
+    }
+  }
   return GB_OK;
 }
 
 namespace gb {
 gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn) {
-  const int rc = gb_port_check_file(&m.mapping);
-  if (rc == GB_PORT_OK) return GB_OK;
-  return fail(log, GB_ERR_FILE_CHANGED, "%s: the model file %s since it was opened (%llu bytes then); nothing ran", fn,
-              rc == GB_PORT_ECHANGED ? "was truncated or written" : "can no longer be examined",
-              (unsigned long long)m.mapping.size);
+  // A faulted read is named first: something read the file after it changed
+  // (its status then usually differs too).
+  const int rc = gb_port_mapping_faulted(&m.mapping) ? -1 : gb_port_check_file(&m.mapping);
+  const char *what = rc < 0                   ? "could not be read: a read of its mapping faulted (truncated or unreadable)"
+                     : rc == GB_PORT_ECHANGED ? "was truncated or written since it was opened"
+                     : rc != GB_PORT_OK       ? "can no longer be examined"
+                                              : nullptr;
+  if (!what) return GB_OK;
+  return fail(log, GB_ERR_FILE_CHANGED, "%s: the model file %s (%llu bytes when opened); nothing computed from it is handed out: "
+              "open the model again", fn, what, (unsigned long long)m.mapping.size);
 }
 }  // namespace gb
 

@@ -84,7 +84,11 @@ gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options 
 // Logs its failures naming fn.
 gb_status read_model_options(const gb_model_options *in, gb_model_options *o, const char *fn);
 // GB_ERR_FILE_CHANGED (with a log line naming fn) when the mapped file was
-// truncated or written since it was opened; GB_OK for anything else.
+// truncated or written since it was opened, or a read of its mapping
+// faulted (it then reads as zeros: gb_port_mapping_faulted); GB_OK for
+// anything else. Sessions call it before every forward pass (so that nothing
+// runs on a file known to have changed) and after it (so that no token
+// computed from changed bytes is handed out).
 gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn);
 // A file mapping (not a loaded copy or caller memory): residency hints apply.
 inline bool model_mapped(const gb_model *m) { return m->mapping.data && !m->mapping.loaded; }

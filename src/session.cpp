@@ -287,6 +287,7 @@ gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint6
   const float *lg = nullptr;
   bool ran = false;
   GB_TRY(spec_next(s, &tok, &lg, &ran));
+  GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));  // after the passes: no token read from a changed file
   if (token_out) *token_out = tok;
   StepResult sr;
   end_of(s, s->cur.last_out, tok, &sr);
@@ -603,6 +604,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     i += m;
   }
   s->cur.pending = tokens[n - 1];
+  GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));  // after the passes: a change they read is reported
   if (calib && monitor_calibrate(&s->monitor, s->pf.calib, nc))
     s->log.log(GB_LOG_INFO, "monitor calibrated from %zu prefill entropies: theta_low %.3f, theta_high %.3f bits", nc,
                (double)s->monitor.th_low, (double)s->monitor.th_high);
@@ -644,6 +646,7 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   const uint32_t pos = s->cur.pos;
   StepResult sr;
   GB_TRY(step(s, s->cur.pending, &sr));
+  GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));  // after the pass: no token read from a changed file
   control_apply(&s->ctl, s->sc.logits, s->model->meta.vocab_size);
   const int32_t next = sampler_sample(&s->sampler, s->sc.logits);
   end_of(s, s->cur.pending, next, &sr);
@@ -674,6 +677,7 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   const uint32_t pos = s->cur.pos;
   StepResult sr;
   GB_TRY(step(s, token, &sr));
+  GB_TRY(model_check_file(*s->model, s->log, "gb_feed"));  // after the pass: a change it read is reported
   fill_info(s, info, -1, pos, sr, t0);
   return GB_OK;
 }

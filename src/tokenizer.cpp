@@ -251,8 +251,9 @@ struct Segment {
     for (size_t s = 0; s < n;) {
       const size_t len = len_at(s);
       const int32_t id = lookup(s, len);
-      GB_DASSERT(id >= 0);
-      out[cnt++] = id;
+      // Always found, unless the vocabulary was rewritten under the mapping
+      // since the pair was looked up: then any id in range will do.
+      out[cnt++] = id >= 0 ? id : t->v.unk >= 0 ? t->v.unk : 0;
       s += len;
     }
     return cnt;
@@ -307,7 +308,10 @@ gb_status tokenizer_init(Tokenizer *t, const VocabView &v, void *mem, const Logg
   for (int b = 0; b < 256; b++)
     GB_RETURN_IF(r.byte_token[b] < 0 && v.unk < 0 && !(b < 128 && single[b]), log, GB_ERR_CORRUPT,
                  "tokenizer: byte 0x%02X has no byte token and the vocabulary has no unknown token", b);
-  std::sort(sorted, sorted + v.n, [&v](uint32_t a, uint32_t b) {
+  // A heap sort (the same order: the key is total): unlike std::sort it
+  // stays inside the array even if the pieces it compares change under it
+  // (a model file rewritten while it is being opened).
+  const auto before = [&v](uint32_t a, uint32_t b) {
     size_t al, bl;
     const uint8_t *pa = v.piece(a, &al), *pb = v.piece(b, &bl);
     const int c = cmp_bytes(pa, al, pb, bl);
@@ -315,7 +319,9 @@ gb_status tokenizer_init(Tokenizer *t, const VocabView &v, void *mem, const Logg
     const bool ma = mergeable(v.type(a)), mb = mergeable(v.type(b));
     if (ma != mb) return ma;
     return a < b;
-  });
+  };
+  std::make_heap(sorted, sorted + v.n, before);
+  std::sort_heap(sorted, sorted + v.n, before);
   r.sorted = sorted;
   // Hash the mergeable pieces in byte order, so the first of equal pieces
   // (the lowest id, by the sort) is the one stored.

@@ -74,8 +74,9 @@ std::unique_ptr<Vocab> build(std::vector<uint8_t> img) {
   v->img = std::move(img);
   const gb::Logger log = quiet();
   if (gb::tokdata_view(v->img.data(), v->img.size(), log, &v->v) != GB_OK) return nullptr;
-  v->mem.resize(gb::tok_mem_size(v->v) / 8 + 1);
-  if (gb::tok_init(&v->tok, v->v, v->mem.data(), log) != GB_OK) return nullptr;
+  const size_t mem_bytes = gb::tok_mem_size(v->v);
+  v->mem.resize(mem_bytes / 8 + 1);
+  if (gb::tok_init(&v->tok, v->v, v->mem.data(), mem_bytes, log) != GB_OK) return nullptr;
   return v;
 }
 
@@ -515,11 +516,13 @@ TEST(TokEncode, Misuse) {
   // init
   const gb::Logger log = quiet();
   gb::Tok t2;
-  std::vector<uint64_t> mem(gb::tok_mem_size(v->v) / 8 + 2);
-  EXPECT_EQ(gb::tok_init(nullptr, v->v, mem.data(), log), GB_ERR_NULL_POINTER);
-  EXPECT_EQ(gb::tok_init(&t2, v->v, nullptr, log), GB_ERR_NULL_POINTER);
-  EXPECT_EQ(gb::tok_init(&t2, v->v, reinterpret_cast<uint8_t *>(mem.data()) + 4, log), GB_ERR_ALIGNMENT);
-  EXPECT_EQ(gb::tok_init(&t2, gb::TokView(), mem.data(), log), GB_ERR_CORRUPT);
+  const size_t mem_bytes = gb::tok_mem_size(v->v);
+  std::vector<uint64_t> mem(mem_bytes / 8 + 2);
+  EXPECT_EQ(gb::tok_init(nullptr, v->v, mem.data(), mem_bytes, log), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_init(&t2, v->v, nullptr, mem_bytes, log), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb::tok_init(&t2, v->v, reinterpret_cast<uint8_t *>(mem.data()) + 4, mem_bytes, log), GB_ERR_ALIGNMENT);
+  EXPECT_EQ(gb::tok_init(&t2, gb::TokView(), mem.data(), mem_bytes, log), GB_ERR_CORRUPT);
+  EXPECT_EQ(gb::tok_init(&t2, v->v, mem.data(), mem_bytes - 1, log), GB_ERR_CORRUPT) << "memory smaller than the tables";
   EXPECT_EQ(gb::tokdata_view(v->img.data(), v->img.size(), log, nullptr), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb::tokdata_validate(nullptr, 10, log), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb::tokdata_validate(nullptr, 0, log), GB_ERR_TRUNCATED);

@@ -86,6 +86,7 @@ struct Vocab {
     view.offsets = p + 16 + 4ull * n;
     view.types = p + types_off;
     view.blob = p + blob_off;
+    view.blob_bytes = blob;
     view.bos = bos;
     view.eos = eos;
     view.unk = unk;

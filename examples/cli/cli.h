@@ -51,6 +51,11 @@ void cli_print_plan(FILE *f, const gb_plan_report &r);
 void cli_log(void *user, gb_log_level level, const char *msg);
 const char *cli_detail(gb_status st);
 
+// The one error line for a failed session call: for GB_ERR_FILE_CHANGED (the
+// model file was truncated, rewritten or became unreadable while mapped) a
+// line naming the file, else as cli_detail(). Returns the exit status 1.
+int cli_status_error(const char *cmd, gb_status st, const char *model_path);
+
 // Open a model with CLI defaults; prints the error.
 gb_model *cli_open_model(const char *cmd, const char *path);
 

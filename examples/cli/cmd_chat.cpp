@@ -74,6 +74,7 @@ bool ends_with(const std::string &s, const char *t) {
 
 struct Chat {
   const char *C = "chat";
+  const char *path = "";  // of the model
   gb_model *model = nullptr;
   const gb_tokenizer *tok = nullptr;
   gb_tokenizer_info ti;
@@ -243,7 +244,7 @@ struct Chat {
         }
         break;
       }
-      if (st != GB_ERR_CONTEXT_FULL) return cli_error(C, "%s", cli_detail(st)), false;
+      if (st != GB_ERR_CONTEXT_FULL) return cli_status_error(C, st, path), false;
       cli_detail(st);  // clear the library's message
       uint32_t pos = 0, n_ctx = 0;
       gb_session_position(s, &pos, &n_ctx);
@@ -279,7 +280,7 @@ struct Chat {
         why = "context-full";
         break;
       }
-      if (st != GB_OK) return cli_error(C, "%s", cli_detail(st)), false;
+      if (st != GB_OK) return cli_status_error(C, st, path), false;
       int eog = 0;
       gb_tokenizer_is_eog(tok, t, &eog);
       if (eog) { why = "eog"; break; }
@@ -378,6 +379,7 @@ int gb_cli_chat(int argc, char **argv) {
   so.n_ctx = ctx;
   so.n_threads = threads;
 
+  c.path = model;
   c.model = cli_open_model(C, model);
   if (!c.model) return 1;
   gb_status st = gb_model_tokenizer(c.model, &c.tok);

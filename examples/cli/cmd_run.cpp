@@ -285,7 +285,7 @@ int gb_cli_run(int argc, char **argv) {
     if (st == GB_OK && !a.quiet) fprintf(stderr, "gearbx run: prompt score %.2f -> start in %s\n", (double)score, gb_gear_name(g));
   }
   if (st == GB_OK && (!a.load_state || n_prompt > 0)) st = gb_prefill(s, prompt, n_prompt);
-  if (st != GB_OK && rc == 0) rc = cli_error(C, "%s", cli_detail(st));
+  if (st != GB_OK && rc == 0) rc = cli_status_error(C, st, a.model);
   const gb_tokenizer *tk = nullptr;
   gb_model_tokenizer(m, &tk);
   const bool color = !a.json && want_color(a.color);
@@ -333,7 +333,7 @@ int gb_cli_run(int argc, char **argv) {
         fprintf(stderr, "gearbx run: context full after %u tokens\n", made);
         break;
       }
-      if (st != GB_OK) { rc = cli_error(C, "%s", cli_detail(st)); break; }
+      if (st != GB_OK) { rc = cli_status_error(C, st, a.model); break; }
       const unsigned g = (unsigned)info.gear < GB_GEAR_COUNT ? (unsigned)info.gear : (unsigned)GB_GEAR_HIGH;
       per_gear[g]++;
       shifts += info.shifted;

@@ -102,6 +102,13 @@ const char *cli_detail(gb_status st) {
   return buf;
 }
 
+int cli_status_error(const char *cmd, gb_status st, const char *model_path) {
+  if (st != GB_ERR_FILE_CHANGED) return cli_error(cmd, "%s", cli_detail(st));
+  cli_detail(st);  // this line says it instead of the library's
+  return cli_error(cmd, "the model file '%s' changed while in use (truncated, rewritten or unreadable): stopped; "
+                   "run again once the file is complete", model_path);
+}
+
 gb_model *cli_open_model(const char *cmd, const char *path) {
   gb_model *m = nullptr;
   gb_model_options o;

@@ -13,6 +13,7 @@ extern "C" {
 int gb_port_map_file(const char *, gb_port_mapping *) { return GB_PORT_ENOSYS; }
 int gb_port_load_file(const char *, gb_port_mapping *) { return GB_PORT_ENOSYS; }
 int gb_port_check_file(const gb_port_mapping *) { return GB_PORT_OK; }
+int gb_port_mapping_faulted(const gb_port_mapping *) { return 0; }
 void gb_port_unmap_file(gb_port_mapping *m) {
   m->data = nullptr;
   m->size = 0;

@@ -21,6 +21,7 @@
 
 #include "../../arch/kernels.h"
 #include "../gearbx_port.h"
+#include "port_sigbus.h"
 
 extern "C" {
 
@@ -47,7 +48,9 @@ int open_regular(const char *path, struct stat *st, int *fd_out) {
 
 // The file stays open while it is mapped, so gb_port_check_file can fstat
 // the very file the mapping shows (renaming another file over the path does
-// not touch the mapping, and is not reported).
+// not touch the mapping, and is not reported). The mapping is guarded
+// (port_sigbus.cpp): a read that faults reads zeros and is reported by
+// gb_port_mapping_faulted instead of ending the process.
 int gb_port_map_file(const char *path, gb_port_mapping *out) {
   struct stat st;
   int fd = -1;
@@ -62,6 +65,12 @@ int gb_port_map_file(const char *path, gb_port_mapping *out) {
       return GB_PORT_EIO;
     }
   }
+  const int guard = gb_posix_guard_add(p, size);
+  if (size > 0 && guard == 0) {  // an unguarded mapping could end the process
+    munmap(p, size);
+    close(fd);
+    return GB_PORT_ENOMEM;
+  }
   out->data = p;
   out->size = size;
   out->handle = p;
@@ -70,6 +79,7 @@ int gb_port_map_file(const char *path, gb_port_mapping *out) {
   out->ident[0] = (uint64_t)st.st_size;
   out->ident[1] = mtime_ns(st);
   out->ident[2] = (uint64_t)st.st_ino;
+  out->guard = guard;
   return GB_PORT_OK;
 }
 
@@ -102,6 +112,7 @@ int gb_port_load_file(const char *path, gb_port_mapping *out) {
   out->loaded = 1;
   out->file = 0;
   out->ident[0] = out->ident[1] = out->ident[2] = 0;
+  out->guard = 0;
   return GB_PORT_OK;
 }
 
@@ -112,10 +123,13 @@ int gb_port_check_file(const gb_port_mapping *m) {
   return (uint64_t)st.st_size == m->ident[0] && mtime_ns(st) == m->ident[1] ? GB_PORT_OK : GB_PORT_ECHANGED;
 }
 
+int gb_port_mapping_faulted(const gb_port_mapping *m) { return m->loaded ? 0 : gb_posix_guard_faulted(m->guard); }
+
 void gb_port_unmap_file(gb_port_mapping *m) {
   if (m->loaded) {
     gb_port_aligned_free(m->handle);
   } else {
+    gb_posix_guard_remove(m->guard);  // before the pages go: no read may fault in between
     if (m->handle && m->size) munmap(m->handle, m->size);
     if (m->file > 0) close(m->file - 1);
   }
@@ -124,6 +138,7 @@ void gb_port_unmap_file(gb_port_mapping *m) {
   m->size = 0;
   m->loaded = 0;
   m->file = 0;
+  m->guard = 0;
 }
 
 size_t gb_port_page_size(void) {

@@ -63,14 +63,15 @@ int hex_value(uint8_t c) {
   return -1;
 }
 
-// Decoded text of token i into out (when not null); returns its length.
-size_t decode_token(const TokView &v, uint32_t i, uint8_t *out) {
+// Decoded text of token i into out (when not null), at most cap bytes of it;
+// returns its whole length.
+size_t decode_token(const TokView &v, uint32_t i, uint8_t *out, size_t cap) {
   uint32_t n;
   const uint8_t *s = v.piece(i, &n);
   const uint8_t type = v.type(i);
   size_t w = 0;
   auto put = [&](uint8_t b) {
-    if (out) out[w] = b;
+    if (out && w < cap) out[w] = b;
     w++;
   };
   if (type == kTokTypeControl || (type == kTokTypeUserDefined && v.kind == kTokKindBpe)) {
@@ -117,6 +118,7 @@ struct Layout {
   uint32_t merge_slots;
   uint32_t *dec_off;
   uint8_t *dec;
+  size_t dec_bytes;
   int32_t *special;
   size_t total;
 };
@@ -129,9 +131,9 @@ Layout carve(const TokView &v, uint8_t *base) {
   l.merge_slots = pow2_at_least(2ull * v.n_merges + 1);
   l.merge_hash = c.take<int32_t>(l.merge_slots);
   l.dec_off = c.take<uint32_t>((size_t)v.n_tokens + 1);
-  size_t dec_bytes = 0;
-  for (uint32_t i = 0; i < v.n_tokens; i++) dec_bytes += decode_token(v, i, nullptr);
-  l.dec = c.take<uint8_t>(dec_bytes);
+  l.dec_bytes = 0;
+  for (uint32_t i = 0; i < v.n_tokens; i++) l.dec_bytes += decode_token(v, i, nullptr, 0);
+  l.dec = c.take<uint8_t>(l.dec_bytes);
   l.special = c.take<int32_t>(v.n_tokens);
   l.total = c.off;
   return l;
@@ -484,11 +486,16 @@ struct Enc {
 
 size_t tok_mem_size(const TokView &v) { return carve(v, nullptr).total; }
 
-gb_status tok_init(Tok *t, const TokView &v, void *mem, const Logger &log) {
+gb_status tok_init(Tok *t, const TokView &v, void *mem, size_t mem_bytes, const Logger &log) {
   GB_RETURN_IF(!t || !mem, log, GB_ERR_NULL_POINTER, "tok_init: null tokenizer or memory");
   GB_RETURN_IF(((uintptr_t)mem & 7) != 0, log, GB_ERR_ALIGNMENT, "tok_init: memory not 8-byte aligned");
   GB_RETURN_IF(!v.n_tokens || !v.piece_off || !v.types || !v.scores, log, GB_ERR_CORRUPT, "tok_init: empty or unvalidated view");
+  // The decoded texts' size is counted from the image again: an image that
+  // changed since mem was sized (a model file rewritten while it is opened)
+  // must not make the tables outgrow it.
   Layout l = carve(v, static_cast<uint8_t *>(mem));
+  GB_RETURN_IF(l.total > mem_bytes, log, GB_ERR_CORRUPT, "tok_init: the tables need %zu bytes, %zu given (did the data change?)",
+               l.total, mem_bytes);
   Tok r;
   r.v = v;
   // piece -> id (the last of equal texts wins)
@@ -541,7 +548,8 @@ gb_status tok_init(Tok *t, const TokView &v, void *mem, const Logger &log) {
   size_t w = 0;
   for (uint32_t i = 0; i < v.n_tokens; i++) {
     l.dec_off[i] = (uint32_t)w;
-    w += decode_token(v, i, l.dec + w);
+    w += decode_token(v, i, l.dec + w, l.dec_bytes - w);
+    w = w < l.dec_bytes ? w : l.dec_bytes;  // equal, unless the image changed while it was read
   }
   l.dec_off[v.n_tokens] = (uint32_t)w;
   r.dec_off = l.dec_off;
@@ -553,12 +561,16 @@ gb_status tok_init(Tok *t, const TokView &v, void *mem, const Logger &log) {
     v.piece(i, &n);
     if (n > 0 && is_special_candidate(v.type(i))) l.special[ns++] = (int32_t)i;
   }
-  std::sort(l.special, l.special + ns, [&v](int32_t a, int32_t b) {
+  // A heap sort (the same order: the key is total): unlike std::sort it
+  // stays inside the array even if the lengths it compares change under it.
+  const auto longer = [&v](int32_t a, int32_t b) {
     uint32_t na, nb;
     v.piece((uint32_t)a, &na);
     v.piece((uint32_t)b, &nb);
     return na != nb ? na > nb : a < b;
-  });
+  };
+  std::make_heap(l.special, l.special + ns, longer);
+  std::sort_heap(l.special, l.special + ns, longer);
   r.special = l.special;
   r.n_special = ns;
   // byte tables

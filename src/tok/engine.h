@@ -51,11 +51,12 @@ enum : uint32_t {
 // Bytes tok_init needs for this vocabulary (runs the same carving as tok_init).
 size_t tok_mem_size(const TokView &v);
 
-// Build the tables in mem (tok_mem_size(v) bytes, 8-aligned). v must come
-// from tokdata_view (its counts and offsets are trusted here). Errors:
+// Build the tables in mem (mem_bytes = tok_mem_size(v), 8-aligned). v must
+// come from tokdata_view (its counts and offsets are trusted here). Errors:
 // GB_ERR_NULL_POINTER, GB_ERR_ALIGNMENT, GB_ERR_CORRUPT (a vocabulary the
-// encoder cannot use, logged).
-gb_status tok_init(Tok *t, const TokView &v, void *mem, const Logger &log);
+// encoder cannot use, or an image that changed since mem_bytes was counted;
+// logged).
+gb_status tok_init(Tok *t, const TokView &v, void *mem, size_t mem_bytes, const Logger &log);
 
 // Capacity in int32 the output buffer of tok_encode must have for len bytes
 // of text: room for the ids (at most 6 per byte: an invalid byte becomes

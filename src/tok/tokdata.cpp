@@ -8,9 +8,15 @@
 
 namespace gb {
 
+// The view reads the image in place on every call: a model file rewritten
+// while it is mapped can make offsets and ids anything, so what they locate
+// is kept inside the validated arrays (for an image that did not change,
+// these clamps change nothing).
 const uint8_t *TokView::piece(uint32_t i, uint32_t *len) const {
-  const uint32_t a = ld_u32(piece_off + 4 * (size_t)i), b = ld_u32(piece_off + 4 * (size_t)i + 4);
-  *len = b - a;
+  uint64_t a = ld_u32(piece_off + 4 * (size_t)i), b = ld_u32(piece_off + 4 * (size_t)i + 4);
+  a = a < piece_bytes_len ? a : piece_bytes_len;
+  b = b < a ? a : b < piece_bytes_len ? b : piece_bytes_len;
+  *len = (uint32_t)(b - a);
   return piece_bytes + a;
 }
 
@@ -21,6 +27,7 @@ void TokView::merge(uint32_t rank, uint32_t *left, uint32_t *right, int32_t *res
   *left = ld_u32(m);
   *right = ld_u32(m + 4);
   *result = ld_i32(m + 8);
+  if (*result < -1 || *result >= (int32_t)n_tokens) *result = -1;
 }
 
 namespace {
@@ -104,9 +111,9 @@ gb_status parse(const uint8_t *p, size_t n, const Logger &log, TokView *v) {
     GB_RETURN_IF(isnan(v->score(i)), log, GB_ERR_CORRUPT, "tokdata: token %u has a NaN score", i);
   }
   for (uint32_t r = 0; r < v->n_merges; r++) {
-    uint32_t a, b;
-    int32_t c;
-    v->merge(r, &a, &b, &c);
+    const uint8_t *m = v->merges + 12 * (size_t)r;  // as stored: merge() would clamp the result
+    const uint32_t a = ld_u32(m), b = ld_u32(m + 4);
+    const int32_t c = ld_i32(m + 8);
     GB_RETURN_IF(a >= v->n_tokens || b >= v->n_tokens || c < -1 || c >= (int32_t)v->n_tokens, log, GB_ERR_CORRUPT,
                  "tokdata: merge %u = (%u, %u -> %d) has an id outside the %u tokens", r, a, b, c, v->n_tokens);
   }

@@ -25,10 +25,10 @@ gb_status tokenizer_obj_init_llama2c(gb_tokenizer *t, const VocabView &v, void *
   return GB_OK;
 }
 
-gb_status tokenizer_obj_init_gguf(gb_tokenizer *t, const TokView &v, void *mem, const Logger &log) {
+gb_status tokenizer_obj_init_gguf(gb_tokenizer *t, const TokView &v, void *mem, size_t mem_bytes, const Logger &log) {
   t->kind = v.kind == kTokKindSpm ? GB_TOKENIZER_SPM : GB_TOKENIZER_BPE;
   t->log = log;
-  GB_TRY(tok_init(&t->tok, v, mem, log));
+  GB_TRY(tok_init(&t->tok, v, mem, mem_bytes, log));
   t->bos = v.special[kTokBos];
   t->eos = v.special[kTokEos];
   t->eot = v.special[kTokEot];
@@ -102,9 +102,10 @@ extern "C" gb_status gb_tokenizer_open_memory(const void *image, size_t size, co
   log.level = o.log_level;
   gb::TokView v;
   GB_TRY(gb::tokdata_view(static_cast<const uint8_t *>(image), size, log, &v));
+  const size_t tables_bytes = gb::tok_mem_size(v);
   gb::Arena counter;
   counter.array<gb_tokenizer>(1);
-  counter.alloc(gb::tok_mem_size(v), 8);
+  counter.alloc(tables_bytes, 8);
   const size_t need = counter.used();
   void *mem = o.mem;
   if (mem) {
@@ -118,8 +119,8 @@ extern "C" gb_status gb_tokenizer_open_memory(const void *image, size_t size, co
   }
   gb::Arena arena(mem, need);
   gb_tokenizer *t = new (arena.array<gb_tokenizer>(1)) gb_tokenizer();
-  void *tables = arena.alloc(gb::tok_mem_size(v), 8);
-  const gb_status st = gb::tokenizer_obj_init_gguf(t, v, tables, log);
+  void *tables = arena.alloc(tables_bytes, 8);
+  const gb_status st = gb::tokenizer_obj_init_gguf(t, v, tables, tables_bytes, log);
   if (st != GB_OK) {
     if (!o.mem) gb_port_aligned_free(mem);
     return st;

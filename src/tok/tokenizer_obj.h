@@ -28,7 +28,8 @@ namespace gb {
 // A llama2.c tokenizer over v (tables in mem, tokenizer_mem_size(v.n) bytes).
 gb_status tokenizer_obj_init_llama2c(gb_tokenizer *t, const VocabView &v, void *mem, const Logger &log);
 
-// A GGUF tokenizer over a validated view (tables in mem, tok_mem_size(v) bytes).
-gb_status tokenizer_obj_init_gguf(gb_tokenizer *t, const TokView &v, void *mem, const Logger &log);
+// A GGUF tokenizer over a validated view (tables in mem, mem_bytes =
+// tok_mem_size(v) bytes).
+gb_status tokenizer_obj_init_gguf(gb_tokenizer *t, const TokView &v, void *mem, size_t mem_bytes, const Logger &log);
 
 }  // namespace gb

@@ -48,8 +48,9 @@ Loaded *load(const char *name, uint32_t pre) {
     if (pre == gb::kPreLlama3) gb::st_u32(l->img.data() + 24, gb::ld_u32(l->img.data() + 24) | gb::kTokFlagIgnoreMerges);
   }
   if (gb::tokdata_view(l->img.data(), l->img.size(), log, &l->v) != GB_OK) fuzz_fail("the fixture's data does not validate");
-  l->mem.resize(gb::tok_mem_size(l->v) / 8 + 1);
-  l->ok = gb::tok_init(&l->tok, l->v, l->mem.data(), log) == GB_OK;
+  const size_t mem_bytes = gb::tok_mem_size(l->v);
+  l->mem.resize(mem_bytes / 8 + 1);
+  l->ok = gb::tok_init(&l->tok, l->v, l->mem.data(), mem_bytes, log) == GB_OK;
   if (!l->ok) fuzz_fail("the fixture vocabulary does not load");
   return l;
 }

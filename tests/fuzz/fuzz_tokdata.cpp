@@ -101,9 +101,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   log.fn = quiet;
   gb::TokView v;
   if (gb::tokdata_view(data, size, log, &v) != GB_OK) return 0;
-  std::vector<uint64_t> mem(gb::tok_mem_size(v) / 8 + 1);
+  const size_t mem_bytes = gb::tok_mem_size(v);
+  std::vector<uint64_t> mem(mem_bytes / 8 + 1);
   gb::Tok t;
-  if (gb::tok_init(&t, v, mem.data(), log) != GB_OK) return 0;
+  if (gb::tok_init(&t, v, mem.data(), mem_bytes, log) != GB_OK) return 0;
   static const char kText[] = "the ab abab 12 \xc3\xbc<|endoftext|><s> a  b\xff\xe2\x96\x81x<|user|>\n";
   for (uint32_t flags : {0u, (uint32_t)gb::kTokEncAll}) {
     const size_t len = sizeof kText - 1, cap = gb::tok_encode_capacity(len);

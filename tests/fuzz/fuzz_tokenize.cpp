@@ -111,6 +111,7 @@ FuzzVocab *build_vocab() {
   view.offsets = s + 16 + 4ull * n;
   view.types = s + types_off;
   view.blob = s + blob_off;
+  view.blob_bytes = blob;
   view.bos = 1;
   view.eos = 2;
   view.unk = 0;

@@ -521,9 +521,12 @@ class Model(_Closable):
     log: callable(level, message) receiving the library's log lines (level
     "error", "warn", "info", "debug"); default: logging.getLogger("gearbx").
     log_level: the most verbose level passed on ("warn" by default).
-    load: "map" (default: the file is mapped; a step returns
-    GB_ERR_FILE_CHANGED if it is truncated or rewritten while open) or
-    "copy" (read into memory: later changes to the file cannot reach it)."""
+    load: "map" (default: the file is mapped; a call that runs the model
+    raises GearbxError with status GB_ERR_FILE_CHANGED once the file is
+    truncated, rewritten or unreadable while open, including a change that
+    lands during the call's forward pass; open the file again once it is
+    complete) or "copy" (read into memory: later changes to the file cannot
+    reach it)."""
 
     def __init__(self, path, *, verify=None, log=None, log_level="warn", load="map"):
         self._h = None

@@ -481,6 +481,28 @@ class TestGenerate(ModelCase):
             with self.assertRaises(ValueError):
                 gearbx.Model(MODEL, load="stream")
 
+    def test_mapped_file_truncated_raises_file_changed(self):
+        want = [x.token for x in self.run_greedy(2)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mapped.gbx")
+            shutil.copyfile(MODEL, path)
+            os.utime(path, (1e9, 1e9))  # any later change moves the time
+            with gearbx.Model(path) as m, m.session(temperature=0) as s:
+                s.prefill([m.info.bos_id])
+                got = [x.token for x in s.generate(2)]
+                os.truncate(path, 0)
+                # The tokenizer reads its tables in the mapping: past the new
+                # end they read as zeros (the library's SIGBUS guard), and the
+                # model is marked changed.
+                m.tokenize("Once upon a time")
+                for _ in range(2):
+                    with self.assertRaises(gearbx.GearbxError) as cm:
+                        s.step()
+                    self.assertEqual(cm.exception.status, _capi.GB_ERR_FILE_CHANGED)
+                    self.assertEqual(cm.exception.name, "GB_ERR_FILE_CHANGED")
+                    self.assertIn("mapping faulted", cm.exception.detail or "")
+            self.assertEqual(got, want)
+
     def test_threads_do_not_change_tokens(self):
         a = self.run_greedy(20, gear="mid", threads=1)
         b = self.run_greedy(20, gear="mid", threads=2)
