@@ -29,8 +29,10 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // frequency factors) and the qwen2 architecture id; version 3 the GGUF block
 // formats 5..13 (tiers may mix formats, the embedding may use any) and the
 // META fields at +144; version 4 the TOKENIZER section (kind 4), with
-// which the VOCAB section becomes optional. Readers accept 1..4.
-constexpr uint32_t kGbxVersion = 4;
+// which the VOCAB section becomes optional; version 5 the per-head Q/K
+// norms (kinds 17, 18) and META's nope_period (+156), with the qwen3 and
+// smollm3 architecture ids. Readers accept 1..5.
+constexpr uint32_t kGbxVersion = 5;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -64,7 +66,10 @@ enum SectionKind : uint32_t {
 // +144 u32 default_gear (gb_gear 0..3, a tier present in the file)
 // +148 u8  tier_origin[4] (gb_tier_origin per tier; 0 for an absent tier)
 // +152 u32 quantized_source (1: converted from already quantized weights)
-// +156 .. kMetaBytes reserved, 0
+// Version 5:
+// +156 u32 nope_period: 0, or P > 0: the layers l with (l + 1) % P == 0 take
+//          no RoPE (their queries and keys are not rotated)
+// +160 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
 // arch: an id of the architecture table (src/models/, arch_by_id), which
 // also gives the first file version that may hold it. The differences the
@@ -126,8 +131,12 @@ enum TensorKind : uint32_t {
   kBiasK = 14,     // (1, n_kv_heads*head_dim) per layer
   kBiasV = 15,     // (1, n_kv_heads*head_dim) per layer
   kRopeFreqs = 16, // (1, rope_dim/2): pair i rotates by pos * theta^(-2i/rope_dim) / factor[i]
+  // Optional (version 5), common, F32, every layer or none, both or neither:
+  kQNorm = 17,     // (1, head_dim) per layer: each query head h = rmsnorm(h) * weight, before RoPE
+  kKNorm = 18,     // (1, head_dim) per layer: the same for each key head
   kTensorKindMaxV1 = 12,
-  kTensorKindMax = 16,
+  kTensorKindMaxV4 = 16,
+  kTensorKindMax = 18,
 };
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row

@@ -7,7 +7,10 @@
 //     xb = rmsnorm(x) * attn_norm[l]
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier)
 //         (+ bq, bk, bv where the model has biases: qwen2)
-//     rotate q and k by position (RoPE: adjacent pairs or NeoX halves)
+//     each head of q and k = rmsnorm(head) * q_norm[l] / k_norm[l], where
+//         the model has per-head norms (qwen3)
+//     rotate q and k by position (RoPE: adjacent pairs or NeoX halves),
+//         except in the model's NoPE layers (smollm3: every fourth)
 //     cache k, v at pos + i (in the KV pool, at the token's precision)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
 //       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t <= pos + i
@@ -248,10 +251,17 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
     if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
     if (mod->bias[2][l].data) add_bias(sc.v, kvd, m, mod->bias[2][l]);
+    const bool qk_norm = mod->qk_norm[0][l].data != nullptr, rotate = c.rope_layer(l);
     for (uint32_t i = 0; i < m; i++) {
       float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
-      rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
-      rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
+      if (qk_norm) {
+        for (uint32_t h = 0; h < c.n_heads; h++) rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, mod->qk_norm[0][l], hd, c.norm_eps);
+        for (uint32_t h = 0; h < c.n_kv_heads; h++) rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
+      }
+      if (rotate) {
+        rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
+        rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
+      }
       kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
     }
     // For each head h (kv head h / (n_heads / n_kv_heads)):

@@ -127,7 +127,9 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
       GB_RETURN_IF(m->tier_origin[g] > GB_TIER_ORIGIN_REQUANTIZED, log, GB_ERR_CORRUPT, "gbx: tier %d origin %u invalid", g,
                    m->tier_origin[g]);
     GB_RETURN_IF(m->quantized_source > 1, log, GB_ERR_CORRUPT, "gbx: quantized_source %u invalid", m->quantized_source);
+    m->nope_period = m->version >= 5 ? ld_u32(p + 156) : 0;
   } else {
+    m->nope_period = 0;
     m->default_gear = GB_GEAR_COUNT;  // chosen from the tiers present (parse_tensors)
     memset(m->tier_origin, 0, sizeof m->tier_origin);
     m->quantized_source = 0;
@@ -146,6 +148,8 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
   GB_RETURN_IF(m->rope_dim > m->head_dim || m->rope_dim % 2 != 0, log, GB_ERR_CORRUPT, "gbx: rope_dim %u invalid for head_dim %u",
                m->rope_dim, m->head_dim);
   GB_RETURN_IF(!finite_pos(m->rope_theta) || !finite_pos(m->norm_eps), log, GB_ERR_CORRUPT, "gbx: rope_theta / norm_eps invalid");
+  GB_RETURN_IF(m->nope_period > m->n_layers, log, GB_ERR_CORRUPT, "gbx: nope_period %u beyond the %u layers", m->nope_period,
+               m->n_layers);
   const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
   for (int i = 0; i < 4; i++)
     GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range", ids[i]);
@@ -189,7 +193,9 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
   *cols = m.dim;
   switch (kind) {
     case kTokEmbd: case kClassifier: *rows = m.vocab_size; break;
-    case kAttnNorm: case kFfnNorm: case kOutNorm: case kBiasQ: case kBiasK: case kBiasV: case kRopeFreqs: *rows = 1; break;
+    case kAttnNorm: case kFfnNorm: case kOutNorm: case kBiasQ: case kBiasK: case kBiasV: case kRopeFreqs: case kQNorm: case kKNorm:
+      *rows = 1;
+      break;
     case kWq: *rows = m.q_dim(); break;
     case kWk: case kWv: *rows = m.kv_dim(); break;
     case kWo: *cols = m.q_dim(); break;
@@ -200,6 +206,7 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
   if (kind == kBiasQ) *cols = m.q_dim();
   if (kind == kBiasK || kind == kBiasV) *cols = m.kv_dim();
   if (kind == kRopeFreqs) *cols = m.rope_dim / 2;
+  if (kind == kQNorm || kind == kKNorm) *cols = m.head_dim;
 }
 
 int mat_index(uint32_t kind) {
@@ -221,17 +228,19 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const uint32_t kind = ld_u32(e), layer = ld_u32(e + 4), tier = ld_u32(e + 8), fmt = ld_u32(e + 12);
     const uint32_t layout = ld_u32(e + 16), rows = ld_u32(e + 20), cols = ld_u32(e + 24), sec = ld_u32(e + 28);
     const uint64_t off = ld_u64(e + 32), nbytes = ld_u64(e + 40);
-    GB_RETURN_IF(kind == 0 || kind > (mt.version < 2 ? (uint32_t)kTensorKindMaxV1 : (uint32_t)kTensorKindMax), log, GB_ERR_CORRUPT,
-                 "gbx: tensor %u has kind %u (version %u file)", i, kind, mt.version);
+    const uint32_t max_kind = mt.version < 2 ? (uint32_t)kTensorKindMaxV1 : mt.version < 5 ? (uint32_t)kTensorKindMaxV4 : (uint32_t)kTensorKindMax;
+    GB_RETURN_IF(kind == 0 || kind > max_kind, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u (version %u file)", i, kind, mt.version);
     const bool bias = kind == kBiasQ || kind == kBiasK || kind == kBiasV;
-    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || mat_index(kind) >= 0;
+    const bool qk_norm = kind == kQNorm || kind == kKNorm;
+    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || qk_norm || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
     GB_RETURN_IF(fmt >= (mt.version < 3 ? (uint32_t)kFmtCountV2 : (uint32_t)kFmtCountV3) || is_memory_only_format(fmt), log,
                  GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
-    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || kind == kRopeFreqs;
+    const bool common =
+        kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || qk_norm || kind == kRopeFreqs;
     if (common) {
       GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
       // The embedding may be in any format (rows are expanded on lookup);
@@ -273,6 +282,8 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
       case kBiasK: slot = &m->bias[1][layer]; break;
       case kBiasV: slot = &m->bias[2][layer]; break;
       case kRopeFreqs: slot = &m->rope_freqs; break;
+      case kQNorm: slot = &m->qk_norm[0][layer]; break;
+      case kKNorm: slot = &m->qk_norm[1][layer]; break;
       case kClassifier: slot = &m->classifier[tier]; break;
       default: slot = &m->mats[tier][(size_t)layer * kMatsPerLayer + mat_index(kind)]; break;
     }
@@ -289,6 +300,11 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     for (uint32_t l = 1; l < mt.n_layers; l++)
       GB_RETURN_IF(!m->bias[b][l].data != !m->bias[b][0].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the %c bias is present in some layers only (layer %u)", "qkv"[b], l);
+  // Per-head Q/K norms: both in every layer, or none.
+  for (uint32_t l = 0; l < mt.n_layers; l++)
+    for (uint32_t b = 0; b < 2; b++)
+      GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][0].data, log, GB_ERR_MISSING_TENSOR,
+                   "gbx: the per-head %c norm is present in some layers only (layer %u)", "qk"[b], l);
   if (m->rope_freqs.data) {
     const float *f = reinterpret_cast<const float *>(m->rope_freqs.data);
     for (uint32_t i = 0; i < mt.rope_dim / 2; i++)
@@ -320,16 +336,17 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
 // tok_bytes: the tokenizer's tables (tokenizer_mem_size or tok_mem_size).
 gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
-  TensorRef *norms = a.array<TensorRef>(5ull * meta.n_layers);  // attn, ffn norms; q, k, v biases
+  TensorRef *norms = a.array<TensorRef>(7ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tok_bytes, 8);
   if (!m) return nullptr;
   m = new (m) gb_model();
-  for (size_t i = 0; i < 5ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < 7ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
   for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
   m->attn_norm = norms;
   m->ffn_norm = norms + meta.n_layers;
   for (uint32_t b = 0; b < 3; b++) m->bias[b] = norms + (size_t)(2 + b) * meta.n_layers;
+  for (uint32_t b = 0; b < 2; b++) m->qk_norm[b] = norms + (size_t)(5 + b) * meta.n_layers;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
   return m;
 }

@@ -32,6 +32,9 @@ struct Meta {
   uint32_t default_gear;             // gb_gear the file recommends
   uint8_t tier_origin[GB_GEAR_COUNT];  // gb_tier_origin
   uint32_t quantized_source;         // 1: converted from already quantized weights
+  // Version 5 (older files: 0).
+  uint32_t nope_period;  // 0, or P: layers l with (l + 1) % P == 0 take no RoPE
+  bool rope_layer(uint32_t l) const { return nope_period == 0 || (l + 1) % nope_period != 0; }
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -67,6 +70,7 @@ struct gb_model {
   gb::TensorRef out_norm;
   gb::TensorRef *bias[3];    // Q, K, V biases (n_layers each); data == nullptr: none
   gb::TensorRef rope_freqs;  // (rope_dim / 2) frequency factors; data == nullptr: none
+  gb::TensorRef *qk_norm[2]; // per-head Q, K norm weights (n_layers each, head_dim); data == nullptr: none
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];
   gb::TensorRef classifier[GB_GEAR_COUNT];

@@ -187,6 +187,10 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   const ArchDef *ad = arch_by_id(mt.arch);  // the model opened: a known architecture
   GB_RETURN_IF(mt.rope_type != ad->rope_type, log, GB_ERR_UNSUPPORTED_TYPE, "export: %s RoPE pairing in a %s model has no GGUF spelling",
                mt.rope_type == GB_ROPE_NEOX ? "NeoX" : "adjacent", ad->name);
+  const bool qk_norm = m->qk_norm[0][0].data != nullptr;
+  GB_RETURN_IF(mt.nope_period != ad->nope_period || (qk_norm && ad->qk_norm == kNever) || (!qk_norm && ad->qk_norm == kMust), log,
+               GB_ERR_UNSUPPORTED_TYPE,
+               "export: the model's NoPE layers or Q/K norms differ from what a %s GGUF implies", ad->name);
   const std::string arch = ad->name;
 
   // Tensors, in the order llama.cpp's converters write them.
@@ -225,6 +229,10 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
     for (uint32_t i = 0; i < kMatsPerLayer; i++) GB_TRY(add(p + kMat[i] + ".weight", m->mats[g][(size_t)l * kMatsPerLayer + i], false));
     for (uint32_t b = 0; b < 3; b++)
       if (m->bias[b][l].data) GB_TRY(add(p + kBias[b] + ".bias", m->bias[b][l], true));
+    if (m->qk_norm[0][l].data) {
+      GB_TRY(add(p + "attn_q_norm.weight", m->qk_norm[0][l], true));
+      GB_TRY(add(p + "attn_k_norm.weight", m->qk_norm[1][l], true));
+    }
     GB_TRY(add(p + "ffn_norm.weight", m->ffn_norm[l], true));
   }
 

@@ -30,6 +30,7 @@ void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t
     case kBiasQ: *rows = 1; *cols = q; break;
     case kBiasK: case kBiasV: *rows = 1; *cols = kv; break;
     case kRopeFreqs: *rows = 1; *cols = d.rope_dim / 2; break;
+    case kQNorm: case kKNorm: *rows = 1; *cols = d.head_dim; break;
     case kWq: *rows = q; break;
     case kWk: case kWv: *rows = kv; break;
     case kWo: *cols = q; break;
@@ -57,6 +58,8 @@ const char *tensor_kind_name(uint32_t kind) {
     case kBiasK: return "bk";
     case kBiasV: return "bv";
     case kRopeFreqs: return "rope_freqs";
+    case kQNorm: return "q_norm";
+    case kKNorm: return "k_norm";
     default: return "?";
   }
 }
@@ -276,6 +279,9 @@ void Writer::plan() {
     for (uint32_t l = 0; l < d_.n_layers; l++)
       for (uint32_t k : {kBiasQ, kBiasK, kBiasV}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   if (d_.rope_freqs) add(kRopeFreqs, 0, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+  if (d_.qk_norm)
+    for (uint32_t l = 0; l < d_.n_layers; l++)
+      for (uint32_t k : {kQNorm, kKNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   n_common_ = tensors_.size();
   secs_[sec_common_].size = cursor;
   for (uint32_t i = 0; i < n_gears_; i++) {
@@ -328,6 +334,7 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
   st_u32(p + 144, default_gear_);
   memcpy(p + 148, origin_, GB_GEAR_COUNT);
   st_u32(p + 152, quantized_ ? 1u : 0u);
+  st_u32(p + 156, d_.nope_period);
 }
 
 void Writer::build_vocab(std::vector<uint8_t> *b) const {

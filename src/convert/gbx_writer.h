@@ -30,6 +30,8 @@ struct GbxModelDesc {
   uint32_t arch = 1;    // the architecture table's id (src/models/; 1: llama)
   bool qkv_bias = false;    // the source has kBiasQ/K/V for every layer
   bool rope_freqs = false;  // the source has kRopeFreqs
+  bool qk_norm = false;     // the source has kQNorm and kKNorm for every layer
+  uint32_t nope_period = 0; // META nope_period (format.h)
   std::string name;     // truncated to 63 bytes in the file
 };
 

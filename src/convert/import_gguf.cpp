@@ -373,6 +373,19 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
         GB_TRY(bind(name, e.kind, l));
       }
   }
+  // Per-head Q/K norms (every layer, both, or none).
+  d.qk_norm = arch->qk_norm != kNever && g.tensor("blk.0.attn_q_norm.weight") != nullptr;
+  GB_RETURN_IF(arch->qk_norm == kMust && !d.qk_norm, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without blk.0.attn_q_norm.weight",
+               arch->name);
+  if (d.qk_norm)
+    for (uint32_t l = 0; l < d.n_layers; l++) {
+      char name[64];
+      snprintf(name, sizeof name, "blk.%u.attn_q_norm.weight", l);
+      GB_TRY(bind(name, kQNorm, l));
+      snprintf(name, sizeof name, "blk.%u.attn_k_norm.weight", l);
+      GB_TRY(bind(name, kKNorm, l));
+    }
+  d.nope_period = arch->nope_period;
   if (arch->rope_freqs != kNever && g.tensor("rope_freqs.weight")) {
     GB_RETURN_IF(rope_linear > 0.0f, log, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: both rope_freqs.weight and linear rope scaling (not supported together)");

@@ -82,16 +82,20 @@ gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams 
   GB_TRY(key_u32(keys, p, "attention.head_count", true, 0, log, &hp->n_heads));
   GB_TRY(key_u32(keys, p, "attention.head_count_kv", false, hp->n_heads, log, &hp->n_kv_heads));
   GB_TRY(key_u32(keys, p, "context_length", false, 2048, log, &hp->seq_len));
-  GB_RETURN_IF(hp->n_heads == 0 || hp->dim % hp->n_heads != 0, log, GB_ERR_CORRUPT,
-               "gguf: %sembedding_length %u is not a multiple of %sattention.head_count %u", p, hp->dim, p, hp->n_heads);
+  GB_RETURN_IF(hp->n_heads == 0, log, GB_ERR_CORRUPT, "gguf: %sattention.head_count is 0", p);
   GB_RETURN_IF(hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0, log, GB_ERR_CORRUPT,
                "gguf: %sattention.head_count_kv %u does not divide head_count %u", p, hp->n_kv_heads, hp->n_heads);
-  hp->head_dim = hp->dim / hp->n_heads;
-  uint32_t key_len = hp->head_dim;
-  GB_TRY(key_u32(keys, p, "attention.key_length", false, hp->head_dim, log, &key_len));
-  GB_RETURN_IF(key_len != hp->head_dim, log, GB_ERR_UNSUPPORTED_TYPE,
-               "gguf: %sattention.key_length %u differs from embedding_length / head_count = %u (not supported)", p, key_len,
-               hp->head_dim);
+  // The head size: attention.key_length when present (Qwen3 and Gemma heads
+  // are wider than embedding_length / head_count), else that quotient.
+  uint32_t key_len = 0, value_len = 0;
+  GB_TRY(key_u32(keys, p, "attention.key_length", false, 0, log, &key_len));
+  GB_TRY(key_u32(keys, p, "attention.value_length", false, key_len, log, &value_len));
+  GB_RETURN_IF(!key_len && hp->dim % hp->n_heads != 0, log, GB_ERR_CORRUPT,
+               "gguf: %sembedding_length %u is not a multiple of %sattention.head_count %u (and no key_length)", p, hp->dim, p,
+               hp->n_heads);
+  GB_RETURN_IF(value_len != key_len, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: %sattention.value_length %u differs from key_length %u (not supported)", p, value_len, key_len);
+  hp->head_dim = key_len ? key_len : hp->dim / hp->n_heads;
   GB_TRY(key_u32(keys, p, "rope.dimension_count", false, hp->head_dim, log, &hp->rope_dim));
   GB_TRY(key_f32(keys, p, "rope.freq_base", 10000.0f, log, &hp->rope_theta));
   GB_TRY(key_f32(keys, p, "attention.layer_norm_rms_epsilon", 1e-5f, log, &hp->norm_eps));

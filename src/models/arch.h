@@ -4,7 +4,8 @@
 // grouped-query heads, a SwiGLU FFN, optionally a classifier tied to the
 // embedding) plus what its row of the table says: the RoPE pairing, which
 // optional tensors it must, may or must not carry, and a hook for the
-// hyper-parameters its GGUF metadata adds. The row, and the hook when there
+// hyper-parameters its GGUF metadata adds, whether its layers normalize
+// each query and key head, and which layers skip RoPE. The row, and the hook when there
 // is one, live in one file per architecture (src/models/<name>.cpp), listed
 // once in models.inc. The forward pass reads what the row implies from the
 // model (which tensors are present, meta.rope_type), never the architecture
@@ -22,7 +23,9 @@ namespace gb {
 enum ArchNeed : uint8_t { kNever = 0, kMay = 1, kMust = 2 };
 
 // The hyper-parameters every architecture has (GGUF `<arch>.*` keys, the
-// .gbx META fields), as the readers of a model file fill them in.
+// .gbx META fields), as the readers of a model file fill them in. head_dim
+// is attention.key_length when the file has it (it may differ from
+// dim / n_heads), else dim / n_heads.
 struct ArchHparams {
   uint32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   uint32_t seq_len = 0;
@@ -55,6 +58,8 @@ struct ArchDef {
   uint32_t rope_type;         // gb_rope_type: adjacent pairs or NeoX halves
   ArchNeed qkv_bias;          // blk.N.attn_{q,k,v}.bias (every layer or none)
   ArchNeed rope_freqs;        // rope_freqs.weight, or linear RoPE scaling made into factors
+  ArchNeed qk_norm;           // blk.N.attn_{q,k}_norm.weight: per-head RMSNorm of Q and K before RoPE
+  uint32_t nope_period;       // 0, or P: layers l with (l + 1) % P == 0 take no RoPE (fixed by the architecture)
   // Hyper-parameters beyond the common keys (read by arch_read_hparams
   // first), with prefix "<name>."; nullptr when there are none.
   gb_status (*hparams)(const GgufKeys &keys, const char *prefix, ArchHparams *hp, const Logger &log);

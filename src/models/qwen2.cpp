@@ -5,7 +5,8 @@
 namespace gb {
 
 extern const ArchDef kArchDefQwen2 = {
-    /*id*/ 2, "qwen2", /*min_gbx_version*/ 2, GB_ROPE_NEOX, /*qkv_bias*/ kMust, /*rope_freqs*/ kMay, /*hparams*/ nullptr,
+    /*id*/ 2, "qwen2", /*min_gbx_version*/ 2, GB_ROPE_NEOX, /*qkv_bias*/ kMust, /*rope_freqs*/ kMay, /*qk_norm*/ kNever,
+    /*nope_period*/ 0, /*hparams*/ nullptr,
 };
 
 }  // namespace gb
