@@ -7,12 +7,16 @@
 //      values).
 //   2. The trained stories5M model in every type, converted with its f32
 //      tier (the file's values exactly), scores the reference windows like
-//      llama.cpp does: logits, NLL and argmax within the tolerances the
-//      fixtures' README measured between llama.cpp and exact math.
+//      llama.cpp does: logits, NLL and argmax within the tolerances
+//      measured between llama.cpp and an exact float64 forward pass.
 //   3. The qwen2 (Q/K/V biases, NeoX RoPE, tied classifier) and Llama 3
 //      (RoPE frequency factors, GQA 4:1, untied classifier) models: logits
 //      against llama.cpp's, tight enough that leaving out a bias, the NeoX
 //      pairing or the frequency factors would fail.
+//   4. qwen3 (per-head Q/K norms, heads wider than dim / heads) and smollm3
+//      (every fourth layer without RoPE): this repository's own fixtures
+//      (tests/fixtures/), F32 and Q4_K_M, against llama.cpp's outputs; every
+//      gear and the speculative gear on them; their .gbx fields checked.
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -33,6 +37,7 @@
 #include "ggml_types.h"
 #include "gguf_parse.h"
 #include "json_min.h"
+#include "sample_files.h"
 #include "test_util.h"
 
 namespace {
@@ -44,16 +49,18 @@ const char *const kFixtures[] = {
 
 std::string fixture(const std::string &name) { return gbt::shared_path(("fixtures/" + name).c_str()); }
 
-bool load_ref(const std::string &gguf_name, gbt::Json *out) {
-  const std::vector<uint8_t> bytes = gbt::read_file(fixture(gguf_name + ".gguf.ref.json"));
+bool load_json(const std::string &path, gbt::Json *out) {
+  const std::vector<uint8_t> bytes = gbt::read_file(path);
   const std::string text(bytes.begin(), bytes.end());
   gbt::JsonReader r(text);
   if (!r.parse(out)) {
-    ADD_FAILURE() << gguf_name << ".gguf.ref.json: " << r.error();
+    ADD_FAILURE() << path << ": " << r.error();
     return false;
   }
   return true;
 }
+
+bool load_ref(const std::string &gguf_name, gbt::Json *out) { return load_json(fixture(gguf_name + ".gguf.ref.json"), out); }
 
 TEST(GgufFixtures, DequantizationIsBitExactForEveryType) {
   size_t types_checked = 0;
@@ -165,9 +172,10 @@ bool is_float_fixture(const std::string &name) {
          name.find("-BF16") != std::string::npos;
 }
 
-void score(const std::string &name, size_t n_windows, Score *r) {
-  gbt::Json ref;
-  ASSERT_TRUE(load_ref(name, &ref));
+// gguf: the file; ref: its references; tweak (optional): changes the opened
+// model before the session (the sensitivity checks).
+void score_file(const std::string &name, const std::string &gguf, const gbt::Json &ref, size_t n_windows, Score *r,
+                void (*tweak)(gb_model *) = nullptr) {
   const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
   const bool flt = is_float_fixture(name);
   gb::ConvertOptions o;
@@ -176,9 +184,10 @@ void score(const std::string &name, size_t n_windows, Score *r) {
     o.tiers = 1u << GB_GEAR_F32;
     o.embd_format = gb::kFmtF32;
   }
-  ASSERT_EQ(gb::convert_gguf(fixture(name + ".gguf").c_str(), out.c_str(), o), GB_OK) << name;
+  ASSERT_EQ(gb::convert_gguf(gguf.c_str(), out.c_str(), o), GB_OK) << name;
   gb_model *m = nullptr;
   ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
+  if (tweak) tweak(m);
   r->arch = m->meta.arch;
   r->info.struct_size = sizeof r->info;
   ASSERT_EQ(gb_model_get_info(m, &r->info), GB_OK);
@@ -225,13 +234,19 @@ void score(const std::string &name, size_t n_windows, Score *r) {
   unlink(out.c_str());
 }
 
+void score(const std::string &name, size_t n_windows, Score *r) {
+  gbt::Json ref;
+  ASSERT_TRUE(load_ref(name, &ref));
+  score_file(name, fixture(name + ".gguf"), ref, n_windows, r);
+}
+
 struct Tol {
   double logit, nll_mean, argmax_min;
 };
 
 // Tolerances: llama.cpp rounds activations to the weight type's dot-product
 // type (f16, bf16, 8-bit blocks) before every matrix product; the f32 tier
-// does not. The fixtures' README measured an exact (float64) forward pass
+// does not. An exact (float64) forward pass, measured
 // against llama.cpp on these files: max |logit| difference 5e-6 (F32), 3.5e-3
 // (F16), 4.7e-2 (BF16), <= 0.2 (quantized); nll_mean within 1e-3; at most 12
 // argmax flips in 2040 positions. The bounds below leave room for float32
@@ -277,7 +292,7 @@ struct ArchCase {
   double logit_tol;  // max |logit - llama.cpp's| over window 0, positions 0..31
 };
 
-// Tolerances from the fixtures' README: leaving out rope_freqs moves the
+// Tolerances (measured when the fixtures were made): leaving out rope_freqs moves the
 // llama3-tiny F32 logits by up to 3.3e-4, the wrong RoPE pairing moves
 // qwen2-tiny's by 0.08; llama.cpp itself sits 3e-7 from exact math on both.
 TEST(GgufFixtures, Qwen2AndLlama3ScoreLikeLlamaCpp) {
@@ -362,6 +377,222 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
     }
     EXPECT_TRUE(found) << name;
   }
+}
+
+// ---- Architectures beyond llama and qwen2 ------------------------------------
+// tests/fixtures/ holds, per architecture, the Q4_K_M file llama.cpp's
+// quantizer made from the F32 one and llama.cpp's references for both (the
+// shared fixtures' schema, F32 KV cache, 1 thread). The F32 file itself is
+// written here from its fixed seed (sample_files.h, arch_fixture_spec): the
+// same bytes the references were computed on, which the reference's
+// dequantized embedding values confirm bit for bit.
+const char *const kArchFixtures[] = {"qwen3", "smollm3"};
+
+double window0_nll(gb_model *m, gb_gear gear, const gbt::Json &ref);
+
+std::string arch_fixture(const std::string &file) { return std::string(GB_TEST_SOURCE_DIR) + "/fixtures/" + file; }
+
+// The architecture's F32 fixture in the temporary directory; its path.
+std::string write_arch_f32(const std::string &arch, const gbt::Json &ref) {
+  const gb::GgufSpec spec = gb::arch_fixture_spec(arch);
+  const std::vector<uint8_t> b = gb::gguf_serialize(spec);
+  const std::string path = gbt::temp_dir() + "/" + arch + "-tiny-F32.gguf";
+  EXPECT_TRUE(gb::write_file_bytes(path, b.data(), b.size())) << path;
+  const gbt::Json *dq = ref.get("dequant");
+  const gbt::Json *e = dq ? dq->get("token_embd.weight") : nullptr;
+  EXPECT_TRUE(e != nullptr) << arch;
+  if (!e) return path;
+  const std::vector<gbt::Json> &vals = e->get("values")->items;
+  const std::vector<uint8_t> &data = spec.tensors[0].data;
+  EXPECT_EQ(spec.tensors[0].name, "token_embd.weight");
+  EXPECT_GE(data.size(), 4 * vals.size());
+  size_t same = 0;
+  for (size_t i = 0; i < vals.size() && 4 * i + 4 <= data.size(); i++) same += gb::ld_f32(&data[4 * i]) == (float)vals[i].f64();
+  EXPECT_EQ(same, vals.size()) << arch << ": the generated F32 fixture is not the one the references were computed on";
+  return path;
+}
+
+struct ArchScore {
+  Score f32, q4;
+};
+
+void score_arch(const std::string &arch, size_t n_windows, ArchScore *r, void (*tweak)(gb_model *) = nullptr) {
+  gbt::Json rf, rq;
+  ASSERT_TRUE(load_json(arch_fixture(arch + "-tiny-F32.gguf.ref.json"), &rf));
+  ASSERT_TRUE(load_json(arch_fixture(arch + "-tiny-Q4_K_M.gguf.ref.json"), &rq));
+  const std::string f32 = write_arch_f32(arch, rf);
+  ASSERT_NO_FATAL_FAILURE(score_file(arch + "-tiny-F32", f32, rf, n_windows, &r->f32, tweak));
+  unlink(f32.c_str());
+  ASSERT_NO_FATAL_FAILURE(score_file(arch + "-tiny-Q4_K_M", arch_fixture(arch + "-tiny-Q4_K_M.gguf"), rq, n_windows, &r->q4, tweak));
+}
+
+// Tolerances: llama.cpp sits within about 3e-7 of exact math on F32 files of
+// this kind (measured with a float64 forward pass), so F32 logits must agree to 1e-4
+// and the mean NLL to 1e-5; on the Q4_K_M file llama.cpp rounds activations
+// to 8-bit blocks (Q8_K) before each product and the f32-accumulating q4k
+// kernels here need not, so the mean NLL must agree to 0.003 nats and each
+// logit to 0.35, as for the other quantized fixtures. The random weights
+// give nearly flat logits, whose argmax such differences flip often (here
+// 4-12 % of the positions on Q4_K_M).
+TEST(ArchFixtures, Qwen3AndSmolLM3ScoreLikeLlamaCpp) {
+  const size_t windows = gbt::test_scale() >= 1.0 ? 8 : 1;
+  for (const char *arch : kArchFixtures) {
+    ArchScore r;
+    ASSERT_NO_FATAL_FAILURE(score_arch(arch, windows, &r));
+    for (const Score *sc : {&r.f32, &r.q4}) {
+      const bool f = sc == &r.f32;
+      printf("%-8s %-6s %zu positions  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement %.2f%%  max |logit diff| %.3g  "
+             "(tier %s: %s)\n",
+             arch, f ? "F32" : "Q4_K_M", sc->n, sc->nll, sc->want, sc->nll - sc->want, 100.0 * sc->agreement, sc->max_diff,
+             gb_gear_name((gb_gear)(f ? GB_GEAR_F32 : sc->info.default_gear)),
+             sc->info.tier_formats[f ? GB_GEAR_F32 : sc->info.default_gear]);
+      EXPECT_EQ(sc->arch, gb::arch_by_name(arch)->id) << arch;
+      EXPECT_LT(sc->max_diff, f ? 1e-4 : 0.35) << arch;
+      EXPECT_NEAR(sc->nll, sc->want, f ? 1e-5 : 3e-3) << arch;
+      EXPECT_GE(sc->agreement, f ? 0.999 : 0.85) << arch;
+    }
+  }
+}
+
+// What each architecture adds moves the logits far beyond those tolerances:
+// the same files scored without the per-head Q/K norms (qwen3), or with RoPE
+// in the NoPE layers too (smollm3), disagree with llama.cpp.
+TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
+  struct Case {
+    const char *arch;
+    void (*tweak)(gb_model *);
+  } cases[] = {
+      {"qwen3",
+       [](gb_model *m) {
+         for (uint32_t l = 0; l < m->meta.n_layers; l++) m->qk_norm[0][l].data = m->qk_norm[1][l].data = nullptr;
+       }},
+      {"smollm3", [](gb_model *m) { m->meta.nope_period = 0; }},
+  };
+  for (const Case &c : cases) {
+    ArchScore r;
+    ASSERT_NO_FATAL_FAILURE(score_arch(c.arch, 1, &r, c.tweak));
+    printf("%-8s without its feature: F32 max |logit diff| %.3g, NLL diff %+.3g; Q4_K_M %.3g, %+.3g\n", c.arch, r.f32.max_diff,
+           r.f32.nll - r.f32.want, r.q4.max_diff, r.q4.nll - r.q4.want);
+    EXPECT_GT(r.f32.max_diff, 1e-2) << c.arch;
+    EXPECT_GT(r.q4.max_diff, 0.35) << c.arch;
+  }
+}
+
+// Every gear runs each architecture: the F32 file converted with the
+// default tiers (low q4, mid q8, high f16, f32) scores window 0 near the f32
+// tier on each, and the speculative gear's greedy tokens are the high
+// tier's, bit for bit.
+TEST(ArchFixtures, EveryGearRunsAndSpecIsTheVerifier) {
+  for (const char *arch : kArchFixtures) {
+    gbt::Json ref;
+    ASSERT_TRUE(load_json(arch_fixture(std::string(arch) + "-tiny-F32.gguf.ref.json"), &ref));
+    const std::string f32 = write_arch_f32(arch, ref), out = gbt::temp_dir() + "/gears-" + arch + ".gbx";
+    gb::ConvertOptions o;
+    o.log.fn = gbt::quiet_log;
+    ASSERT_EQ(gb::convert_gguf(f32.c_str(), out.c_str(), o), GB_OK) << arch;
+    unlink(f32.c_str());
+    gb_model *m = nullptr;
+    gb_model_options mo = gbt::quiet_model_options();
+    ASSERT_EQ(gb_model_open_file(out.c_str(), &mo, &m), GB_OK) << arch;
+    gb_model_info info;
+    info.struct_size = sizeof info;
+    ASSERT_EQ(gb_model_get_info(m, &info), GB_OK);
+    ASSERT_EQ(info.gears, 0xFu) << arch;
+    double nll[GB_GEAR_COUNT];
+    for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) nll[g] = window0_nll(m, (gb_gear)g, ref);
+    printf("%-8s window-0 NLL: low %.5f  mid %.5f  high %.5f  f32 %.5f (llama.cpp F32 %.5f)\n", arch, nll[0], nll[1], nll[2], nll[3],
+           ref.get("nll_per_window")->items[0].f64());
+    EXPECT_NEAR(nll[GB_GEAR_F32], ref.get("nll_per_window")->items[0].f64(), 1e-5) << arch;
+    EXPECT_NEAR(nll[GB_GEAR_HIGH], nll[GB_GEAR_F32], 5e-3) << arch;
+    EXPECT_NEAR(nll[GB_GEAR_MID], nll[GB_GEAR_F32], 2e-2) << arch;
+    EXPECT_NEAR(nll[GB_GEAR_LOW], nll[GB_GEAR_F32], 0.2) << arch;
+    // Greedy: the high tier alone, then the speculative gear verifying on it.
+    const std::vector<gbt::Json> &w0 = ref.get("windows")->items[0].items;
+    std::vector<int32_t> prompt;
+    for (size_t i = 0; i < 12; i++) prompt.push_back((int32_t)w0[i].i64());
+    std::vector<int32_t> toks[2];
+    for (int spec = 0; spec < 2; spec++) {
+      gb_session_options so;
+      gb_session_options_init(&so);
+      so.gear = spec ? GB_GEAR_SPEC : GB_GEAR_HIGH;
+      so.spec_verify_gear = GB_GEAR_HIGH;
+      so.sampler.temperature = 0.0f;
+      so.log = gbt::quiet_log;
+      gb_session *s = nullptr;
+      ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK) << arch;
+      ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK) << arch;
+      for (int i = 0; i < 64; i++) {
+        int32_t t = -1;
+        ASSERT_EQ(gb_decode_step(s, &t, nullptr), GB_OK) << arch;
+        toks[spec].push_back(t);
+      }
+      gb_session_destroy(s);
+    }
+    EXPECT_EQ(toks[0], toks[1]) << arch;
+    gb_model_close(m);
+    unlink(out.c_str());
+  }
+}
+
+// The version-5 additions are checked on open: a file of an earlier version
+// cannot hold a per-head norm or claim qwen3 / smollm3; the norms are in
+// every layer or none; nope_period stays within the layers.
+TEST(ArchFixtures, Version5FieldsAreChecked) {
+  const std::string out = gbt::temp_dir() + "/v5-qwen3.gbx";
+  gb::ConvertOptions o;
+  o.log.fn = gbt::quiet_log;
+  ASSERT_EQ(gb::convert_gguf(arch_fixture("qwen3-tiny-Q4_K_M.gguf").c_str(), out.c_str(), o), GB_OK);
+  const std::vector<uint8_t> img = gbt::read_file(out);
+  unlink(out.c_str());
+  ASSERT_EQ(gb::ld_u32(&img[8]), 5u);
+  auto open = [](std::vector<uint8_t> im) {
+    gbt::gbx_fix_crcs(im);
+    void *buf = nullptr;
+    if (posix_memalign(&buf, 64, im.size()) != 0) return GB_ERR_OUT_OF_MEMORY;
+    memcpy(buf, im.data(), im.size());
+    gb_model_options mo = gbt::quiet_model_options();
+    gb_model *m = nullptr;
+    const gb_status st = gb_model_open_memory(buf, im.size(), &mo, &m);
+    if (m) gb_model_close(m);
+    free(buf);
+    return st;
+  };
+  EXPECT_EQ(open(img), GB_OK);
+  size_t meta = 0, tens = 0;
+  for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
+    const uint8_t *e = &img[64 + 32 * i];
+    if (gb::ld_u32(e) == gb::kSecMeta) meta = (size_t)gb::ld_u64(e + 8);
+    if (gb::ld_u32(e) == gb::kSecTensors) tens = (size_t)gb::ld_u64(e + 8);
+  }
+  ASSERT_TRUE(meta && tens);
+  std::vector<uint8_t> b = img;
+  gb::st_u32(&b[8], 4);
+  EXPECT_EQ(open(b), GB_ERR_UNSUPPORTED_TYPE);  // qwen3 needs version 5
+  b = img;
+  gb::st_u32(&b[meta + 4], gb::arch_by_name("llama")->id);
+  gb::st_u32(&b[8], 4);
+  EXPECT_EQ(open(b), GB_ERR_CORRUPT);  // a per-head norm kind in a version-4 file
+  b = img;
+  gb::st_u32(&b[meta + 156], 3);
+  EXPECT_EQ(open(b), GB_ERR_CORRUPT);  // NoPE period beyond the 2 layers
+  b = img;
+  gb::st_u32(&b[meta + 156], 2);
+  EXPECT_EQ(open(b), GB_OK);  // layer 1 without RoPE: a valid file
+  const uint32_t n = gb::ld_u32(&img[tens]);
+  bool found = false;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *e = &img[tens + 16 + 64 * (size_t)i];
+    if (gb::ld_u32(e) == gb::kKNorm && gb::ld_u32(e + 4) == 1) {  // layer 1's K norm becomes a second layer-0 one
+      b = img;
+      gb::st_u32(&b[tens + 16 + 64 * (size_t)i + 4], 0);
+      EXPECT_EQ(open(b), GB_ERR_CORRUPT);
+      b = img;
+      gb::st_u32(&b[tens + 16 + 64 * (size_t)i], 99);  // an unknown kind
+      EXPECT_EQ(open(b), GB_ERR_CORRUPT);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

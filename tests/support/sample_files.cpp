@@ -223,25 +223,7 @@ GgufSpec sample_gguf_spec(const SampleDims &d, uint32_t ggml_type) {
   s.set_u32("llama.attention.head_count_kv", d.kv_heads);
   s.set_u32("llama.rope.dimension_count", head);
   s.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  s.set_str("tokenizer.ggml.model", "llama");
-  std::vector<uint8_t> toks, scores, types;
-  put_u32(toks, 8);
-  put_u64(toks, d.vocab);
-  put_u32(scores, 6);
-  put_u64(scores, d.vocab);
-  put_u32(types, 5);
-  put_u64(types, d.vocab);
-  for (uint32_t i = 0; i < d.vocab; i++) {
-    put_str(toks, sample_piece(i, true));
-    put_f32(scores, i < 259 ? 0.0f : -(float)i);
-    put_u32(types, i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1);
-  }
-  s.set("tokenizer.ggml.tokens", 9, toks);
-  s.set("tokenizer.ggml.scores", 9, scores);
-  s.set("tokenizer.ggml.token_type", 9, types);
-  s.set_u32("tokenizer.ggml.bos_token_id", 1);
-  s.set_u32("tokenizer.ggml.eos_token_id", 2);
-  s.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  sample_spm_tokenizer(&s, d.vocab);
 
   uint64_t st = d.seed;
   auto mat = [&](const std::string &name, uint32_t rows, uint32_t cols) {
@@ -264,6 +246,90 @@ GgufSpec sample_gguf_spec(const SampleDims &d, uint32_t ggml_type) {
     mat(p + "ffn_gate.weight", d.hidden, d.dim);
     mat(p + "ffn_down.weight", d.dim, d.hidden);
     mat(p + "ffn_up.weight", d.hidden, d.dim);
+  }
+  return s;
+}
+
+void sample_spm_tokenizer(GgufSpec *sp, uint32_t vocab) {
+  GgufSpec &s = *sp;
+  s.set_str("tokenizer.ggml.model", "llama");
+  std::vector<uint8_t> toks, scores, types;
+  put_u32(toks, 8);
+  put_u64(toks, vocab);
+  put_u32(scores, 6);
+  put_u64(scores, vocab);
+  put_u32(types, 5);
+  put_u64(types, vocab);
+  for (uint32_t i = 0; i < vocab; i++) {
+    put_str(toks, sample_piece(i, true));
+    put_f32(scores, i < 259 ? 0.0f : -(float)i);
+    put_u32(types, i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1);
+  }
+  s.set("tokenizer.ggml.tokens", 9, toks);
+  s.set("tokenizer.ggml.scores", 9, scores);
+  s.set("tokenizer.ggml.token_type", 9, types);
+  s.set_u32("tokenizer.ggml.bos_token_id", 1);
+  s.set_u32("tokenizer.ggml.eos_token_id", 2);
+  s.set_u32("tokenizer.ggml.unknown_token_id", 0);
+}
+
+GgufSpec arch_fixture_spec(const std::string &arch) {
+  GgufSpec s;
+  ArchFixtureDims d;
+  if (arch == "qwen3") {
+    d = ArchFixtureDims{256, 512, 2, 4, 2, 128, 512, 256, 1e6f, 1e-6f, true, 20261128};
+  } else if (arch == "smollm3") {
+    d = ArchFixtureDims{256, 256, 4, 4, 1, 64, 512, 256, 1e5f, 1e-5f, false, 20261129};
+  } else {
+    return s;
+  }
+  const std::string a = arch + ".";
+  s.set_str("general.architecture", arch);
+  s.set_str("general.name", arch + "-tiny");
+  s.set_u32(a + "context_length", d.seq_len);
+  s.set_u32(a + "embedding_length", d.dim);
+  s.set_u32(a + "block_count", d.layers);
+  s.set_u32(a + "feed_forward_length", d.hidden);
+  s.set_u32(a + "attention.head_count", d.heads);
+  s.set_u32(a + "attention.head_count_kv", d.kv_heads);
+  if (d.head_dim * d.heads != d.dim) {
+    s.set_u32(a + "attention.key_length", d.head_dim);
+    s.set_u32(a + "attention.value_length", d.head_dim);
+  }
+  s.set_u32(a + "rope.dimension_count", d.head_dim);
+  s.set_f32(a + "rope.freq_base", d.rope_base);
+  s.set_f32(a + "attention.layer_norm_rms_epsilon", d.eps);
+  sample_spm_tokenizer(&s, d.vocab);
+  // Uniform weights: matrices of standard deviation 0.05, Q and K 0.1 (so
+  // that attention is far from uniform and RoPE, its absence and the Q/K
+  // norms move the logits), norm weights 1 +- 0.17.
+  uint64_t st = d.seed;
+  const float sd = 3.4641016f;  // width of a uniform of standard deviation 1
+  auto mat = [&](const std::string &name, uint32_t rows, uint32_t cols, float stdev) {
+    s.tensors.push_back(GgufTensorSpec{name, {cols, rows}, 0, encode(weights(&st, (size_t)rows * cols, stdev * sd, 0.0f), 0, cols)});
+  };
+  auto norm = [&](const std::string &name, uint32_t n) {
+    s.tensors.push_back(GgufTensorSpec{name, {n}, 0, encode(weights(&st, n, 0.1f * sd, 1.0f), 0, n)});
+  };
+  const uint32_t q = d.heads * d.head_dim, kv = d.kv_heads * d.head_dim;
+  mat("token_embd.weight", d.vocab, d.dim, 0.05f);
+  norm("output_norm.weight", d.dim);
+  if (!d.tied) mat("output.weight", d.vocab, d.dim, 0.05f);
+  for (uint32_t l = 0; l < d.layers; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    norm(p + "attn_norm.weight", d.dim);
+    mat(p + "attn_q.weight", q, d.dim, 0.1f);
+    mat(p + "attn_k.weight", kv, d.dim, 0.1f);
+    mat(p + "attn_v.weight", kv, d.dim, 0.05f);
+    mat(p + "attn_output.weight", d.dim, q, 0.05f);
+    if (arch == "qwen3") {
+      norm(p + "attn_q_norm.weight", d.head_dim);
+      norm(p + "attn_k_norm.weight", d.head_dim);
+    }
+    norm(p + "ffn_norm.weight", d.dim);
+    mat(p + "ffn_gate.weight", d.hidden, d.dim, 0.05f);
+    mat(p + "ffn_down.weight", d.dim, d.hidden, 0.05f);
+    mat(p + "ffn_up.weight", d.hidden, d.dim, 0.05f);
   }
   return s;
 }

@@ -78,6 +78,29 @@ std::vector<uint8_t> gguf_serialize(const GgufSpec &s, GgufLayout *layout = null
 // d.shared_classifier.
 GgufSpec sample_gguf_spec(const SampleDims &d, uint32_t ggml_type);
 
+// The llama2.c-style SentencePiece tokenizer keys of sample_gguf_spec
+// (`vocab` tokens: <unk>, BOS, EOS, 256 byte tokens, short pieces).
+void sample_spm_tokenizer(GgufSpec *s, uint32_t vocab);
+
+// The random-weight F32 fixtures of the architectures beyond llama and
+// qwen2 (GGUF keys and tensor names as llama.cpp reads them), from a fixed
+// seed: the same bytes on every machine, so references computed by llama.cpp
+// on a file written once stay valid for the file written at test time.
+//   "qwen3":   dim 256, 2 layers, 4 heads of 128 (wider than dim / heads),
+//              2 KV heads, ffn 512, per-head Q/K norms, NeoX RoPE base 1e6,
+//              tied classifier
+//   "smollm3": dim 256, 4 layers (layer 3 takes no RoPE), 4 heads of 64,
+//              1 KV head (GQA 4:1), ffn 256, RoPE base 1e5, own classifier
+// Both: vocabulary 512 (sample_spm_tokenizer), context 256. Another name:
+// an empty spec.
+struct ArchFixtureDims {
+  uint32_t dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq_len;
+  float rope_base, eps;
+  bool tied;
+  uint64_t seed;
+};
+GgufSpec arch_fixture_spec(const std::string &arch);
+
 // Encoders for GgufKvSpec values.
 std::vector<uint8_t> gguf_enc_u32(uint32_t v);
 std::vector<uint8_t> gguf_enc_str(const std::string &s);
