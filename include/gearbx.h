@@ -907,6 +907,8 @@ typedef enum gb_chat_template {
   GB_CHAT_TEMPLATE_GEMMA = 6,  /* "gemma": <bos><start_of_turn>user\n..<end_of_turn>\n, role "model" */
   GB_CHAT_TEMPLATE_QWEN2 = 7,  /* "qwen2": ChatML with Qwen2's default system message */
   GB_CHAT_TEMPLATE_QWEN25 = 8, /* "qwen2.5": ChatML with Qwen2.5's default system message */
+  GB_CHAT_TEMPLATE_QWEN3 = 9,  /* "qwen3": ChatML, no default system message, <think>
+                                  reasoning blocks kept after the last user turn */
   GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
 } gb_chat_template;
 
@@ -918,7 +920,7 @@ typedef struct gb_chat_message {
   const char *content;
 } gb_chat_message;
 
-/* The template's name as listed above ("llama2", ..., "qwen2.5"); "unknown"
+/* The template's name as listed above ("llama2", ..., "qwen3"); "unknown"
  * for any other value. Static storage, never NULL; thread-safe. */
 const char *gb_chat_template_name(gb_chat_template t);
 
@@ -933,7 +935,8 @@ gb_status gb_chat_template_from_name(const char *name, gb_chat_template *out);
  * built-in ones, or one of their relatives that renders differently (for
  * example Llama 3.1's dated system header, Mistral's [INST] without <<SYS>>,
  * a ChatML template with an unknown default system message or with
- * reasoning blocks such as Qwen3's <think>), is not guessed:
+ * reasoning blocks other than Qwen3's, such as Qwen3.5's or QwQ's), is not
+ * guessed:
  * GB_ERR_UNAVAILABLE (gb_chat_template_from_name can still pick one). Errors also: GB_ERR_NULL_POINTER (text NULL
  * with len > 0, or out NULL). *out is written only on success. Thread-safe;
  * does not allocate. */
@@ -949,7 +952,11 @@ gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template
  * message, then user and assistant alternating, starting with user (their
  * templates refuse anything else: GB_ERR_INVALID_ARGUMENT); gemma folds the
  * system text into the first user turn as Gemma 3's template does; the other
- * templates take the three roles in any order.
+ * templates take the three roles in any order. qwen3 splits an assistant
+ * text at "</think>" as Qwen3's template does: turns before the last user
+ * message keep only the answer after it; later ones are written with their
+ * reasoning in a <think> block (the last one always, with an empty block
+ * when it has none); the assistant prompt leaves the model free to think.
  * On success *n_out is the text's length (without the NUL). When cap is too
  * small (it must be at least length + 1), GB_ERR_BUFFER_TOO_SMALL: *n_out
  * receives the capacity needed and nothing is written (buf may be NULL when

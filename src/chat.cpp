@@ -298,6 +298,88 @@ void render_gemma(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   if (gen) o.put("<start_of_turn>model\n");
 }
 
+// Offset of the first / last occurrence of needle in s; s.n when absent.
+size_t span_find(Span s, const char *needle, bool last) {
+  const size_t k = strlen(needle);
+  size_t at = s.n;
+  for (size_t i = 0; i + k <= s.n; i++)
+    if (memcmp(s.p + i, needle, k) == 0) {
+      at = i;
+      if (!last) break;
+    }
+  return at;
+}
+Span span_sub(Span s, size_t b, size_t e) { return Span{s.p + b, e - b}; }
+Span span_lstrip_nl(Span s) {
+  size_t b = 0;
+  while (b < s.n && s.p[b] == '\n') b++;
+  return span_sub(s, b, s.n);
+}
+Span span_rstrip_nl(Span s) {
+  size_t e = s.n;
+  while (e > 0 && s.p[e - 1] == '\n') e--;
+  return span_sub(s, 0, e);
+}
+
+// Qwen3: ChatML without a default system message, with reasoning blocks.
+// An assistant text holding "</think>" is split: what follows the last
+// "</think>" (leading newlines dropped) is the answer, what lies between the
+// last "<think>" and the first "</think>" the reasoning. Assistant turns
+// before the last user turn keep their answer only; after it, the last
+// message, and any with reasoning, are written as "<think>\n" reasoning
+// "\n</think>\n\n" answer. The generation prompt opens the assistant turn
+// and leaves the model free to think (the template's enable_thinking
+// default).
+void render_qwen3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  size_t i = 0;
+  if (msg_at(msgs, 0).role == kSystem) {
+    o.put("<|im_start|>system\n");
+    o.put(msg_at(msgs, 0).text);
+    o.put("<|im_end|>\n");
+    i = 1;
+  }
+  // The last user message that is not a tool response.
+  size_t last_query = n - 1;
+  for (size_t k = n; k-- > 0;) {
+    const Msg m = msg_at(msgs, k);
+    const bool tool = m.text.n >= 31 && memcmp(m.text.p, "<tool_response>", 15) == 0 &&
+                      memcmp(m.text.p + m.text.n - 16, "</tool_response>", 16) == 0;
+    if (m.role == kUser && !tool) {
+      last_query = k;
+      break;
+    }
+  }
+  for (size_t k = i; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role != kAssistant) {
+      o.put(m.role == kUser ? "<|im_start|>user\n" : "<|im_start|>system\n");
+      o.put(m.text);
+      o.put("<|im_end|>\n");
+      continue;
+    }
+    Span answer = m.text, reasoning{m.text.p, 0};
+    const size_t close_last = span_find(m.text, "</think>", true);
+    if (close_last != m.text.n) {
+      answer = span_lstrip_nl(span_sub(m.text, close_last + 8, m.text.n));
+      Span before = span_rstrip_nl(span_sub(m.text, 0, span_find(m.text, "</think>", false)));
+      const size_t open = span_find(before, "<think>", true);
+      if (open != before.n) before = span_sub(before, open + 7, before.n);
+      reasoning = span_lstrip_nl(before);
+    }
+    o.put("<|im_start|>assistant\n");
+    if (k > last_query && (k == n - 1 || reasoning.n)) {
+      o.put("<think>\n");
+      o.put(span_rstrip_nl(span_lstrip_nl(reasoning)));
+      o.put("\n</think>\n\n");
+      o.put(span_lstrip_nl(answer));
+    } else {
+      o.put(answer);
+    }
+    o.put("<|im_end|>\n");
+  }
+  if (gen) o.put("<|im_start|>assistant\n");
+}
+
 const char kQwen2System[] = "You are a helpful assistant.";
 const char kQwen25System[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
@@ -311,6 +393,7 @@ void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, b
     case GB_CHAT_TEMPLATE_ZEPHYR: render_zephyr(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_PHI3: render_phi3(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_GEMMA: render_gemma(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_QWEN3: render_qwen3(o, msgs, n, gen); break;
     default: break;  // rejected by the caller
   }
 }
@@ -341,9 +424,10 @@ const TemplateInfo kTemplates[] = {
     {"gemma", kEotGemma},      // GB_CHAT_TEMPLATE_GEMMA
     {"qwen2", kEotQwen},       // GB_CHAT_TEMPLATE_QWEN2
     {"qwen2.5", kEotQwen},     // GB_CHAT_TEMPLATE_QWEN25
+    {"qwen3", kEotQwen},       // GB_CHAT_TEMPLATE_QWEN3
 };
 constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
-static_assert(kNumTemplates == GB_CHAT_TEMPLATE_QWEN25 + 1, "one entry per template");
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_QWEN3 + 1, "one entry per template");
 
 // The template's table entry, or nullptr for a value outside the enum.
 const TemplateInfo *info_of(gb_chat_template t) {
@@ -387,9 +471,13 @@ bool chatml_default_system(const char *text, size_t n) {
 gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   gb_chat_template id = GB_CHAT_TEMPLATE_NONE;
   if (has(t, n, "<|im_start|>")) {
-    // Reasoning templates (Qwen3's <think> blocks) rewrite assistant turns.
+    // Reasoning templates rewrite assistant turns: Qwen3's (it splits them
+    // at "</think>" and finds the last user query) is built in; others
+    // with <think> blocks (Qwen3.5's, which also renders images; SmolLM3's;
+    // QwQ's) render differently.
     if (has(t, n, "<think>")) {
-      id = GB_CHAT_TEMPLATE_NONE;
+      if (has(t, n, "last_query_index") && has(t, n, "reasoning_content") && !has(t, n, "vision") && !has(t, n, "image"))
+        id = GB_CHAT_TEMPLATE_QWEN3;
     } else if (has(t, n, kQwen25System)) {
       id = GB_CHAT_TEMPLATE_QWEN25;
     } else if (has(t, n, "<|im_start|>system\\nYou are a helpful assistant.<|im_end|>")) {

@@ -53,7 +53,7 @@ std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
 
 const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
                                  GB_CHAT_TEMPLATE_ZEPHYR, GB_CHAT_TEMPLATE_PHI3,   GB_CHAT_TEMPLATE_GEMMA,
-                                 GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25};
+                                 GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3};
 
 // Template values outside the enum are passed from C (tests/c_caller.c),
 // where an enum parameter may hold any int.
@@ -146,6 +146,47 @@ TEST(ChatTemplate, QwenDefaultSystem) {
   // A caller's system message replaces the default.
   EXPECT_EQ(apply(GB_CHAT_TEMPLATE_QWEN2, kTwoTurnsSystem, 1), std::string(kChatmlSystem) + kChatmlTurns + kChatmlGen);
   EXPECT_EQ(apply(GB_CHAT_TEMPLATE_QWEN25, kTwoTurnsSystem, 0), std::string(kChatmlSystem) + kChatmlTurns);
+}
+
+// Qwen3: the texts its template (Qwen3-0.6B's tokenizer_config.json) renders
+// for these messages with Hugging Face's settings.
+TEST(ChatTemplate, Qwen3) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_QWEN3;
+  // Plain turns: ChatML, no default system message, the first system kept.
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), std::string(kChatmlSystem) + kChatmlTurns + kChatmlGen);
+  EXPECT_EQ(apply(t, kTwoTurns, 0), std::string(kChatmlTurns));
+  // Reasoning before the last user turn is dropped; after it, kept in a
+  // <think> block with its newlines normalised.
+  const gb_chat_message history[] = {{"user", "2+2?"},
+                                     {"assistant", "<think>\nadd them\n</think>\n\n4"},
+                                     {"user", "and 3+3?"},
+                                     {"assistant", "<think>\n\nagain\n\n</think>\n\n\n6"}};
+  EXPECT_EQ(apply(t, history, 0),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\nand 3+3?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\nagain\n</think>\n\n6<|im_end|>\n");
+  // The last message after the last user turn always gets a block.
+  const gb_chat_message plain[] = {{"user", "Hi"}, {"assistant", "Hello!"}};
+  EXPECT_EQ(apply(t, plain, 0), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n");
+  // Between: only turns with reasoning; the answer follows the last
+  // "</think>", the reasoning lies between the last "<think>" and the first
+  // "</think>"; a later system message is a turn of its own.
+  const gb_chat_message mid[] = {
+      {"user", "q"}, {"assistant", "<think>r1</think>a1"}, {"assistant", "plain"}, {"assistant", "x<think>r3</think>y</think>z"}};
+  EXPECT_EQ(apply(t, mid, 1),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr1\n</think>\n\na1<|im_end|>\n"
+            "<|im_start|>assistant\nplain<|im_end|>\n<|im_start|>assistant\n<think>\nr3\n</think>\n\nz<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  const gb_chat_message later[] = {{"user", "a"}, {"system", "late"}, {"assistant", "b"}};
+  EXPECT_EQ(apply(t, later, 1),
+            "<|im_start|>user\na<|im_end|>\n<|im_start|>system\nlate<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nb"
+            "<|im_end|>\n<|im_start|>assistant\n");
+  // A tool response is not the last user query.
+  const gb_chat_message tool[] = {
+      {"user", "q"}, {"assistant", "<think>r</think>a"}, {"user", "<tool_response>\n42\n</tool_response>"}, {"assistant", "b"}};
+  EXPECT_EQ(apply(t, tool, 0),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\na<|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nb"
+            "<|im_end|>\n");
 }
 
 TEST(ChatTemplate, Zephyr) {
@@ -272,7 +313,7 @@ TEST(ChatApply, Misuse) {
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
-  for (int32_t bad : {0, 9, -1, 1000, 0x7fffffff})
+  for (int32_t bad : {0, 10, -1, 1000, 0x7fffffff})
     EXPECT_EQ(gbt_c_chat_apply(bad, kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
         << bad;
   for (gb_chat_template tt : kAll) {
@@ -312,14 +353,14 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
 // ---- names, end-of-turn strings ------------------------------------------------------
 
 TEST(ChatTemplate, Names) {
-  const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma", "qwen2", "qwen2.5"};
+  const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma", "qwen2", "qwen2.5", "qwen3"};
   for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
     EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
     ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
     EXPECT_EQ(t, kAll[i]);
   }
-  for (int32_t bad : {0, 9, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
+  for (int32_t bad : {0, 10, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
   gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
   for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
     EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
@@ -342,6 +383,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
       {GB_CHAT_TEMPLATE_GEMMA, {"<end_of_turn>", "<eos>"}},
       {GB_CHAT_TEMPLATE_QWEN2, {"<|im_end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_QWEN25, {"<|im_end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_QWEN3, {"<|im_end|>", "<|endoftext|>"}},
   };
   for (const Want &w : wants) {
     const char *const *s = nullptr;
@@ -354,7 +396,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
   const char *const *s = nullptr;
   size_t n = 5;
   EXPECT_EQ(gbt_c_chat_eot_strings(0, &s, &n), GB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(gbt_c_chat_eot_strings(9, &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gbt_c_chat_eot_strings(10, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gbt_c_chat_eot_strings(-3, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
@@ -413,6 +455,13 @@ const char kJinjaGemma[] =
     "{{ m['content'] | trim }}{{ '<end_of_turn>\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 
+// Qwen3's markers: the last user query found, reasoning split from the answer.
+const char kJinjaQwen3[] =
+    "{%- set ns = namespace(last_query_index=messages|length - 1) %}{%- for m in messages %}"
+    "{%- if m.role == 'assistant' and m.reasoning_content is defined %}{%- set r = m.reasoning_content %}{%- endif %}"
+    "{%- if loop.index0 > ns.last_query_index %}{{- '<|im_start|>' + m.role + '\\n<think>\\n' + r + '\\n</think>\\n\\n' }}"
+    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}";
+
 gb_status detect(const char *text, gb_chat_template *out) { return gb_chat_template_detect(text, strlen(text), out); }
 
 TEST(ChatDetect, EachFamily) {
@@ -425,6 +474,7 @@ TEST(ChatDetect, EachFamily) {
       {kJinjaChatml, GB_CHAT_TEMPLATE_CHATML}, {kJinjaQwen2, GB_CHAT_TEMPLATE_QWEN2},
       {kJinjaQwen25, GB_CHAT_TEMPLATE_QWEN25}, {kJinjaZephyr, GB_CHAT_TEMPLATE_ZEPHYR},
       {kJinjaPhi3, GB_CHAT_TEMPLATE_PHI3},     {kJinjaGemma, GB_CHAT_TEMPLATE_GEMMA},
+      {kJinjaQwen3, GB_CHAT_TEMPLATE_QWEN3},
   };
   for (const Case &c : cases) {
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
@@ -452,6 +502,9 @@ TEST(ChatDetect, UnknownIsAStatus) {
       "{% set c = m['content'].split('</think>')[-1] %}{% else %}{% set c = m['content'] %}{% endif %}"
       "{{ '<|im_start|>' + m['role'] + '\\n' + c + '<|im_end|>\\n' }}{% endfor %}"
       "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}{% endif %}",
+      // Qwen3.5 style: Qwen3's reasoning markers, and images
+      "{%- set ns = namespace(last_query_index=0) %}{%- if m.reasoning_content %}<think>{%- endif %}"
+      "{%- if c.type == 'image' %}<|vision_start|><|image_pad|><|vision_end|>{%- endif %}<|im_start|>",
       // Phi-3 style without a system turn (assistant header after each user turn)
       "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
       "{{ '<|user|>\\n' + m['content'] + '<|end|>\\n<|assistant|>\\n' }}{% else %}"

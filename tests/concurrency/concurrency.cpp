@@ -281,7 +281,7 @@ void job_info_chat(Out &o, const Shared &sh) {
                                   {"assistant", "Once upon a time, a cat sat."},
                                   {"user", kTexts[4]}};
   char buf[2048];
-  for (int t = GB_CHAT_TEMPLATE_LLAMA2; t <= GB_CHAT_TEMPLATE_QWEN25; t++) {
+  for (int t = GB_CHAT_TEMPLATE_LLAMA2; t <= GB_CHAT_TEMPLATE_QWEN3; t++) {
     size_t n = 0;
     GBT_CALL(o, gb_chat_apply((gb_chat_template)t, msgs, 4, t == GB_CHAT_TEMPLATE_LLAMA2 ? 0 : 1, buf, sizeof buf, &n));
     o.put(n);

@@ -47,7 +47,7 @@ void check_template(gb_chat_template t) {
     if (!eot[i] || !eot[i][0]) fuzz_fail("empty eot string");
 }
 
-bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_QWEN25; }
+bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_QWEN3; }
 
 // Templates that strip contents (llama2, llama3, gemma).
 bool trims(int32_t v) { return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA; }
