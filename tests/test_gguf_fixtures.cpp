@@ -312,6 +312,20 @@ TEST(GgufFixtures, Qwen2AndLlama3ScoreLikeLlamaCpp) {
 
 // The version-2 additions are checked on open: a version-1 file cannot
 // claim qwen2, and a RoPE frequency factor must be finite and positive.
+// A .gbx image (CRCs made right) opened from memory: its status.
+gb_status open_image(std::vector<uint8_t> im) {
+  gbt::gbx_fix_crcs(im);
+  void *buf = nullptr;
+  if (posix_memalign(&buf, 64, im.size()) != 0) return GB_ERR_OUT_OF_MEMORY;
+  memcpy(buf, im.data(), im.size());
+  gb_model_options mo = gbt::quiet_model_options();
+  gb_model *m = nullptr;
+  const gb_status st = gb_model_open_memory(buf, im.size(), &mo, &m);
+  if (m) gb_model_close(m);
+  free(buf);
+  return st;
+}
+
 TEST(GgufFixtures, Version2TensorsAreChecked) {
   for (const char *name : {"qwen2-tiny-F32", "llama3-tiny-F32"}) {
     const std::string out = gbt::temp_dir() + "/v2-" + name + ".gbx";
@@ -322,19 +336,7 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
     const std::vector<uint8_t> img = gbt::read_file(out);
     unlink(out.c_str());
     ASSERT_EQ(gb::ld_u32(&img[8]), gb::kGbxVersion);
-    auto open = [](std::vector<uint8_t> im) {
-      gbt::gbx_fix_crcs(im);
-      void *buf = nullptr;
-      if (posix_memalign(&buf, 64, im.size()) != 0) return GB_ERR_OUT_OF_MEMORY;
-      memcpy(buf, im.data(), im.size());
-      gb_model_options mo = gbt::quiet_model_options();
-      gb_model *m = nullptr;
-      const gb_status st = gb_model_open_memory(buf, im.size(), &mo, &m);
-      if (m) gb_model_close(m);
-      free(buf);
-      return st;
-    };
-    EXPECT_EQ(open(img), GB_OK) << name;
+    EXPECT_EQ(open_image(img), GB_OK) << name;
     // Section table: META and TENSORS.
     size_t meta = 0, tens = 0;
     for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
@@ -347,11 +349,11 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
     // is re-tagged 99, a section readers skip, leaving the VOCAB in use).
     std::vector<uint8_t> v1 = img;
     gb::st_u32(&v1[8], 1);
-    EXPECT_EQ(open(v1), GB_ERR_CORRUPT) << name;  // a TOKENIZER in a version-1 file
+    EXPECT_EQ(open_image(v1), GB_ERR_CORRUPT) << name;  // a TOKENIZER in a version-1 file
     for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++)
       if (gb::ld_u32(&v1[64 + 32 * i]) == gb::kSecTokenizer) gb::st_u32(&v1[64 + 32 * i], 99);
     // qwen2 in a version-1 file: the architecture; llama3: the rope_freqs kind.
-    EXPECT_EQ(open(v1), strstr(name, "qwen2") ? GB_ERR_UNSUPPORTED_TYPE : GB_ERR_CORRUPT) << name;
+    EXPECT_EQ(open_image(v1), strstr(name, "qwen2") ? GB_ERR_UNSUPPORTED_TYPE : GB_ERR_CORRUPT) << name;
     // Every optional tensor gets a bad value or goes missing.
     const uint32_t n = gb::ld_u32(&img[tens]);
     bool found = false;
@@ -364,14 +366,14 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
         for (float bad : {0.0f, -1.0f, NAN}) {
           std::vector<uint8_t> b = img;
           memcpy(&b[at + 4 * 3], &bad, 4);
-          EXPECT_EQ(open(b), GB_ERR_CORRUPT) << name << " factor " << bad;
+          EXPECT_EQ(open_image(b), GB_ERR_CORRUPT) << name << " factor " << bad;
         }
         found = true;
       }
       if (kind == gb::kBiasK && gb::ld_u32(e + 4) == 1) {  // layer 1's K bias becomes a second layer-0 one
         std::vector<uint8_t> b = img;
         gb::st_u32(&b[tens + 16 + 64 * (size_t)i + 4], 0);
-        EXPECT_EQ(open(b), GB_ERR_CORRUPT) << name;  // appears twice
+        EXPECT_EQ(open_image(b), GB_ERR_CORRUPT) << name;  // appears twice
         found = true;
       }
     }
@@ -545,19 +547,7 @@ TEST(ArchFixtures, Version5FieldsAreChecked) {
   const std::vector<uint8_t> img = gbt::read_file(out);
   unlink(out.c_str());
   ASSERT_EQ(gb::ld_u32(&img[8]), 5u);
-  auto open = [](std::vector<uint8_t> im) {
-    gbt::gbx_fix_crcs(im);
-    void *buf = nullptr;
-    if (posix_memalign(&buf, 64, im.size()) != 0) return GB_ERR_OUT_OF_MEMORY;
-    memcpy(buf, im.data(), im.size());
-    gb_model_options mo = gbt::quiet_model_options();
-    gb_model *m = nullptr;
-    const gb_status st = gb_model_open_memory(buf, im.size(), &mo, &m);
-    if (m) gb_model_close(m);
-    free(buf);
-    return st;
-  };
-  EXPECT_EQ(open(img), GB_OK);
+  EXPECT_EQ(open_image(img), GB_OK);
   size_t meta = 0, tens = 0;
   for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
     const uint8_t *e = &img[64 + 32 * i];
@@ -567,17 +557,17 @@ TEST(ArchFixtures, Version5FieldsAreChecked) {
   ASSERT_TRUE(meta && tens);
   std::vector<uint8_t> b = img;
   gb::st_u32(&b[8], 4);
-  EXPECT_EQ(open(b), GB_ERR_UNSUPPORTED_TYPE);  // qwen3 needs version 5
+  EXPECT_EQ(open_image(b), GB_ERR_UNSUPPORTED_TYPE);  // qwen3 needs version 5
   b = img;
   gb::st_u32(&b[meta + 4], gb::arch_by_name("llama")->id);
   gb::st_u32(&b[8], 4);
-  EXPECT_EQ(open(b), GB_ERR_CORRUPT);  // a per-head norm kind in a version-4 file
+  EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);  // a per-head norm kind in a version-4 file
   b = img;
   gb::st_u32(&b[meta + 156], 3);
-  EXPECT_EQ(open(b), GB_ERR_CORRUPT);  // NoPE period beyond the 2 layers
+  EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);  // NoPE period beyond the 2 layers
   b = img;
   gb::st_u32(&b[meta + 156], 2);
-  EXPECT_EQ(open(b), GB_OK);  // layer 1 without RoPE: a valid file
+  EXPECT_EQ(open_image(b), GB_OK);  // layer 1 without RoPE: a valid file
   const uint32_t n = gb::ld_u32(&img[tens]);
   bool found = false;
   for (uint32_t i = 0; i < n; i++) {
@@ -585,10 +575,10 @@ TEST(ArchFixtures, Version5FieldsAreChecked) {
     if (gb::ld_u32(e) == gb::kKNorm && gb::ld_u32(e + 4) == 1) {  // layer 1's K norm becomes a second layer-0 one
       b = img;
       gb::st_u32(&b[tens + 16 + 64 * (size_t)i + 4], 0);
-      EXPECT_EQ(open(b), GB_ERR_CORRUPT);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);
       b = img;
       gb::st_u32(&b[tens + 16 + 64 * (size_t)i], 99);  // an unknown kind
-      EXPECT_EQ(open(b), GB_ERR_CORRUPT);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);
       found = true;
     }
   }

@@ -149,9 +149,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool all_valid = true;
   for (const gb_chat_message &m : msgs) all_valid = all_valid && gbt::utf8_well_formed(m.content) && gbt::utf8_well_formed(m.role);
   if (all_valid && !gbt::utf8_well_formed(text)) fuzz_fail("valid UTF-8 contents gave invalid UTF-8 text");
+  // qwen3 writes an assistant text's answer only (after its last "</think>"),
+  // leading newlines dropped where it opens a <think> block.
   if (!trims(tv))
-    for (const gb_chat_message &m : msgs)
-      if (text.find(m.content) == std::string::npos) fuzz_fail("a content is missing from the text");
+    for (const gb_chat_message &m : msgs) {
+      std::string want = m.content;
+      if (tv == GB_CHAT_TEMPLATE_QWEN3 && strcmp(m.role, "assistant") == 0) {
+        const size_t close = want.rfind("</think>");
+        if (close != std::string::npos) want = want.substr(close + 8);
+        want.erase(0, want.find_first_not_of('\n') == std::string::npos ? want.size() : want.find_first_not_of('\n'));
+      }
+      if (text.find(want) == std::string::npos) fuzz_fail("a content is missing from the text");
+    }
   return 0;
 }
 
@@ -164,6 +173,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}<|im_start|>",
       "<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>",
       "<|im_start|><think>",
+      "<|im_start|>{%- set ns = namespace(last_query_index=0) %}<think>{{ m.reasoning_content }}</think>",
       "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}",
       "<|start_header_id|><|eot_id|>Cutting Knowledge Date",
       "{{ bos_token }}<start_of_turn>user\n{{ content }}<end_of_turn>\n",
