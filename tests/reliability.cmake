@@ -25,7 +25,7 @@ target_compile_definitions(gearbx_concurrency PRIVATE GB_SHARED_DIR="${GEARBX_SH
   GB_CLI_PATH="${GB_CLI_PREFIX}$<TARGET_FILE:gearbx_cli>")
 target_link_libraries(gearbx_concurrency PRIVATE gearbx_convert gearbx GTest::gtest GTest::gtest_main)
 add_test(NAME concurrency COMMAND gearbx_concurrency)
-set_tests_properties(concurrency PROPERTIES TIMEOUT 600)
+set_tests_properties(concurrency PROPERTIES TIMEOUT 600 COST 20)
 
 # The soak: not in ThreadSanitizer or fuzzing builds, where clang's runtime
 # defines operator new, which alloc_hook.cpp replaces too.
@@ -43,7 +43,7 @@ if(NOT GEARBX_TSAN AND NOT GEARBX_FUZZ)
     list(APPEND GB_SOAK_ARGS --no-rss-check)
   endif()
   add_test(NAME soak_short COMMAND gearbx_soak ${GB_SOAK_ARGS})
-  set_tests_properties(soak_short PROPERTIES TIMEOUT 600)
+  set_tests_properties(soak_short PROPERTIES TIMEOUT 600 COST 60)
 
   # memcheck on a short soak (about a minute): native builds without
   # sanitizers (valgrind cannot run a sanitizer's runtime, nor an aarch64
@@ -53,6 +53,6 @@ if(NOT GEARBX_TSAN AND NOT GEARBX_FUZZ)
     add_test(NAME soak_valgrind COMMAND ${GB_VALGRIND} --error-exitcode=99 --leak-check=full
       --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes -q
       $<TARGET_FILE:gearbx_soak> --steps 1000 --no-rss-check)
-    set_tests_properties(soak_valgrind PROPERTIES TIMEOUT 600)
+    set_tests_properties(soak_valgrind PROPERTIES TIMEOUT 600 COST 55)
   endif()
 endif()
