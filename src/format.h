@@ -31,8 +31,10 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // META fields at +144; version 4 the TOKENIZER section (kind 4), with
 // which the VOCAB section becomes optional; version 5 the per-head Q/K
 // norms (kinds 17, 18) and META's nope_period (+156), with the qwen3 and
-// smollm3 architecture ids. Readers accept 1..5.
-constexpr uint32_t kGbxVersion = 5;
+// smollm3 architecture ids; version 6 the long-context RoPE factors (kind
+// 19) and META's rope_orig_ctx and rope_attn_factor (+160, +164), with the
+// phi3 architecture id. Readers accept 1..6.
+constexpr uint32_t kGbxVersion = 6;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -69,7 +71,13 @@ enum SectionKind : uint32_t {
 // Version 5:
 // +156 u32 nope_period: 0, or P > 0: the layers l with (l + 1) % P == 0 take
 //          no RoPE (their queries and keys are not rotated)
-// +160 .. kMetaBytes reserved, 0
+// Version 6:
+// +160 u32 rope_orig_ctx: 0, or the context length the model was trained
+//          at: a session with a longer context rotates by the long factors
+//          (kind 19) instead of the short ones (kind 16), when the file has both
+// +164 f32 rope_attn_factor: the rotated dimensions of queries and keys are
+//          multiplied by it; 0 means 1
+// +168 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
 // arch: an id of the architecture table (src/models/, arch_by_id), which
 // also gives the first file version that may hold it. The differences the
@@ -134,9 +142,12 @@ enum TensorKind : uint32_t {
   // Optional (version 5), common, F32, every layer or none, both or neither:
   kQNorm = 17,     // (1, head_dim) per layer: each query head h = rmsnorm(h) * weight, before RoPE
   kKNorm = 18,     // (1, head_dim) per layer: the same for each key head
+  // Optional (version 6), common, F32, only with kind 16:
+  kRopeFreqsLong = 19,  // (1, rope_dim/2): kind 16's factors for sessions longer than rope_orig_ctx
   kTensorKindMaxV1 = 12,
   kTensorKindMaxV4 = 16,
-  kTensorKindMax = 18,
+  kTensorKindMaxV5 = 18,
+  kTensorKindMax = 19,
 };
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row

@@ -5,12 +5,16 @@
 //   x = embed[token]
 //   for each layer l:
 //     xb = rmsnorm(x) * attn_norm[l]
-//     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier)
+//     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier;
+//         phi3's Wq, Wk, Wv are row ranges of one fused matrix, as are W1, W3)
 //         (+ bq, bk, bv where the model has biases: qwen2)
 //     each head of q and k = rmsnorm(head) * q_norm[l] / k_norm[l], where
 //         the model has per-head norms (qwen3)
-//     rotate q and k by position (RoPE: adjacent pairs or NeoX halves),
-//         except in the model's NoPE layers (smollm3: every fourth)
+//     rotate q and k by position (RoPE: adjacent pairs or NeoX halves,
+//         over the first rope_dim dimensions of each head; phi3: 48 of 64,
+//         the pair frequencies divided by the model's factors, the rotated
+//         dimensions times its attention factor), except in the model's
+//         NoPE layers (smollm3: every fourth)
 //     cache k, v at pos + i (in the KV pool, at the token's precision)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
 //       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t <= pos + i
@@ -43,11 +47,12 @@ void add_bias(float *y, uint32_t n, uint32_t m, const TensorRef &b) {
     for (uint32_t j = 0; j < n; j++) y[(size_t)i * n + j] += bv[j];
 }
 
-void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos) {
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, float scale,
+          uint32_t pos) {
   const uint32_t half = rope_dim / 2;
   for (uint32_t i = 0; i < half; i++) {
     const float angle = (float)pos * freq[i];
-    const float c = cosf(angle), sn = sinf(angle);
+    const float c = cosf(angle) * scale, sn = sinf(angle) * scale;
     for (uint32_t h = 0; h < n_heads; h++) {
       float *v = vec + (size_t)h * head_dim;
       // Adjacent: pair (2i, 2i+1). NeoX: pair (i, i + rope_dim/2).
@@ -255,12 +260,14 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     for (uint32_t i = 0; i < m; i++) {
       float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
       if (qk_norm) {
-        for (uint32_t h = 0; h < c.n_heads; h++) rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, mod->qk_norm[0][l], hd, c.norm_eps);
-        for (uint32_t h = 0; h < c.n_kv_heads; h++) rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
+        for (uint32_t h = 0; h < c.n_heads; h++)
+          rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, mod->qk_norm[0][l], hd, c.norm_eps);
+        for (uint32_t h = 0; h < c.n_kv_heads; h++)
+          rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
       }
       if (rotate) {
-        rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
-        rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, pos + i);
+        rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, e.rope_scale, pos + i);
+        rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, e.rope_scale, pos + i);
       }
       kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
     }

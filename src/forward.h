@@ -108,5 +108,8 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
 
 // Pieces of the pass.
 void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float eps);
-void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, uint32_t pos);
+// scale multiplies the rotated dimensions (the model's rope_attn_factor; 1:
+// the plain rotation, bit for bit).
+void rope(float *vec, uint32_t n_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t type, const float *freq, float scale,
+          uint32_t pos);
 }  // namespace gb

@@ -32,12 +32,15 @@ const char *section_name(uint32_t kind) {
   }
 }
 
-bool is_data_section(uint32_t kind) { return kind == kSecCommon || (kind >= kSecGearBase && kind < kSecGearBase + GB_GEAR_COUNT); }
+bool is_data_section(uint32_t kind) {
+  return kind == kSecCommon || (kind >= kSecGearBase && kind < kSecGearBase + GB_GEAR_COUNT);
+}
 
 // Header and section table.
-gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint32_t *n_sections,
-                       SectionRef *secs, uint32_t *page_align, uint32_t *version_out) {
-  GB_RETURN_IF(size < kHeaderFixedBytes, log, size < 8 || memcmp(p, kGbxMagic, size < 8 ? size : 8) == 0 ? GB_ERR_TRUNCATED : GB_ERR_BAD_MAGIC,
+gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint32_t *n_sections, SectionRef *secs,
+                       uint32_t *page_align, uint32_t *version_out) {
+  GB_RETURN_IF(size < kHeaderFixedBytes, log,
+               size < 8 || memcmp(p, kGbxMagic, size < 8 ? size : 8) == 0 ? GB_ERR_TRUNCATED : GB_ERR_BAD_MAGIC,
                "gbx: file of %llu bytes is too small for a header", (unsigned long long)size);
   GB_RETURN_IF(memcmp(p, kGbxMagic, 8) != 0, log, GB_ERR_BAD_MAGIC, "gbx: bad magic (not a .gbx file)");
   const uint32_t version = ld_u32(p + 8);
@@ -49,10 +52,10 @@ gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint3
   GB_RETURN_IF(n == 0 || n > kMaxSections, log, GB_ERR_CORRUPT, "gbx: %u sections (1..%u allowed)", n, kMaxSections);
   GB_RETURN_IF(header_bytes != kHeaderFixedBytes + n * kSectionEntryBytes, log, GB_ERR_CORRUPT,
                "gbx: header_bytes %u does not match %u sections", header_bytes, n);
-  GB_RETURN_IF(file_size > size, log, GB_ERR_TRUNCATED, "gbx: file is %llu bytes, header says %llu",
-               (unsigned long long)size, (unsigned long long)file_size);
-  GB_RETURN_IF(file_size != size, log, GB_ERR_CORRUPT, "gbx: file is %llu bytes, header says %llu",
-               (unsigned long long)size, (unsigned long long)file_size);
+  GB_RETURN_IF(file_size > size, log, GB_ERR_TRUNCATED, "gbx: file is %llu bytes, header says %llu", (unsigned long long)size,
+               (unsigned long long)file_size);
+  GB_RETURN_IF(file_size != size, log, GB_ERR_CORRUPT, "gbx: file is %llu bytes, header says %llu", (unsigned long long)size,
+               (unsigned long long)file_size);
   GB_RETURN_IF(header_bytes > size, log, GB_ERR_TRUNCATED, "gbx: section table past end of file");
   GB_RETURN_IF(!is_pow2(align) || align < 64 || align > (1u << 24), log, GB_ERR_CORRUPT, "gbx: page_align %u invalid", align);
   // Header CRC over the header with its crc field taken as zero.
@@ -72,7 +75,8 @@ gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint3
                  i, section_name(s.kind), (unsigned long long)s.offset, (unsigned long long)s.size);
     GB_RETURN_IF(s.offset % need_align != 0, log, GB_ERR_CORRUPT, "gbx: section %u (%s) offset %llu not %llu-aligned", i,
                  section_name(s.kind), (unsigned long long)s.offset, (unsigned long long)need_align);
-    GB_RETURN_IF(s.offset < prev_end, log, GB_ERR_CORRUPT, "gbx: section %u (%s) overlaps the previous one", i, section_name(s.kind));
+    GB_RETURN_IF(s.offset < prev_end, log, GB_ERR_CORRUPT, "gbx: section %u (%s) overlaps the previous one", i,
+                 section_name(s.kind));
     for (uint32_t j = 0; j < i; j++)
       GB_RETURN_IF(secs[j].kind == s.kind, log, GB_ERR_CORRUPT, "gbx: section %s appears twice", section_name(s.kind));
     prev_end = s.offset + s.size;
@@ -92,7 +96,8 @@ const SectionRef *find_section(const SectionRef *secs, uint32_t n, uint32_t kind
 bool finite_pos(float v) { return isfinite(v) && v > 0.0f; }
 
 gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m) {
-  GB_RETURN_IF(size < kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META section is %llu bytes (need %u)", (unsigned long long)size, kMetaBytes);
+  GB_RETURN_IF(size < kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META section is %llu bytes (need %u)", (unsigned long long)size,
+               kMetaBytes);
   GB_RETURN_IF(ld_u32(p) != kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META size field %u", ld_u32(p));
   m->arch = ld_u32(p + 4);
   const ArchDef *arch = arch_by_id(m->arch);
@@ -128,8 +133,13 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
                    m->tier_origin[g]);
     GB_RETURN_IF(m->quantized_source > 1, log, GB_ERR_CORRUPT, "gbx: quantized_source %u invalid", m->quantized_source);
     m->nope_period = m->version >= 5 ? ld_u32(p + 156) : 0;
+    m->rope_orig_ctx = m->version >= 6 ? ld_u32(p + 160) : 0;
+    m->rope_attn_factor = m->version >= 6 ? ld_f32(p + 164) : 1.0f;
+    if (m->rope_attn_factor == 0.0f) m->rope_attn_factor = 1.0f;  // the field's 0 (format.h)
   } else {
     m->nope_period = 0;
+    m->rope_orig_ctx = 0;
+    m->rope_attn_factor = 1.0f;
     m->default_gear = GB_GEAR_COUNT;  // chosen from the tiers present (parse_tensors)
     memset(m->tier_origin, 0, sizeof m->tier_origin);
     m->quantized_source = 0;
@@ -142,7 +152,8 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
                GB_ERR_CORRUPT, "gbx: n_heads %u / n_kv_heads %u inconsistent", m->n_heads, m->n_kv_heads);
   GB_RETURN_IF(m->head_dim == 0 || m->head_dim % 2 != 0 || m->head_dim > 1024 || (uint64_t)m->head_dim * m->n_heads > 4 * kMaxDim,
                log, GB_ERR_CORRUPT, "gbx: head_dim %u invalid", m->head_dim);
-  GB_RETURN_IF(m->vocab_size == 0 || m->vocab_size > (1u << 22), log, GB_ERR_CORRUPT, "gbx: vocab_size %u out of range", m->vocab_size);
+  GB_RETURN_IF(m->vocab_size == 0 || m->vocab_size > (1u << 22), log, GB_ERR_CORRUPT, "gbx: vocab_size %u out of range",
+               m->vocab_size);
   GB_RETURN_IF(m->seq_len == 0 || m->seq_len > (1u << 22), log, GB_ERR_CORRUPT, "gbx: seq_len %u out of range", m->seq_len);
   GB_RETURN_IF(m->rope_type > GB_ROPE_NEOX, log, GB_ERR_CORRUPT, "gbx: rope_type %u unknown", m->rope_type);
   GB_RETURN_IF(m->rope_dim > m->head_dim || m->rope_dim % 2 != 0, log, GB_ERR_CORRUPT, "gbx: rope_dim %u invalid for head_dim %u",
@@ -150,9 +161,13 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
   GB_RETURN_IF(!finite_pos(m->rope_theta) || !finite_pos(m->norm_eps), log, GB_ERR_CORRUPT, "gbx: rope_theta / norm_eps invalid");
   GB_RETURN_IF(m->nope_period > m->n_layers, log, GB_ERR_CORRUPT, "gbx: nope_period %u beyond the %u layers", m->nope_period,
                m->n_layers);
+  GB_RETURN_IF(!(m->rope_attn_factor > 0.0f && m->rope_attn_factor <= 16.0f), log, GB_ERR_CORRUPT,
+               "gbx: rope_attn_factor %g outside (0, 16]", (double)m->rope_attn_factor);
+  GB_RETURN_IF(m->rope_orig_ctx > (1u << 22), log, GB_ERR_CORRUPT, "gbx: rope_orig_ctx %u out of range", m->rope_orig_ctx);
   const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
   for (int i = 0; i < 4; i++)
-    GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range", ids[i]);
+    GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range",
+                 ids[i]);
   return GB_OK;
 }
 
@@ -179,7 +194,8 @@ gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const L
   for (uint32_t i = 0; i < n; i++) {
     const uint32_t next = ld_u32(v->offsets + 4ull * (i + 1));
     GB_RETURN_IF(next < prev || next - prev > max_piece || next > blob, log, GB_ERR_CORRUPT, "gbx: piece %u has bad offsets", i);
-    GB_RETURN_IF(v->types[i] < kTokNormal || v->types[i] > kTokByte, log, GB_ERR_CORRUPT, "gbx: token %u has type %u", i, v->types[i]);
+    GB_RETURN_IF(v->types[i] < kTokNormal || v->types[i] > kTokByte, log, GB_ERR_CORRUPT, "gbx: token %u has type %u", i,
+                 v->types[i]);
     GB_RETURN_IF(!isfinite(v->score(i)), log, GB_ERR_CORRUPT, "gbx: token %u score not finite", i);
     prev = next;
   }
@@ -192,20 +208,30 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
   *rows = m.dim;
   *cols = m.dim;
   switch (kind) {
-    case kTokEmbd: case kClassifier: *rows = m.vocab_size; break;
-    case kAttnNorm: case kFfnNorm: case kOutNorm: case kBiasQ: case kBiasK: case kBiasV: case kRopeFreqs: case kQNorm: case kKNorm:
-      *rows = 1;
-      break;
+    case kTokEmbd:
+    case kClassifier: *rows = m.vocab_size; break;
+    case kAttnNorm:
+    case kFfnNorm:
+    case kOutNorm:
+    case kBiasQ:
+    case kBiasK:
+    case kBiasV:
+    case kRopeFreqs:
+    case kRopeFreqsLong:
+    case kQNorm:
+    case kKNorm: *rows = 1; break;
     case kWq: *rows = m.q_dim(); break;
-    case kWk: case kWv: *rows = m.kv_dim(); break;
+    case kWk:
+    case kWv: *rows = m.kv_dim(); break;
     case kWo: *cols = m.q_dim(); break;
-    case kW1: case kW3: *rows = m.hidden_dim; break;
+    case kW1:
+    case kW3: *rows = m.hidden_dim; break;
     case kW2: *cols = m.hidden_dim; break;
     default: break;
   }
   if (kind == kBiasQ) *cols = m.q_dim();
   if (kind == kBiasK || kind == kBiasV) *cols = m.kv_dim();
-  if (kind == kRopeFreqs) *cols = m.rope_dim / 2;
+  if (kind == kRopeFreqs || kind == kRopeFreqsLong) *cols = m.rope_dim / 2;
   if (kind == kQNorm || kind == kKNorm) *cols = m.head_dim;
 }
 
@@ -228,28 +254,33 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const uint32_t kind = ld_u32(e), layer = ld_u32(e + 4), tier = ld_u32(e + 8), fmt = ld_u32(e + 12);
     const uint32_t layout = ld_u32(e + 16), rows = ld_u32(e + 20), cols = ld_u32(e + 24), sec = ld_u32(e + 28);
     const uint64_t off = ld_u64(e + 32), nbytes = ld_u64(e + 40);
-    const uint32_t max_kind = mt.version < 2 ? (uint32_t)kTensorKindMaxV1 : mt.version < 5 ? (uint32_t)kTensorKindMaxV4 : (uint32_t)kTensorKindMax;
-    GB_RETURN_IF(kind == 0 || kind > max_kind, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u (version %u file)", i, kind, mt.version);
+    const uint32_t max_kind = mt.version < 2   ? (uint32_t)kTensorKindMaxV1
+                              : mt.version < 5 ? (uint32_t)kTensorKindMaxV4
+                              : mt.version < 6 ? (uint32_t)kTensorKindMaxV5
+                                               : (uint32_t)kTensorKindMax;
+    GB_RETURN_IF(kind == 0 || kind > max_kind, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u (version %u file)", i, kind,
+                 mt.version);
     const bool bias = kind == kBiasQ || kind == kBiasK || kind == kBiasV;
     const bool qk_norm = kind == kQNorm || kind == kKNorm;
     const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || qk_norm || mat_index(kind) >= 0;
-    GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind, layer);
+    GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind,
+                 layer);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
     GB_RETURN_IF(fmt >= (mt.version < 3 ? (uint32_t)kFmtCountV2 : (uint32_t)kFmtCountV3) || is_memory_only_format(fmt), log,
                  GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
-    const bool common =
-        kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || qk_norm || kind == kRopeFreqs;
+    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || qk_norm ||
+                        kind == kRopeFreqs || kind == kRopeFreqsLong;
     if (common) {
       GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
       // The embedding may be in any format (rows are expanded on lookup);
       // norms, biases and RoPE factors are f32.
-      GB_RETURN_IF(kind != kTokEmbd && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i, kind,
-                   fmt);
+      GB_RETURN_IF(kind != kTokEmbd && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i,
+                   kind, fmt);
     } else {
-      GB_RETURN_IF(tier >= GB_GEAR_COUNT || s.kind != kSecGearBase + tier, log, GB_ERR_CORRUPT, "gbx: tensor %u tier %u vs section %s",
-                   i, tier, section_name(s.kind));
+      GB_RETURN_IF(tier >= GB_GEAR_COUNT || s.kind != kSecGearBase + tier, log, GB_ERR_CORRUPT,
+                   "gbx: tensor %u tier %u vs section %s", i, tier, section_name(s.kind));
       // Before version 3 a tier has one format; since, a tier may mix
       // formats (a GGUF source's own quantization, tensor by tensor).
       GB_RETURN_IF(mt.version < 3 && fmt != kTierFormat[tier], log, GB_ERR_UNSUPPORTED_TYPE,
@@ -265,12 +296,13 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
                  format_name(fmt));
     uint32_t er, ec;
     expected_shape(mt, kind, &er, &ec);
-    GB_RETURN_IF(rows != er || cols != ec, log, GB_ERR_SHAPE_MISMATCH, "gbx: tensor %u (kind %u layer %u) is %ux%u, expected %ux%u", i,
-                 kind, layer, rows, cols, er, ec);
+    GB_RETURN_IF(rows != er || cols != ec, log, GB_ERR_SHAPE_MISMATCH,
+                 "gbx: tensor %u (kind %u layer %u) is %ux%u, expected %ux%u", i, kind, layer, rows, cols, er, ec);
     uint64_t want;
-    GB_RETURN_IF(!mul_ok(rows, row_bytes(fmt, cols), &want) || want != nbytes, log, GB_ERR_CORRUPT, "gbx: tensor %u nbytes %llu", i,
-                 (unsigned long long)nbytes);
-    GB_RETURN_IF(off % 64 != 0 || !in_range(off, nbytes, s.size), log, GB_ERR_CORRUPT, "gbx: tensor %u lies outside its section", i);
+    GB_RETURN_IF(!mul_ok(rows, row_bytes(fmt, cols), &want) || want != nbytes, log, GB_ERR_CORRUPT, "gbx: tensor %u nbytes %llu",
+                 i, (unsigned long long)nbytes);
+    GB_RETURN_IF(off % 64 != 0 || !in_range(off, nbytes, s.size), log, GB_ERR_CORRUPT, "gbx: tensor %u lies outside its section",
+                 i);
     TensorRef t{m->base + s.offset + off, layout == kLayoutRows16 ? rows16_format(fmt) : fmt, rows, cols, nbytes};
     TensorRef *slot = nullptr;
     switch (kind) {
@@ -282,13 +314,14 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
       case kBiasK: slot = &m->bias[1][layer]; break;
       case kBiasV: slot = &m->bias[2][layer]; break;
       case kRopeFreqs: slot = &m->rope_freqs; break;
+      case kRopeFreqsLong: slot = &m->rope_freqs_long; break;
       case kQNorm: slot = &m->qk_norm[0][layer]; break;
       case kKNorm: slot = &m->qk_norm[1][layer]; break;
       case kClassifier: slot = &m->classifier[tier]; break;
       default: slot = &m->mats[tier][(size_t)layer * kMatsPerLayer + mat_index(kind)]; break;
     }
-    GB_RETURN_IF(slot->data != nullptr, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u layer %u tier %u) appears twice", i, kind, layer,
-                 tier);
+    GB_RETURN_IF(slot->data != nullptr, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u layer %u tier %u) appears twice", i, kind,
+                 layer, tier);
     *slot = t;
   }
   // Completeness: common tensors, and every tensor of every tier present.
@@ -305,11 +338,16 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     for (uint32_t b = 0; b < 2; b++)
       GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][0].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the per-head %c norm is present in some layers only (layer %u)", "qk"[b], l);
-  if (m->rope_freqs.data) {
-    const float *f = reinterpret_cast<const float *>(m->rope_freqs.data);
+  const TensorRef *const factor_sets[2] = {&m->rope_freqs, &m->rope_freqs_long};
+  for (const TensorRef *t : factor_sets) {
+    if (!t->data) continue;
+    const float *f = reinterpret_cast<const float *>(t->data);
     for (uint32_t i = 0; i < mt.rope_dim / 2; i++)
       GB_RETURN_IF(!(isfinite(f[i]) && f[i] > 0.0f), log, GB_ERR_CORRUPT, "gbx: RoPE frequency factor %u is %g", i, (double)f[i]);
   }
+  // Long-context factors replace the (short) factors beyond rope_orig_ctx.
+  GB_RETURN_IF(m->rope_freqs_long.data && (!m->rope_freqs.data || mt.rope_orig_ctx == 0), log, GB_ERR_MISSING_TENSOR,
+               "gbx: long-context RoPE factors without the short ones or without rope_orig_ctx");
   if (mt.version < 3) {
     // Older files name no default tier: mid when present, else the lowest.
     m->meta.default_gear = GB_GEAR_MID;
@@ -326,8 +364,8 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     if (!(m->gears & (1u << g))) continue;
     GB_RETURN_IF(!m->classifier[g].data, log, GB_ERR_MISSING_TENSOR, "gbx: classifier of tier %u missing", g);
     for (uint32_t i = 0; i < mt.n_layers * kMatsPerLayer; i++)
-      GB_RETURN_IF(!m->mats[g][i].data, log, GB_ERR_MISSING_TENSOR, "gbx: tier %u layer %u matrix %u missing", g, i / kMatsPerLayer,
-                   i % kMatsPerLayer);
+      GB_RETURN_IF(!m->mats[g][i].data, log, GB_ERR_MISSING_TENSOR, "gbx: tier %u layer %u matrix %u missing", g,
+                   i / kMatsPerLayer, i % kMatsPerLayer);
   }
   return GB_OK;
 }
@@ -355,13 +393,13 @@ gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
 
 gb_status verify_section(const gb_model &m, const SectionRef &s) {
   const uint32_t crc = crc32_update(0, m.base + s.offset, s.size);
-  GB_RETURN_IF(crc != s.crc, m.log, GB_ERR_CHECKSUM, "gbx: section %s CRC mismatch (stored %08x, computed %08x)", section_name(s.kind),
-               s.crc, crc);
+  GB_RETURN_IF(crc != s.crc, m.log, GB_ERR_CHECKSUM, "gbx: section %s CRC mismatch (stored %08x, computed %08x)",
+               section_name(s.kind), s.crc, crc);
   return GB_OK;
 }
 
-gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &opt, const gb_port_mapping *mapping,
-                     gb_model **out, size_t *mem_bytes_out) {
+gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &opt, const gb_port_mapping *mapping, gb_model **out,
+                     size_t *mem_bytes_out) {
   Logger log;
   log.fn = opt.log;
   log.user = opt.log_user;
@@ -375,12 +413,15 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   const SectionRef *stok = find_section(secs, n_sections, kSecTokenizer);
   const SectionRef *stensors = find_section(secs, n_sections, kSecTensors);
   const SectionRef *scommon = find_section(secs, n_sections, kSecCommon);
-  GB_RETURN_IF(!smeta || !stensors || !scommon, log, GB_ERR_CORRUPT, "gbx: a required section (META, TENSORS, COMMON) is missing");
+  GB_RETURN_IF(!smeta || !stensors || !scommon, log, GB_ERR_CORRUPT,
+               "gbx: a required section (META, TENSORS, COMMON) is missing");
   GB_RETURN_IF(!svocab && !stok, log, GB_ERR_CORRUPT, "gbx: the file has neither a VOCAB nor a TOKENIZER section");
-  GB_RETURN_IF(stok && version < 4, log, GB_ERR_CORRUPT, "gbx: a version %u file with a TOKENIZER section (version 4 added it)", version);
+  GB_RETURN_IF(stok && version < 4, log, GB_ERR_CORRUPT, "gbx: a version %u file with a TOKENIZER section (version 4 added it)",
+               version);
 
   // Metadata sections are always verified: they are small and steer every access.
-  const bool verify_data = !mem_bytes_out && (opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit));
+  const bool verify_data =
+      !mem_bytes_out && (opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit));
   for (uint32_t i = 0; i < n_sections; i++) {
     if (is_data_section(secs[i].kind) && !verify_data) continue;
     const uint32_t crc = crc32_update(0, p + secs[i].offset, secs[i].size);
@@ -397,8 +438,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   TokView tv;
   if (stok) {
     GB_TRY(tokdata_view(p + stok->offset, stok->size, log, &tv));
-    GB_RETURN_IF(tv.n_tokens != meta.vocab_size, log, GB_ERR_CORRUPT, "gbx: the TOKENIZER has %u tokens, the model %u", tv.n_tokens,
-                 meta.vocab_size);
+    GB_RETURN_IF(tv.n_tokens != meta.vocab_size, log, GB_ERR_CORRUPT, "gbx: the TOKENIZER has %u tokens, the model %u",
+                 tv.n_tokens, meta.vocab_size);
   }
   const size_t tok_bytes = stok ? tok_mem_size(tv) : tokenizer_mem_size(meta.vocab_size);
   Arena counter;
@@ -412,8 +453,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   if (mem) {
     GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "model options: mem must be %zu-byte aligned",
                  (size_t)Arena::kAlign);
-    GB_RETURN_IF(opt.mem_bytes < counter.used(), log, GB_ERR_ARENA_TOO_SMALL, "model options: mem_bytes %zu < the %zu bytes needed",
-                 opt.mem_bytes, counter.used());
+    GB_RETURN_IF(opt.mem_bytes < counter.used(), log, GB_ERR_ARENA_TOO_SMALL,
+                 "model options: mem_bytes %zu < the %zu bytes needed", opt.mem_bytes, counter.used());
   } else {
     mem = gb_port_aligned_alloc(counter.used(), Arena::kAlign);
     GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gbx: cannot obtain %zu bytes for model metadata", counter.used());
@@ -445,7 +486,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;
   }
-  uint64_t params = (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
+  uint64_t params =
+      (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
   for (uint32_t i = 0; i < kMatsPerLayer; i++) {
     uint32_t r, c;
     expected_shape(meta, kLayerMatrices[i], &r, &c);
@@ -484,8 +526,8 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o, co
     return fail(Logger{o->log, o->log_user, GB_LOG_WARN}, GB_ERR_INVALID_ARGUMENT, "%s: log level %d unknown", fn, bad);
   }
   const Logger log{o->log, o->log_user, o->log_level};
-  GB_RETURN_IF((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA, log, GB_ERR_INVALID_ARGUMENT, "%s: verify mode %d unknown", fn,
-               gb::raw_enum(o->verify));
+  GB_RETURN_IF((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA, log, GB_ERR_INVALID_ARGUMENT, "%s: verify mode %d unknown",
+               fn, gb::raw_enum(o->verify));
   GB_RETURN_IF((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_COPY, log, GB_ERR_INVALID_ARGUMENT, "%s: load mode %d unknown", fn,
                gb::raw_enum(o->load));
   return GB_OK;
@@ -503,9 +545,10 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
   const int rc = copy ? gb_port_load_file(path, &map) : gb_port_map_file(path, &map);
   GB_RETURN_IF(rc == GB_PORT_ENOENT, log, GB_ERR_FILE_NOT_FOUND, "cannot open model '%s': no such file", path);
   GB_RETURN_IF(rc == GB_PORT_ENOSYS, log, GB_ERR_UNAVAILABLE, "cannot open model '%s': this platform has no files", path);
-  GB_RETURN_IF(rc == GB_PORT_ENOMEM && copy, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused", path);
-  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY, "cannot map model '%s': no memory, or too many files mapped at once",
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM && copy, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused",
                path);
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY,
+               "cannot map model '%s': no memory, or too many files mapped at once", path);
   GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot %s model '%s'", copy ? "read" : "open or map", path);
   gb_model *m = nullptr;
   gb_status st = gb::model_open(static_cast<const uint8_t *>(map.data), map.size, o, &map, &m);
@@ -636,8 +679,10 @@ gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn)
                      : rc != GB_PORT_OK       ? "can no longer be examined"
                                               : nullptr;
   if (!what) return GB_OK;
-  return fail(log, GB_ERR_FILE_CHANGED, "%s: the model file %s (%llu bytes when opened); nothing computed from it is handed out: "
-              "open the model again", fn, what, (unsigned long long)m.mapping.size);
+  return fail(log, GB_ERR_FILE_CHANGED,
+              "%s: the model file %s (%llu bytes when opened); nothing computed from it is handed out: "
+              "open the model again",
+              fn, what, (unsigned long long)m.mapping.size);
 }
 }  // namespace gb
 
@@ -646,6 +691,6 @@ extern "C" void gb_model_close(gb_model *m) {
   gb_port_mapping map = m->mapping;
   void *mem = m->mem;
   m->handle = gb::kHandleDead;  // caller memory stays readable: a second close is refused
-  gb_port_unmap_file(&map);  // a zeroed mapping (opened from memory) holds nothing
+  gb_port_unmap_file(&map);     // a zeroed mapping (opened from memory) holds nothing
   gb_port_aligned_free(mem);
 }

@@ -35,6 +35,9 @@ struct Meta {
   // Version 5 (older files: 0).
   uint32_t nope_period;  // 0, or P: layers l with (l + 1) % P == 0 take no RoPE
   bool rope_layer(uint32_t l) const { return nope_period == 0 || (l + 1) % nope_period != 0; }
+  // Version 6 (older files: 0 and 1).
+  uint32_t rope_orig_ctx;   // 0, or the trained context: longer sessions take rope_freqs_long
+  float rope_attn_factor;   // scales the rotated dimensions of q and k
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -70,6 +73,7 @@ struct gb_model {
   gb::TensorRef out_norm;
   gb::TensorRef *bias[3];    // Q, K, V biases (n_layers each); data == nullptr: none
   gb::TensorRef rope_freqs;  // (rope_dim / 2) frequency factors; data == nullptr: none
+  gb::TensorRef rope_freqs_long;  // the factors for contexts beyond meta.rope_orig_ctx; data == nullptr: none
   gb::TensorRef *qk_norm[2]; // per-head Q, K norm weights (n_layers each, head_dim); data == nullptr: none
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];

@@ -51,8 +51,8 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, SessionC
   if (raw_enum(o->gear) == GB_GEAR_DEFAULT) o->gear = (gb_gear)m->meta.default_gear;
   const bool fixed = (uint32_t)raw_enum(o->gear) < GB_GEAR_COUNT;
   const bool spec = raw_enum(o->gear) == GB_GEAR_SPEC;
-  GB_RETURN_IF(!fixed && !spec && raw_enum(o->gear) != GB_GEAR_AUTO, *log, GB_ERR_INVALID_ARGUMENT, "session options: gear %d unknown",
-               raw_enum(o->gear));
+  GB_RETURN_IF(!fixed && !spec && raw_enum(o->gear) != GB_GEAR_AUTO, *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: gear %d unknown", raw_enum(o->gear));
   if (spec) {
     GB_RETURN_IF(o->spec_k < 1 || o->spec_k + 1 > GB_GEMVM_MAX_M, *log, GB_ERR_INVALID_ARGUMENT,
                  "session options: spec_k %u must be in 1..%u", o->spec_k, GB_GEMVM_MAX_M - 1);
@@ -64,12 +64,13 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, SessionC
     GB_RETURN_IF(!(o->spec_stop_entropy >= 0.0f) || isinf(o->spec_stop_entropy), *log, GB_ERR_INVALID_ARGUMENT,
                  "session options: spec_stop_entropy must be a finite number >= 0");
     GB_RETURN_IF(o->spec_adapt > 2, *log, GB_ERR_INVALID_ARGUMENT, "session options: spec_adapt must be 0, 1 or 2");
-    GB_RETURN_IF(o->kv.evict, *log, GB_ERR_INVALID_ARGUMENT, "session options: the spec gear cannot roll back an evicting KV pool (kv.evict)");
+    GB_RETURN_IF(o->kv.evict, *log, GB_ERR_INVALID_ARGUMENT,
+                 "session options: the spec gear cannot roll back an evicting KV pool (kv.evict)");
   }
-  GB_RETURN_IF((uint32_t)raw_enum(o->managed) > GB_MANAGED_ATTENTION, *log, GB_ERR_INVALID_ARGUMENT, "session options: managed set %d unknown",
-               raw_enum(o->managed));
-  GB_RETURN_IF((uint32_t)raw_enum(o->base_gear) >= GB_GEAR_COUNT, *log, GB_ERR_INVALID_ARGUMENT, "session options: base_gear %d invalid",
-               raw_enum(o->base_gear));
+  GB_RETURN_IF((uint32_t)raw_enum(o->managed) > GB_MANAGED_ATTENTION, *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: managed set %d unknown", raw_enum(o->managed));
+  GB_RETURN_IF((uint32_t)raw_enum(o->base_gear) >= GB_GEAR_COUNT, *log, GB_ERR_INVALID_ARGUMENT,
+               "session options: base_gear %d invalid", raw_enum(o->base_gear));
   GB_RETURN_IF(o->deterministic > 1, *log, GB_ERR_INVALID_ARGUMENT, "session options: deterministic must be 0 or 1");
   GB_RETURN_IF(o->n_threads > 256, *log, GB_ERR_INVALID_ARGUMENT, "session options: n_threads %u > 256", o->n_threads);
   GB_RETURN_IF(o->prefill_batch == 0 || o->prefill_batch > 4096, *log, GB_ERR_INVALID_ARGUMENT,
@@ -177,12 +178,12 @@ gb_status check_budget(const gb_model *m, const SessionConfig &o, size_t arena, 
 }
 
 struct StepResult {
-  gb_gear gear;             // tier used by the pass
-  uint32_t tokens_in_gear;  // passes in that tier, this one included
-  float H, Hs;              // entropy and its rolling mean
-  const float *logits;      // (vocab) the distribution the token came from
-  uint64_t bytes, weights;  // weights read for it (0 when handed out of a spec round)
-  uint32_t spec_drafted = 0, spec_accepted = 0, spec_round = 0;  // GB_GEAR_SPEC
+  gb_gear gear;                                                    // tier used by the pass
+  uint32_t tokens_in_gear;                                         // passes in that tier, this one included
+  float H, Hs;                                                     // entropy and its rolling mean
+  const float *logits;                                             // (vocab) the distribution the token came from
+  uint64_t bytes, weights;                                         // weights read for it (0 when handed out of a spec round)
+  uint32_t spec_drafted = 0, spec_accepted = 0, spec_round = 0;    // GB_GEAR_SPEC
   uint32_t end = GB_STEP_END_NONE, stop_index = 0, stop_trim = 0;  // generation control
 };
 
@@ -210,8 +211,8 @@ constexpr uint32_t kStepInfoMinSize = offsetof(gb_step_info, predicted_gear);
 // step changes anything.
 gb_status check_info(const gb_session *s, const gb_step_info *info, const char *fn) {
   if (!info || (info->struct_size >= kStepInfoMinSize && info->struct_size <= sizeof(gb_step_info))) return GB_OK;
-  return fail(s->log, GB_ERR_STRUCT_SIZE, "%s: gb_step_info struct_size %u not supported (%u to %u)", fn,
-              info->struct_size, kStepInfoMinSize, (uint32_t)sizeof(gb_step_info));
+  return fail(s->log, GB_ERR_STRUCT_SIZE, "%s: gb_step_info struct_size %u not supported (%u to %u)", fn, info->struct_size,
+              kStepInfoMinSize, (uint32_t)sizeof(gb_step_info));
 }
 
 void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, const StepResult &sr, uint64_t t0) {
@@ -453,7 +454,8 @@ extern "C" gb_status gb_session_mem_size(const gb_model *m, const gb_session_opt
   return GB_OK;
 }
 
-extern "C" gb_status gb_kv_pool_size(const gb_model *m, const gb_session_options *opts, uint64_t *pool_bytes, uint32_t *max_tokens) {
+extern "C" gb_status gb_kv_pool_size(const gb_model *m, const gb_session_options *opts, uint64_t *pool_bytes,
+                                     uint32_t *max_tokens) {
   GB_TRY(check_handle(m, kHandleModel, "gb_kv_pool_size"));
   SessionConfig o;
   Logger log;
@@ -479,7 +481,8 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   bool owns = false;
   if (mem) {
     GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "gb_session_create: memory must be 64-byte aligned");
-    GB_RETURN_IF(mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "gb_session_create: %zu bytes given, %zu needed", mem_bytes, need);
+    GB_RETURN_IF(mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "gb_session_create: %zu bytes given, %zu needed", mem_bytes,
+                 need);
   } else {
     mem = gb_port_aligned_alloc(need, Arena::kAlign);
     GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gb_session_create: cannot obtain %zu bytes", need);
@@ -502,8 +505,12 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   s->ex.log = log;
   const Meta &c = m->meta;
   // Pair i turns by pos * theta^(-2i / rope_dim), divided by the model's
-  // frequency factor where it has one (Llama 3.1-style long-context scaling).
-  const float *factor = reinterpret_cast<const float *>(m->rope_freqs.data);
+  // frequency factor where it has one (Llama 3.1-style long-context
+  // scaling; LongRoPE: the long factors when the session's context exceeds
+  // the one the model was trained at, else the short ones).
+  const bool long_ctx = m->rope_freqs_long.data && o.n_ctx > c.rope_orig_ctx;
+  const float *factor = reinterpret_cast<const float *>(long_ctx ? m->rope_freqs_long.data : m->rope_freqs.data);
+  s->ex.rope_scale = c.rope_attn_factor;
   float *rope_freq = const_cast<float *>(s->ex.rope_freq);  // carved in this session's arena
   for (uint32_t i = 0; i < c.rope_dim / 2; i++) {
     rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
@@ -555,13 +562,13 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     GB_RETURN_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= V, s->log, GB_ERR_TOKEN_OUT_OF_RANGE,
                  "gb_prefill: token %d at index %zu outside [0, %u)", tokens[i], i, V);
   GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));
-  spec_settle(s);  // tokens of a round not handed out yet leave the context
+  spec_settle(s);               // tokens of a round not handed out yet leave the context
   control_clear_text(&s->ctl);  // new input: stop strings look at what follows
   s->cur.last_out = -1;
   // A pending token is run first; then all but the last new token.
   const uint64_t needed = (uint64_t)s->cur.pos + (s->cur.pending >= 0 ? 1 : 0) + (n - 1);
-  GB_RETURN_IF(needed >= s->opt.n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n, s->cur.pos,
-               s->opt.n_ctx);
+  GB_RETURN_IF(needed >= s->opt.n_ctx, s->log, GB_ERR_CONTEXT_FULL, "gb_prefill: %zu tokens do not fit (position %u of %u)", n,
+               s->cur.pos, s->opt.n_ctx);
   const uint64_t adding = needed - s->cur.pos;
   GB_RETURN_IF(!s->opt.kv.evict && adding > kv_room(&s->kv), s->log, GB_ERR_CONTEXT_FULL,
                "gb_prefill: %zu tokens do not fit in the KV pool (room for %u more at minimum precision)", n, kv_room(&s->kv));
@@ -642,7 +649,8 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   }
   GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));
   if (s->spec.on) return spec_step(s, token_out, info, t0);
-  if (s->cur.pos >= s->opt.n_ctx) return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->opt.n_ctx);
+  if (s->cur.pos >= s->opt.n_ctx)
+    return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->opt.n_ctx);
   const uint32_t pos = s->cur.pos;
   StepResult sr;
   GB_TRY(step(s, s->cur.pending, &sr));

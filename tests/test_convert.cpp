@@ -206,7 +206,12 @@ TEST(Convert, MetaAndDirectoryFollowTheFormat) {
   const uint8_t origin[4] = {GB_TIER_ORIGIN_ROUNDED, GB_TIER_ORIGIN_ROUNDED, GB_TIER_ORIGIN_ROUNDED, GB_TIER_ORIGIN_SOURCE};
   for (int t = 0; t < 4; t++) EXPECT_EQ(m[148 + t], origin[t]) << "tier " << t;
   EXPECT_EQ(ld_u32(m + 152), 0u);
-  for (uint32_t i = 156; i < kMetaBytes; i++) ASSERT_EQ(m[i], 0);
+  // Version 5: no NoPE layers; version 6: no trained context of its own (no
+  // long RoPE factors), the rotation unscaled.
+  EXPECT_EQ(ld_u32(m + 156), 0u);
+  EXPECT_EQ(ld_u32(m + 160), 0u);
+  EXPECT_EQ(ld_f32(m + 164), 1.0f);
+  for (uint32_t i = 168; i < kMetaBytes; i++) ASSERT_EQ(m[i], 0);
   // Section order, then the directory: COMMON first, then each tier in order.
   const uint32_t order[] = {kSecMeta, kSecVocab, kSecTensors, kSecCommon, 32, 33, 34, 35};
   for (size_t i = 0; i < 8; i++) EXPECT_EQ(g.secs[i].kind, order[i]);

@@ -18,8 +18,8 @@
 //      (tests/fixtures/), F32 and Q4_K_M, against llama.cpp's outputs; every
 //      gear and the speculative gear on them; their .gbx fields checked.
 #include <math.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,20 +32,20 @@
 #include "bytes.h"
 #include "convert.h"
 #include "format.h"
-#include "model.h"
-#include "models/arch.h"
 #include "ggml_types.h"
 #include "gguf_parse.h"
 #include "json_min.h"
+#include "model.h"
+#include "models/arch.h"
 #include "sample_files.h"
 #include "test_util.h"
 
 namespace {
 
-const char *const kFixtures[] = {
-    "stories5M-F32",   "stories5M-F16",    "stories5M-BF16",   "stories5M-Q8_0",    "stories5M-Q6_K",  "stories5M-Q5_1",
-    "stories5M-Q5_0",  "stories5M-Q5_K_M", "stories5M-Q4_1",   "stories5M-Q4_0",    "stories5M-Q4_K_M", "stories5M-IQ4_NL",
-    "stories5M-Q3_K_M", "stories5M-Q2_K",  "qwen2-tiny-F32",   "qwen2-tiny-Q4_K_M", "llama3-tiny-F32", "llama3-tiny-Q4_K_M"};
+const char *const kFixtures[] = {"stories5M-F32",     "stories5M-F16",    "stories5M-BF16",    "stories5M-Q8_0", "stories5M-Q6_K",
+                                 "stories5M-Q5_1",    "stories5M-Q5_0",   "stories5M-Q5_K_M",  "stories5M-Q4_1", "stories5M-Q4_0",
+                                 "stories5M-Q4_K_M",  "stories5M-IQ4_NL", "stories5M-Q3_K_M",  "stories5M-Q2_K", "qwen2-tiny-F32",
+                                 "qwen2-tiny-Q4_K_M", "llama3-tiny-F32",  "llama3-tiny-Q4_K_M"};
 
 std::string fixture(const std::string &name) { return gbt::shared_path(("fixtures/" + name).c_str()); }
 
@@ -99,8 +99,8 @@ TEST(GgufFixtures, DequantizationIsBitExactForEveryType) {
         memcpy(&b, &want, 4);
         if (a != b && mismatches++ == 0) first = i;
       }
-      EXPECT_EQ(mismatches, 0u) << name << " " << kv.first << " (" << type << "): first at " << first << ": "
-                                << out[first] << " vs " << vals[first].f32();
+      EXPECT_EQ(mismatches, 0u) << name << " " << kv.first << " (" << type << "): first at " << first << ": " << out[first]
+                                << " vs " << vals[first].f32();
       if (std::find(seen.begin(), seen.end(), type) == seen.end()) seen.push_back(type);
       types_checked++;
     }
@@ -164,7 +164,7 @@ struct Score {
   double agreement = 0;      // argmax equal to llama.cpp's
   double max_diff = 0;       // max |logit - llama.cpp's|, window 0, positions 0..31
   uint32_t arch = 0;
-  gb_model_info info{};      // of the converted file
+  gb_model_info info{};  // of the converted file
 };
 
 bool is_float_fixture(const std::string &name) {
@@ -268,17 +268,17 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
   for (const char *cname : kFixtures) {
     const std::string name(cname);
     if (name.rfind("stories5M-", 0) != 0) continue;
-    if (!full && name != "stories5M-F32" && name != "stories5M-Q4_K_M" && name != "stories5M-IQ4_NL" &&
-        name != "stories5M-Q5_1")
+    if (!full && name != "stories5M-F32" && name != "stories5M-Q4_K_M" && name != "stories5M-IQ4_NL" && name != "stories5M-Q5_1")
       continue;
     Score r;
     ASSERT_NO_FATAL_FAILURE(score(name, full ? 2 : 1, &r));  // of 8: 510 / 255 scored positions
     const Tol tol = tolerance(name);
     const uint32_t g = is_float_fixture(name) ? GB_GEAR_F32 : r.info.default_gear;
-    printf("%-20s %-5s %-9s %5.2f bits/weight  positions %4zu  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement "
-           "%.2f%%  max |logit diff| %.3g\n",
-           name.c_str(), gb_gear_name((gb_gear)g), r.info.tier_formats[g], (double)r.info.tier_bits[g], r.n, r.nll, r.want,
-           r.nll - r.want, 100.0 * r.agreement, r.max_diff);
+    printf(
+        "%-20s %-5s %-9s %5.2f bits/weight  positions %4zu  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement "
+        "%.2f%%  max |logit diff| %.3g\n",
+        name.c_str(), gb_gear_name((gb_gear)g), r.info.tier_formats[g], (double)r.info.tier_bits[g], r.n, r.nll, r.want,
+        r.nll - r.want, 100.0 * r.agreement, r.max_diff);
     EXPECT_LT(r.max_diff, tol.logit) << name;
     EXPECT_NEAR(r.nll, r.want, tol.nll_mean) << name;
     EXPECT_GE(r.agreement, tol.argmax_min) << name;
@@ -296,8 +296,8 @@ struct ArchCase {
 // llama3-tiny F32 logits by up to 3.3e-4, the wrong RoPE pairing moves
 // qwen2-tiny's by 0.08; llama.cpp itself sits 3e-7 from exact math on both.
 TEST(GgufFixtures, Qwen2AndLlama3ScoreLikeLlamaCpp) {
-  const ArchCase cases[] = {{"qwen2-tiny-F32", 5e-5}, {"llama3-tiny-F32", 5e-5}, {"qwen2-tiny-Q4_K_M", 0.05},
-                            {"llama3-tiny-Q4_K_M", 0.05}};
+  const ArchCase cases[] = {
+      {"qwen2-tiny-F32", 5e-5}, {"llama3-tiny-F32", 5e-5}, {"qwen2-tiny-Q4_K_M", 0.05}, {"llama3-tiny-Q4_K_M", 0.05}};
   for (const ArchCase &c : cases) {
     Score r;
     ASSERT_NO_FATAL_FAILURE(score(c.name, 1, &r));
@@ -388,7 +388,7 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
 // written here from its fixed seed (sample_files.h, arch_fixture_spec): the
 // same bytes the references were computed on, which the reference's
 // dequantized embedding values confirm bit for bit.
-const char *const kArchFixtures[] = {"qwen3", "smollm3"};
+const char *const kArchFixtures[] = {"qwen3", "smollm3", "phi3"};
 
 double window0_nll(gb_model *m, gb_gear gear, const gbt::Json &ref);
 
@@ -425,7 +425,8 @@ void score_arch(const std::string &arch, size_t n_windows, ArchScore *r, void (*
   const std::string f32 = write_arch_f32(arch, rf);
   ASSERT_NO_FATAL_FAILURE(score_file(arch + "-tiny-F32", f32, rf, n_windows, &r->f32, tweak));
   unlink(f32.c_str());
-  ASSERT_NO_FATAL_FAILURE(score_file(arch + "-tiny-Q4_K_M", arch_fixture(arch + "-tiny-Q4_K_M.gguf"), rq, n_windows, &r->q4, tweak));
+  ASSERT_NO_FATAL_FAILURE(
+      score_file(arch + "-tiny-Q4_K_M", arch_fixture(arch + "-tiny-Q4_K_M.gguf"), rq, n_windows, &r->q4, tweak));
 }
 
 // Tolerances: llama.cpp sits within about 3e-7 of exact math on F32 files of
@@ -436,18 +437,19 @@ void score_arch(const std::string &arch, size_t n_windows, ArchScore *r, void (*
 // logit to 0.35, as for the other quantized fixtures. The random weights
 // give nearly flat logits, whose argmax such differences flip often (here
 // 4-12 % of the positions on Q4_K_M).
-TEST(ArchFixtures, Qwen3AndSmolLM3ScoreLikeLlamaCpp) {
+TEST(ArchFixtures, EachScoresLikeLlamaCpp) {
   const size_t windows = gbt::test_scale() >= 1.0 ? 8 : 1;
   for (const char *arch : kArchFixtures) {
     ArchScore r;
     ASSERT_NO_FATAL_FAILURE(score_arch(arch, windows, &r));
     for (const Score *sc : {&r.f32, &r.q4}) {
       const bool f = sc == &r.f32;
-      printf("%-8s %-6s %zu positions  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement %.2f%%  max |logit diff| %.3g  "
-             "(tier %s: %s)\n",
-             arch, f ? "F32" : "Q4_K_M", sc->n, sc->nll, sc->want, sc->nll - sc->want, 100.0 * sc->agreement, sc->max_diff,
-             gb_gear_name((gb_gear)(f ? GB_GEAR_F32 : sc->info.default_gear)),
-             sc->info.tier_formats[f ? GB_GEAR_F32 : sc->info.default_gear]);
+      printf(
+          "%-8s %-6s %zu positions  NLL %.6f (llama.cpp %.6f, diff %+.2e)  argmax agreement %.2f%%  max |logit diff| %.3g  "
+          "(tier %s: %s)\n",
+          arch, f ? "F32" : "Q4_K_M", sc->n, sc->nll, sc->want, sc->nll - sc->want, 100.0 * sc->agreement, sc->max_diff,
+          gb_gear_name((gb_gear)(f ? GB_GEAR_F32 : sc->info.default_gear)),
+          sc->info.tier_formats[f ? GB_GEAR_F32 : sc->info.default_gear]);
       EXPECT_EQ(sc->arch, gb::arch_by_name(arch)->id) << arch;
       EXPECT_LT(sc->max_diff, f ? 1e-4 : 0.35) << arch;
       EXPECT_NEAR(sc->nll, sc->want, f ? 1e-5 : 3e-3) << arch;
@@ -457,8 +459,10 @@ TEST(ArchFixtures, Qwen3AndSmolLM3ScoreLikeLlamaCpp) {
 }
 
 // What each architecture adds moves the logits far beyond those tolerances:
-// the same files scored without the per-head Q/K norms (qwen3), or with RoPE
-// in the NoPE layers too (smollm3), disagree with llama.cpp.
+// the same files scored without the per-head Q/K norms (qwen3), with RoPE in
+// the NoPE layers too (smollm3), or (phi3) with the short LongRoPE factors
+// in the references' 256-position context (beyond the trained 128), without
+// the attention factor, or rotating whole heads, disagree with llama.cpp.
 TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
   struct Case {
     const char *arch;
@@ -469,6 +473,13 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
          for (uint32_t l = 0; l < m->meta.n_layers; l++) m->qk_norm[0][l].data = m->qk_norm[1][l].data = nullptr;
        }},
       {"smollm3", [](gb_model *m) { m->meta.nope_period = 0; }},
+      {"phi3", [](gb_model *m) { m->rope_freqs_long.data = nullptr; }},
+      {"phi3", [](gb_model *m) { m->meta.rope_attn_factor = 1.0f; }},
+      {"phi3",
+       [](gb_model *m) {
+         m->meta.rope_dim = m->meta.head_dim;
+         m->rope_freqs_long.data = m->rope_freqs.data = nullptr;  // (factors for 24 pairs only)
+       }},
   };
   for (const Case &c : cases) {
     ArchScore r;
@@ -478,6 +489,29 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
     EXPECT_GT(r.f32.max_diff, 1e-2) << c.arch;
     EXPECT_GT(r.q4.max_diff, 0.35) << c.arch;
   }
+}
+
+// LongRoPE's short factors: the phi3 fixture's weights in a file trained at
+// 256 positions (phi3-short), whose 256-position sessions stay within the
+// trained context, score like llama.cpp too; scored with the long factors
+// instead, they do not. (phi3-tiny itself checks the long factors.)
+TEST(ArchFixtures, Phi3ShortFactorsWithinTheTrainedContext) {
+  gbt::Json ref;
+  ASSERT_TRUE(load_json(arch_fixture("phi3-short-tiny-F32.gguf.ref.json"), &ref));
+  const std::string f32 = write_arch_f32("phi3-short", ref);
+  Score sc, swapped;
+  ASSERT_NO_FATAL_FAILURE(score_file("phi3-short-tiny-F32", f32, ref, gbt::test_scale() >= 1.0 ? 8 : 1, &sc));
+  // The long factors in the short ones' place.
+  ASSERT_NO_FATAL_FAILURE(score_file("phi3-short-tiny-F32", f32, ref, 1, &swapped, [](gb_model *m) {
+    m->rope_freqs = m->rope_freqs_long;
+    m->rope_freqs_long.data = nullptr;
+  }));
+  unlink(f32.c_str());
+  printf("phi3-short F32 %zu positions  NLL %.6f (llama.cpp %.6f, diff %+.2e)  max |logit diff| %.3g; with the long factors: %.3g\n",
+         sc.n, sc.nll, sc.want, sc.nll - sc.want, sc.max_diff, swapped.max_diff);
+  EXPECT_LT(sc.max_diff, 1e-4);
+  EXPECT_NEAR(sc.nll, sc.want, 1e-5);
+  EXPECT_GT(swapped.max_diff, 1e-2);
 }
 
 // Every gear runs each architecture: the F32 file converted with the
@@ -502,8 +536,8 @@ TEST(ArchFixtures, EveryGearRunsAndSpecIsTheVerifier) {
     ASSERT_EQ(info.gears, 0xFu) << arch;
     double nll[GB_GEAR_COUNT];
     for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) nll[g] = window0_nll(m, (gb_gear)g, ref);
-    printf("%-8s window-0 NLL: low %.5f  mid %.5f  high %.5f  f32 %.5f (llama.cpp F32 %.5f)\n", arch, nll[0], nll[1], nll[2], nll[3],
-           ref.get("nll_per_window")->items[0].f64());
+    printf("%-8s window-0 NLL: low %.5f  mid %.5f  high %.5f  f32 %.5f (llama.cpp F32 %.5f)\n", arch, nll[0], nll[1], nll[2],
+           nll[3], ref.get("nll_per_window")->items[0].f64());
     EXPECT_NEAR(nll[GB_GEAR_F32], ref.get("nll_per_window")->items[0].f64(), 1e-5) << arch;
     EXPECT_NEAR(nll[GB_GEAR_HIGH], nll[GB_GEAR_F32], 5e-3) << arch;
     EXPECT_NEAR(nll[GB_GEAR_MID], nll[GB_GEAR_F32], 2e-2) << arch;
@@ -546,7 +580,7 @@ TEST(ArchFixtures, Version5FieldsAreChecked) {
   ASSERT_EQ(gb::convert_gguf(arch_fixture("qwen3-tiny-Q4_K_M.gguf").c_str(), out.c_str(), o), GB_OK);
   const std::vector<uint8_t> img = gbt::read_file(out);
   unlink(out.c_str());
-  ASSERT_EQ(gb::ld_u32(&img[8]), 5u);
+  ASSERT_EQ(gb::ld_u32(&img[8]), gb::kGbxVersion);
   EXPECT_EQ(open_image(img), GB_OK);
   size_t meta = 0, tens = 0;
   for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
@@ -583,6 +617,67 @@ TEST(ArchFixtures, Version5FieldsAreChecked) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// The version-6 additions: phi3 needs version 6; the long RoPE factors
+// (kind 19) come with the short ones and a trained context; the attention
+// factor is finite, positive and at most 16 (0 reads as 1). The fused
+// projections leave no trace in the file: their row ranges are the Q, K, V,
+// gate and up matrices.
+TEST(ArchFixtures, Version6FieldsAreChecked) {
+  const std::string out = gbt::temp_dir() + "/v6-phi3.gbx";
+  gb::ConvertOptions o;
+  o.log.fn = gbt::quiet_log;
+  ASSERT_EQ(gb::convert_gguf(arch_fixture("phi3-tiny-Q4_K_M.gguf").c_str(), out.c_str(), o), GB_OK);
+  const std::vector<uint8_t> img = gbt::read_file(out);
+  unlink(out.c_str());
+  ASSERT_EQ(gb::ld_u32(&img[8]), 6u);
+  EXPECT_EQ(open_image(img), GB_OK);
+  size_t meta = 0, tens = 0;
+  for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
+    const uint8_t *e = &img[64 + 32 * i];
+    if (gb::ld_u32(e) == gb::kSecMeta) meta = (size_t)gb::ld_u64(e + 8);
+    if (gb::ld_u32(e) == gb::kSecTensors) tens = (size_t)gb::ld_u64(e + 8);
+  }
+  ASSERT_TRUE(meta && tens);
+  EXPECT_EQ(gb::ld_u32(&img[meta + 160]), 128u);
+  EXPECT_FLOAT_EQ(gb::ld_f32(&img[meta + 164]), 1.0690450f);
+  std::vector<uint8_t> b = img;
+  gb::st_u32(&b[8], 5);
+  EXPECT_EQ(open_image(b), GB_ERR_UNSUPPORTED_TYPE);  // phi3 needs version 6
+  b = img;
+  gb::st_u32(&b[meta + 4], gb::arch_by_name("llama")->id);
+  gb::st_u32(&b[8], 5);
+  EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);  // kind 19 in a version-5 file
+  for (float bad : {-1.0f, 17.0f, NAN, INFINITY}) {
+    b = img;
+    gb::st_f32(&b[meta + 164], bad);
+    EXPECT_EQ(open_image(b), GB_ERR_CORRUPT) << bad;
+  }
+  b = img;
+  gb::st_f32(&b[meta + 164], 0.0f);
+  EXPECT_EQ(open_image(b), GB_OK);  // 0 reads as 1
+  b = img;
+  gb::st_u32(&b[meta + 160], 0);
+  EXPECT_EQ(open_image(b), GB_ERR_MISSING_TENSOR);  // long factors, but no trained context to compare with
+  const uint32_t n = gb::ld_u32(&img[tens]);
+  int kinds[gb::kTensorKindMax + 1] = {0};
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t *e = &img[tens + 16 + 64 * (size_t)i];
+    const uint32_t kind = gb::ld_u32(e);
+    if (kind <= gb::kTensorKindMax) kinds[kind]++;
+    if (kind == gb::kRopeFreqs) {  // the short factors become a second long set
+      b = img;
+      gb::st_u32(&b[tens + 16 + 64 * (size_t)i], gb::kRopeFreqsLong);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);
+      b = img;
+      gb::st_u32(&b[tens + 16 + 64 * (size_t)i], 20);  // an unknown kind
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);
+    }
+  }
+  EXPECT_EQ(kinds[gb::kRopeFreqs], 1);
+  EXPECT_EQ(kinds[gb::kRopeFreqsLong], 1);
+  for (uint32_t k : {gb::kWq, gb::kWk, gb::kWv, gb::kW1, gb::kW3}) EXPECT_EQ(kinds[k], 2) << k;  // 2 layers, one tier
 }
 
 }  // namespace

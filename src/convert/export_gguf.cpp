@@ -14,10 +14,10 @@
 #include "bytes.h"
 #include "convert.h"
 #include "convert_util.h"
-#include "models/arch.h"
 #include "ggml_types.h"
 #include "krows16.h"
 #include "model.h"
+#include "models/arch.h"
 #include "quant.h"
 #include "tok/pretok.h"
 
@@ -49,11 +49,26 @@ struct Kv {
     b.resize(b.size() + k);
     return b.data() + b.size() - k;
   }
-  void put_u32(const std::string &k, uint32_t v) { key(k, kU32); u32(v); }
-  void put_i32(const std::string &k, int32_t v) { key(k, kI32); u32((uint32_t)v); }
-  void put_f32(const std::string &k, float v) { key(k, kF32); f32(v); }
-  void put_bool(const std::string &k, bool v) { key(k, kBool); b.push_back(v ? 1 : 0); }
-  void put_str(const std::string &k, const std::string &v) { key(k, kStr); str(v); }
+  void put_u32(const std::string &k, uint32_t v) {
+    key(k, kU32);
+    u32(v);
+  }
+  void put_i32(const std::string &k, int32_t v) {
+    key(k, kI32);
+    u32((uint32_t)v);
+  }
+  void put_f32(const std::string &k, float v) {
+    key(k, kF32);
+    f32(v);
+  }
+  void put_bool(const std::string &k, bool v) {
+    key(k, kBool);
+    b.push_back(v ? 1 : 0);
+  }
+  void put_str(const std::string &k, const std::string &v) {
+    key(k, kStr);
+    str(v);
+  }
   void array_head(const std::string &k, uint32_t elem, uint64_t count) {
     key(k, kArr);
     u32(elem);
@@ -65,10 +80,11 @@ struct Kv {
 struct Out {
   std::string name;
   uint32_t ggml = 0;
-  uint32_t fmt = 0;  // the .gbx format (memory id: rows16 ones are de-interleaved)
+  uint32_t fmt = 0;           // the .gbx format (memory id: rows16 ones are de-interleaved)
   uint64_t ne0 = 0, ne1 = 0;  // ne1 == 0: one dimension
   const uint8_t *data = nullptr;
   uint64_t nbytes = 0, offset = 0;
+  const TensorRef *second = nullptr;  // a fused tensor's second part (its rows follow), same format
 };
 
 // GGUF's type of a format (a 16-row one: of its row-major bytes).
@@ -84,8 +100,10 @@ const uint8_t *row_major(uint32_t fmt, const uint8_t *data, uint64_t rows, uint6
                          std::vector<uint8_t> *buf) {
   if (!is_memory_only_format(fmt)) return data;
   buf->resize((size_t)nbytes);
-  if (fmt == kFmtQ4R16) q4_rows_from_rows16(buf->data(), data, (size_t)rows, (size_t)cols);
-  else gb_krows16::to_rows(buf->data(), data, (size_t)rows, (size_t)cols, format_block_bytes(fmt));
+  if (fmt == kFmtQ4R16)
+    q4_rows_from_rows16(buf->data(), data, (size_t)rows, (size_t)cols);
+  else
+    gb_krows16::to_rows(buf->data(), data, (size_t)rows, (size_t)cols, format_block_bytes(fmt));
   return buf->data();
 }
 
@@ -93,8 +111,10 @@ const uint8_t *row_major(uint32_t fmt, const uint8_t *data, uint64_t rows, uint6
 std::string spm_text(const uint8_t *p, size_t n) {
   std::string s;
   for (size_t i = 0; i < n; i++) {
-    if (p[i] == ' ') s += "\xE2\x96\x81";
-    else s += (char)p[i];
+    if (p[i] == ' ')
+      s += "\xE2\x96\x81";
+    else
+      s += (char)p[i];
   }
   return s;
 }
@@ -151,8 +171,9 @@ void put_tokenizer(const gb_model &m, Kv *kv) {
     }
   }
   static const char *const kSpecialKeys[kTokSpecialCount] = {
-      "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",     "tokenizer.ggml.eot_token_id",
-      "tokenizer.ggml.eom_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+      "tokenizer.ggml.bos_token_id",       "tokenizer.ggml.eos_token_id",
+      "tokenizer.ggml.eot_token_id",       "tokenizer.ggml.eom_token_id",
+      "tokenizer.ggml.unknown_token_id",   "tokenizer.ggml.padding_token_id",
       "tokenizer.ggml.seperator_token_id", nullptr};
   for (uint32_t k = 0; k < kTokSpecialCount; k++)
     if (kSpecialKeys[k] && v.special[k] >= 0) kv->put_u32(kSpecialKeys[k], (uint32_t)v.special[k]);
@@ -185,12 +206,13 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   GB_RETURN_IF(g >= GB_GEAR_COUNT || !(m->gears >> g & 1), log, GB_ERR_UNAVAILABLE, "export: '%s' has no %s tier", gbx_path,
                g < GB_GEAR_COUNT ? gb_gear_name((gb_gear)g) : "such");
   const ArchDef *ad = arch_by_id(mt.arch);  // the model opened: a known architecture
-  GB_RETURN_IF(mt.rope_type != ad->rope_type, log, GB_ERR_UNSUPPORTED_TYPE, "export: %s RoPE pairing in a %s model has no GGUF spelling",
-               mt.rope_type == GB_ROPE_NEOX ? "NeoX" : "adjacent", ad->name);
+  GB_RETURN_IF(mt.rope_type != ad->rope_type, log, GB_ERR_UNSUPPORTED_TYPE,
+               "export: %s RoPE pairing in a %s model has no GGUF spelling", mt.rope_type == GB_ROPE_NEOX ? "NeoX" : "adjacent",
+               ad->name);
   const bool qk_norm = m->qk_norm[0][0].data != nullptr;
   GB_RETURN_IF(mt.nope_period != ad->nope_period || (qk_norm && ad->qk_norm == kNever) || (!qk_norm && ad->qk_norm == kMust), log,
-               GB_ERR_UNSUPPORTED_TYPE,
-               "export: the model's NoPE layers or Q/K norms differ from what a %s GGUF implies", ad->name);
+               GB_ERR_UNSUPPORTED_TYPE, "export: the model's NoPE layers or Q/K norms differ from what a %s GGUF implies",
+               ad->name);
   const std::string arch = ad->name;
 
   // Tensors, in the order llama.cpp's converters write them.
@@ -220,13 +242,36 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
                     memcmp(row_major(cls.format, cls.data, cls.rows, cls.cols, cls.nbytes, &buf), m->embd.data, cls.nbytes) == 0;
   GB_TRY(add("output_norm.weight", m->out_norm, true));
   if (!tied) GB_TRY(add("output.weight", cls, false));
-  if (m->rope_freqs.data) GB_TRY(add("rope_freqs.weight", m->rope_freqs, true));
+  if (m->rope_freqs_long.data) {
+    GB_TRY(add("rope_factors_long.weight", m->rope_freqs_long, true));
+    GB_TRY(add("rope_factors_short.weight", m->rope_freqs, true));
+  } else if (m->rope_freqs.data) {
+    GB_TRY(add("rope_freqs.weight", m->rope_freqs, true));
+  }
+  // Architectures whose GGUF holds gate and up as one tensor (ffn_up: the
+  // gate rows, then the up rows); their fused Q/K/V may be written apart.
+  const bool fuse_gate_up = ad->fused_gate_up == kMust;
   static const char *const kMat[kMatsPerLayer] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"};
   static const char *const kBias[3] = {"attn_q", "attn_k", "attn_v"};
   for (uint32_t l = 0; l < mt.n_layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     GB_TRY(add(p + "attn_norm.weight", m->attn_norm[l], true));
-    for (uint32_t i = 0; i < kMatsPerLayer; i++) GB_TRY(add(p + kMat[i] + ".weight", m->mats[g][(size_t)l * kMatsPerLayer + i], false));
+    const TensorRef *mats = m->mats[g] + (size_t)l * kMatsPerLayer;
+    for (uint32_t i = 0; i < kMatsPerLayer; i++) {
+      if (fuse_gate_up && i == kMat1) continue;
+      if (fuse_gate_up && i == kMat3) {
+        GB_RETURN_IF(mats[kMat1].format != mats[kMat3].format || mats[kMat1].cols != mats[kMat3].cols, log,
+                     GB_ERR_UNSUPPORTED_TYPE,
+                     "export: layer %u's gate and up matrices are of different formats (%s, %s); a fused ffn_up needs one", l,
+                     format_name(mats[kMat1].format), format_name(mats[kMat3].format));
+        GB_TRY(add(p + "ffn_up.weight", mats[kMat1], false));
+        ts.back().second = &mats[kMat3];
+        ts.back().ne1 += mats[kMat3].rows;
+        ts.back().nbytes += mats[kMat3].nbytes;
+        continue;
+      }
+      GB_TRY(add(p + kMat[i] + ".weight", mats[i], false));
+    }
     for (uint32_t b = 0; b < 3; b++)
       if (m->bias[b][l].data) GB_TRY(add(p + kBias[b] + ".bias", m->bias[b][l], true));
     if (m->qk_norm[0][l].data) {
@@ -253,6 +298,8 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   }
   kv.put_u32(arch + ".rope.dimension_count", mt.rope_dim);
   kv.put_f32(arch + ".rope.freq_base", mt.rope_theta);
+  if (m->rope_freqs_long.data) kv.put_u32(arch + ".rope.scaling.original_context_length", mt.rope_orig_ctx);
+  if (mt.rope_attn_factor != 1.0f) kv.put_f32(arch + ".rope.scaling.attn_factor", mt.rope_attn_factor);
   kv.put_f32(arch + ".attention.layer_norm_rms_epsilon", mt.norm_eps);
   kv.put_u32(arch + ".vocab_size", mt.vocab_size);
   put_tokenizer(*m, &kv);
@@ -290,8 +337,16 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   for (const Out &t : ts) {
     if (!ok) break;
     ok = fwrite(zeros, 1, (size_t)(t.offset - pos), f) == t.offset - pos;
-    const uint8_t *p = row_major(t.fmt, t.data, t.ne1, t.ne0, t.nbytes, &rows);
-    ok = ok && fwrite(p, 1, (size_t)t.nbytes, f) == t.nbytes;
+    if (t.second) {  // a fused tensor: its parts' rows, one after the other
+      const uint64_t n1 = t.nbytes - t.second->nbytes;
+      const uint8_t *p = row_major(t.fmt, t.data, t.ne1 - t.second->rows, t.ne0, n1, &rows);
+      ok = ok && fwrite(p, 1, (size_t)n1, f) == n1;
+      p = row_major(t.fmt, t.second->data, t.second->rows, t.ne0, t.second->nbytes, &rows);
+      ok = ok && fwrite(p, 1, (size_t)t.second->nbytes, f) == t.second->nbytes;
+    } else {
+      const uint8_t *p = row_major(t.fmt, t.data, t.ne1, t.ne0, t.nbytes, &rows);
+      ok = ok && fwrite(p, 1, (size_t)t.nbytes, f) == t.nbytes;
+    }
     pos = t.offset + t.nbytes;
   }
   ok = fclose(f) == 0 && ok;

@@ -29,7 +29,7 @@ void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t
     case kAttnNorm: case kFfnNorm: case kOutNorm: *rows = 1; break;
     case kBiasQ: *rows = 1; *cols = q; break;
     case kBiasK: case kBiasV: *rows = 1; *cols = kv; break;
-    case kRopeFreqs: *rows = 1; *cols = d.rope_dim / 2; break;
+    case kRopeFreqs: case kRopeFreqsLong: *rows = 1; *cols = d.rope_dim / 2; break;
     case kQNorm: case kKNorm: *rows = 1; *cols = d.head_dim; break;
     case kWq: *rows = q; break;
     case kWk: case kWv: *rows = kv; break;
@@ -58,6 +58,7 @@ const char *tensor_kind_name(uint32_t kind) {
     case kBiasK: return "bk";
     case kBiasV: return "bv";
     case kRopeFreqs: return "rope_freqs";
+    case kRopeFreqsLong: return "rope_freqs_long";
     case kQNorm: return "q_norm";
     case kKNorm: return "k_norm";
     default: return "?";
@@ -279,6 +280,7 @@ void Writer::plan() {
     for (uint32_t l = 0; l < d_.n_layers; l++)
       for (uint32_t k : {kBiasQ, kBiasK, kBiasV}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   if (d_.rope_freqs) add(kRopeFreqs, 0, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+  if (d_.rope_freqs_long) add(kRopeFreqsLong, 0, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   if (d_.qk_norm)
     for (uint32_t l = 0; l < d_.n_layers; l++)
       for (uint32_t k : {kQNorm, kKNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
@@ -335,6 +337,8 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
   memcpy(p + 148, origin_, GB_GEAR_COUNT);
   st_u32(p + 152, quantized_ ? 1u : 0u);
   st_u32(p + 156, d_.nope_period);
+  st_u32(p + 160, d_.rope_orig_ctx);
+  st_f32(p + 164, d_.rope_attn_factor);
 }
 
 void Writer::build_vocab(std::vector<uint8_t> *b) const {

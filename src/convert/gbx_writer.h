@@ -32,6 +32,9 @@ struct GbxModelDesc {
   bool rope_freqs = false;  // the source has kRopeFreqs
   bool qk_norm = false;     // the source has kQNorm and kKNorm for every layer
   uint32_t nope_period = 0; // META nope_period (format.h)
+  bool rope_freqs_long = false;  // the source has kRopeFreqsLong (with kRopeFreqs)
+  uint32_t rope_orig_ctx = 0;    // META rope_orig_ctx
+  float rope_attn_factor = 1.0f; // META rope_attn_factor
   std::string name;     // truncated to 63 bytes in the file
 };
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <initializer_list>
+
 #include "bytes.h"
 #include "convert.h"
 #include "convert_util.h"
@@ -27,9 +29,17 @@ class GgufSource : public TensorSource {
  public:
   GgufSource(InputFile &f, const Logger &log) : f_(f), log_(log) {}
 
-  // (kind, layer) -> tensor; layer 0 for global tensors.
-  void bind(uint32_t kind, uint32_t layer, const GgufTensor *t) { map_[slot(kind, layer)] = t; }
-  void resize(uint32_t n_layers) { map_.assign((size_t)(kTensorKindMax + 1) * n_layers, nullptr); }
+  // (kind, layer) -> tensor; layer 0 for global tensors. row0: where the
+  // tensor's rows begin in a fused GGUF tensor (attn_qkv, a fused ffn_up),
+  // whose row ranges are read in place.
+  void bind(uint32_t kind, uint32_t layer, const GgufTensor *t, uint32_t row0 = 0) {
+    map_[slot(kind, layer)] = t;
+    row0_[slot(kind, layer)] = row0;
+  }
+  void resize(uint32_t n_layers) {
+    map_.assign((size_t)(kTensorKindMax + 1) * n_layers, nullptr);
+    row0_.assign(map_.size(), 0);
+  }
 
   // Linear RoPE scaling from the metadata becomes frequency factors (every
   // pair's rotation divided by the same factor: positions divided by it).
@@ -48,7 +58,7 @@ class GgufSource : public TensorSource {
     uint64_t rb = 0;
     ggml_row_bytes(t->type, cols, &rb);
     raw_.resize((size_t)(rb * n_rows));
-    GB_TRY(read_rows(t, row0, n_rows, rb, raw_.data()));
+    GB_TRY(read_rows(t, row0_[slot(kind, layer)] + row0, n_rows, rb, raw_.data()));
     for (uint32_t r = 0; r < n_rows; r++)
       ggml_dequantize_row(t->type, raw_.data() + (size_t)r * rb, out + (size_t)r * cols, (size_t)cols);
     return GB_OK;
@@ -66,7 +76,7 @@ class GgufSource : public TensorSource {
   gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) override {
     const GgufTensor *t = map_[slot(kind, layer)];
     const uint64_t cols = t->ne[0], rb = row_bytes(fmt, cols);
-    GB_TRY(read_rows(t, row0, n_rows, rb, out));
+    GB_TRY(read_rows(t, row0_[slot(kind, layer)] + row0, n_rows, rb, out));
     // The bytes are copied unchanged: decode them once to check that every
     // value (every block scale) is finite, as the float path does.
     row_.resize((size_t)cols);
@@ -95,6 +105,7 @@ class GgufSource : public TensorSource {
   InputFile &f_;
   Logger log_;
   std::vector<const GgufTensor *> map_;
+  std::vector<uint32_t> row0_;
   std::vector<uint8_t> raw_;
   std::vector<float> row_;
   float linear_factor_ = 0.0f;
@@ -205,6 +216,8 @@ gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxM
   d->rope_dim = hp.rope_dim;
   d->rope_theta = hp.rope_theta;
   d->norm_eps = hp.norm_eps;
+  d->rope_orig_ctx = hp.rope_orig_ctx;
+  d->rope_attn_factor = hp.rope_attn_factor;
   *rope_linear = hp.rope_linear;
   d->source = kSourceGguf;
   const GgufValue *name = g.find("general.name");
@@ -216,13 +229,14 @@ gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxM
 gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxVocab *v) {
   const GgufValue *model = g.find("tokenizer.ggml.model");
   GB_RETURN_IF(model && (!model->is_str || model->s != "llama"), log, GB_ERR_UNSUPPORTED_TYPE,
-               "gguf: tokenizer '%.64s' not supported (only llama / SentencePiece)", model && model->is_str ? model->s.c_str() : "?");
+               "gguf: tokenizer '%.64s' not supported (only llama / SentencePiece)",
+               model && model->is_str ? model->s.c_str() : "?");
   GB_RETURN_IF(!g.has_tokens, log, GB_ERR_CORRUPT, "gguf: tokenizer.ggml.tokens is missing");
   const uint32_t n = d->vocab_size;
   GB_RETURN_IF(g.tokens.size() != n, log, GB_ERR_SHAPE_MISMATCH, "gguf: %zu tokens, but token_embd has %u rows", g.tokens.size(),
                n);
-  GB_RETURN_IF(g.has_scores && g.scores.size() != n, log, GB_ERR_CORRUPT, "gguf: %zu token scores for %u tokens",
-               g.scores.size(), n);
+  GB_RETURN_IF(g.has_scores && g.scores.size() != n, log, GB_ERR_CORRUPT, "gguf: %zu token scores for %u tokens", g.scores.size(),
+               n);
   GB_RETURN_IF(g.has_types && g.token_types.size() != n, log, GB_ERR_CORRUPT, "gguf: %zu token types for %u tokens",
                g.token_types.size(), n);
   uint32_t vocab_key = n;
@@ -266,8 +280,10 @@ gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxV
 }
 
 // Find and check one tensor: present, a supported type, the expected shape.
+// rows_want: the rows of a fused tensor (the kinds it holds, one after the
+// other); 0: kind's own.
 gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModelDesc &d, uint32_t kind, const Logger &log,
-                      const GgufTensor **out) {
+                      const GgufTensor **out, uint32_t rows_want = 0) {
   const GgufTensor *t = g.tensor(name);
   GB_RETURN_IF(!t, log, GB_ERR_MISSING_TENSOR, "gguf: tensor '%s' is missing", name.c_str());
   uint64_t rb;
@@ -276,6 +292,7 @@ gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModel
   GB_RETURN_IF(!ggml_row_bytes(t->type, t->ne[0], &rb), log, GB_ERR_CORRUPT, "gguf: tensor '%s' has bad row size", name.c_str());
   uint32_t rows, cols;
   tensor_shape(d, kind, &rows, &cols);
+  if (rows_want) rows = rows_want;
   GB_RETURN_IF(t->ne[0] != cols || t->ne[1] * t->ne[2] * t->ne[3] != rows || t->ne[2] != 1 || t->ne[3] != 1, log,
                GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name.c_str(),
                (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
@@ -312,8 +329,8 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   GB_TRY(tokdata_from_gguf(g, log, &v.tokenizer));
   TokView tv;
   GB_TRY(tokdata_view(v.tokenizer.data(), v.tokenizer.size(), log, &tv));
-  GB_RETURN_IF(tv.n_tokens != d.vocab_size, log, GB_ERR_SHAPE_MISMATCH, "gguf: %u tokens, but token_embd has %u rows", tv.n_tokens,
-               d.vocab_size);
+  GB_RETURN_IF(tv.n_tokens != d.vocab_size, log, GB_ERR_SHAPE_MISMATCH, "gguf: %u tokens, but token_embd has %u rows",
+               tv.n_tokens, d.vocab_size);
   if (tv.kind == kTokKindSpm) {
     GB_TRY(read_vocab(g, &d, log, &v));
     GB_TRY(check_vocab(v, d, log, "gguf"));
@@ -336,6 +353,26 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
     all_f32 = all_f32 && t->type == kGgmlF32;
     return GB_OK;
   };
+  // A fused tensor: the kinds' row ranges, one after the other, read in
+  // place (no tensor is split into copies).
+  auto bind_fused = [&](const std::string &name, std::initializer_list<uint32_t> kinds, uint32_t layer) -> gb_status {
+    uint32_t rows = 0, r, c;
+    for (uint32_t k : kinds) {
+      tensor_shape(d, k, &r, &c);
+      rows += r;
+    }
+    const GgufTensor *t = nullptr;
+    GB_TRY(need_tensor(g, name, d, *kinds.begin(), log, &t, rows));
+    uint32_t row0 = 0;
+    for (uint32_t k : kinds) {
+      src.bind(k, layer, t, row0);
+      tensor_shape(d, k, &r, &c);
+      row0 += r;
+    }
+    used[(size_t)(t - g.tensors.data())] = true;
+    all_f32 = all_f32 && t->type == kGgmlF32;
+    return GB_OK;
+  };
   GB_TRY(bind("token_embd.weight", kTokEmbd, 0));
   GB_TRY(bind("output_norm.weight", kOutNorm, 0));
   if (g.tensor("output.weight")) {
@@ -344,17 +381,35 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
     GB_TRY(bind("token_embd.weight", kClassifier, 0));
     d.shared_classifier = 1;
   }
+  // Fused projections, as the architecture's row allows them: attn_qkv
+  // instead of attn_q/k/v; ffn_up holding the gate rows, then the up rows,
+  // instead of ffn_gate + ffn_up.
+  const bool fused_qkv = arch->fused_qkv != kNever && g.tensor("blk.0.attn_qkv.weight") != nullptr;
+  GB_RETURN_IF(arch->fused_qkv == kMust && !fused_qkv, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without blk.0.attn_qkv.weight",
+               arch->name);
+  const bool fused_gate_up = arch->fused_gate_up == kMust || (arch->fused_gate_up == kMay && !g.tensor("blk.0.ffn_gate.weight"));
   static const struct {
     const char *suffix;
     uint32_t kind;
-  } kLayer[] = {{"attn_norm", kAttnNorm}, {"attn_q", kWq},    {"attn_k", kWk},   {"attn_v", kWv},   {"attn_output", kWo},
-                {"ffn_norm", kFfnNorm},   {"ffn_gate", kW1},  {"ffn_down", kW2}, {"ffn_up", kW3}};
-  for (uint32_t l = 0; l < d.n_layers; l++)
+  } kLayer[] = {{"attn_norm", kAttnNorm}, {"attn_q", kWq},   {"attn_k", kWk},   {"attn_v", kWv}, {"attn_output", kWo},
+                {"ffn_norm", kFfnNorm},   {"ffn_gate", kW1}, {"ffn_down", kW2}, {"ffn_up", kW3}};
+  for (uint32_t l = 0; l < d.n_layers; l++) {
+    char name[64];
     for (const auto &e : kLayer) {
-      char name[64];
+      if (fused_qkv && (e.kind == kWq || e.kind == kWk || e.kind == kWv)) continue;
+      if (fused_gate_up && (e.kind == kW1 || e.kind == kW3)) continue;
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
       GB_TRY(bind(name, e.kind, l));
     }
+    if (fused_qkv) {
+      snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", l);
+      GB_TRY(bind_fused(name, {kWq, kWk, kWv}, l));
+    }
+    if (fused_gate_up) {
+      snprintf(name, sizeof name, "blk.%u.ffn_up.weight", l);
+      GB_TRY(bind_fused(name, {kW1, kW3}, l));
+    }
+  }
   // Optional tensors, as the architecture's row allows them: Q/K/V biases
   // (every layer or none), RoPE frequency factors (Llama 3.1 long-context
   // scaling).
@@ -375,8 +430,8 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   }
   // Per-head Q/K norms (every layer, both, or none).
   d.qk_norm = arch->qk_norm != kNever && g.tensor("blk.0.attn_q_norm.weight") != nullptr;
-  GB_RETURN_IF(arch->qk_norm == kMust && !d.qk_norm, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without blk.0.attn_q_norm.weight",
-               arch->name);
+  GB_RETURN_IF(arch->qk_norm == kMust && !d.qk_norm, log, GB_ERR_MISSING_TENSOR,
+               "gguf: %s model without blk.0.attn_q_norm.weight", arch->name);
   if (d.qk_norm)
     for (uint32_t l = 0; l < d.n_layers; l++) {
       char name[64];
@@ -386,7 +441,17 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
       GB_TRY(bind(name, kKNorm, l));
     }
   d.nope_period = arch->nope_period;
-  if (arch->rope_freqs != kNever && g.tensor("rope_freqs.weight")) {
+  // LongRoPE: short factors (the frequency factors of sessions up to the
+  // trained context) and long ones, both or neither.
+  const bool longrope =
+      arch->rope_freqs != kNever && (g.tensor("rope_factors_long.weight") || g.tensor("rope_factors_short.weight"));
+  if (longrope) {
+    GB_RETURN_IF(rope_linear > 0.0f || g.tensor("rope_freqs.weight"), log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: LongRoPE factors together with rope_freqs.weight or linear rope scaling (not supported together)");
+    GB_TRY(bind("rope_factors_short.weight", kRopeFreqs, 0));
+    GB_TRY(bind("rope_factors_long.weight", kRopeFreqsLong, 0));
+    d.rope_freqs = d.rope_freqs_long = true;
+  } else if (arch->rope_freqs != kNever && g.tensor("rope_freqs.weight")) {
     GB_RETURN_IF(rope_linear > 0.0f, log, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: both rope_freqs.weight and linear rope scaling (not supported together)");
     GB_TRY(bind("rope_freqs.weight", kRopeFreqs, 0));

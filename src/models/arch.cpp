@@ -117,6 +117,16 @@ gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams 
                  (double)f);
     if (f != 1.0f) hp->rope_linear = f;
   }
+  // LongRoPE's keys (any architecture may carry them, as llama.cpp reads
+  // them for all): without original_context_length the model's context
+  // counts as the trained one.
+  GB_TRY(key_u32(keys, p, "rope.scaling.original_context_length", false, hp->seq_len, log, &hp->rope_orig_ctx));
+  GB_TRY(key_f32(keys, p, "rope.scaling.attn_factor", 1.0f, log, &hp->rope_attn_factor));
+  GB_RETURN_IF(!(hp->rope_attn_factor > 0.0f && hp->rope_attn_factor <= 16.0f), log, GB_ERR_CORRUPT,
+               "gguf: %srope.scaling.attn_factor %g outside (0, 16]", p, (double)hp->rope_attn_factor);
+  if (hp->rope_orig_ctx == 0) hp->rope_orig_ctx = hp->seq_len;
+  GB_RETURN_IF(hp->rope_orig_ctx > (1u << 22), log, GB_ERR_CORRUPT,
+               "gguf: %srope.scaling.original_context_length %u out of range", p, hp->rope_orig_ctx);
   if (a.hparams) GB_TRY(a.hparams(keys, p, hp, log));
   return GB_OK;
 }

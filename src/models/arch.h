@@ -3,7 +3,8 @@
 // Every architecture is plain llama (RMSNorm, attention with RoPE over
 // grouped-query heads, a SwiGLU FFN, optionally a classifier tied to the
 // embedding) plus what its row of the table says: the RoPE pairing, which
-// optional tensors it must, may or must not carry, and a hook for the
+// optional tensors it must, may or must not carry (fused projections
+// included), and a hook for the
 // hyper-parameters its GGUF metadata adds, whether its layers normalize
 // each query and key head, and which layers skip RoPE. The row, and the hook when there
 // is one, live in one file per architecture (src/models/<name>.cpp), listed
@@ -33,6 +34,11 @@ struct ArchHparams {
   uint32_t rope_dim = 0;
   float rope_theta = 10000.0f, norm_eps = 1e-5f;
   float rope_linear = 0.0f;  // linear RoPE scaling factor (positions divided by it); 0: none
+  // LongRoPE (rope.scaling.*): the context the model was trained at (beyond
+  // it the long factors apply; the context length when the key is absent),
+  // and the factor of the rotated dimensions of queries and keys.
+  uint32_t rope_orig_ctx = 0;
+  float rope_attn_factor = 1.0f;
 };
 
 // A GGUF file's metadata, as the architecture hooks read it (the converter's
@@ -60,6 +66,10 @@ struct ArchDef {
   ArchNeed rope_freqs;        // rope_freqs.weight, or linear RoPE scaling made into factors
   ArchNeed qk_norm;           // blk.N.attn_{q,k}_norm.weight: per-head RMSNorm of Q and K before RoPE
   uint32_t nope_period;       // 0, or P: layers l with (l + 1) % P == 0 take no RoPE (fixed by the architecture)
+  // Fused projections, used as stored: blk.N.attn_qkv (the Q, K and V rows
+  // one after the other) instead of attn_q/k/v, and blk.N.ffn_up of twice
+  // the hidden rows (gate rows, then up rows) instead of ffn_gate + ffn_up.
+  ArchNeed fused_qkv, fused_gate_up;
   // Hyper-parameters beyond the common keys (read by arch_read_hparams
   // first), with prefix "<name>."; nullptr when there are none.
   gb_status (*hparams)(const GgufKeys &keys, const char *prefix, ArchHparams *hp, const Logger &log);

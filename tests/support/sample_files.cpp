@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include "bytes.h"
 #include "f16.h"
 #include "quant.h"
@@ -45,8 +48,8 @@ void put_str(std::vector<uint8_t> &b, const std::string &s) {
 std::vector<uint64_t> llama2c_counts(const SampleDims &d) {
   const uint64_t dim = d.dim, hid = d.hidden, L = d.layers, V = d.vocab, kv = (uint64_t)d.kv_heads * (d.dim / d.heads);
   const uint64_t freq = (uint64_t)d.seq_len * (d.dim / d.heads) / 2;
-  std::vector<uint64_t> c = {V * dim, L * dim, L * dim * dim, L * kv * dim, L * kv * dim, L * dim * dim, L * dim,
-                             L * hid * dim, L * dim * hid, L * hid * dim, dim, freq, freq};
+  std::vector<uint64_t> c = {V * dim,       L * dim,       L * dim * dim, L * kv * dim, L * kv * dim, L * dim * dim, L * dim,
+                             L * hid * dim, L * dim * hid, L * hid * dim, dim,          freq,         freq};
   if (!d.shared_classifier) c.push_back(V * dim);
   return c;
 }
@@ -96,8 +99,8 @@ std::vector<uint64_t> sample_llama2c_offsets(const SampleDims &d) {
 std::vector<uint8_t> sample_llama2c_checkpoint(const SampleDims &d) {
   std::vector<uint8_t> b;
   const int32_t vocab = d.shared_classifier ? (int32_t)d.vocab : -(int32_t)d.vocab;
-  const int32_t h[7] = {(int32_t)d.dim, (int32_t)d.hidden, (int32_t)d.layers, (int32_t)d.heads, (int32_t)d.kv_heads, vocab,
-                        (int32_t)d.seq_len};
+  const int32_t h[7] = {(int32_t)d.dim, (int32_t)d.hidden, (int32_t)d.layers, (int32_t)d.heads, (int32_t)d.kv_heads,
+                        vocab,          (int32_t)d.seq_len};
   for (int32_t v : h) put_u32(b, (uint32_t)v);
   uint64_t st = d.seed;
   const std::vector<uint64_t> counts = llama2c_counts(d);
@@ -227,7 +230,8 @@ GgufSpec sample_gguf_spec(const SampleDims &d, uint32_t ggml_type) {
 
   uint64_t st = d.seed;
   auto mat = [&](const std::string &name, uint32_t rows, uint32_t cols) {
-    s.tensors.push_back(GgufTensorSpec{name, {cols, rows}, ggml_type, encode(weights(&st, (size_t)rows * cols, 0.5f, 0.0f), ggml_type, cols)});
+    s.tensors.push_back(
+        GgufTensorSpec{name, {cols, rows}, ggml_type, encode(weights(&st, (size_t)rows * cols, 0.5f, 0.0f), ggml_type, cols)});
   };
   auto norm = [&](const std::string &name) {
     s.tensors.push_back(GgufTensorSpec{name, {d.dim}, 0, encode(weights(&st, d.dim, 0.2f, 1.0f), 0, d.dim)});
@@ -280,12 +284,19 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
     d = ArchFixtureDims{256, 512, 2, 4, 2, 128, 512, 256, 1e6f, 1e-6f, true, 20261128};
   } else if (arch == "smollm3") {
     d = ArchFixtureDims{256, 256, 4, 4, 1, 64, 512, 256, 1e5f, 1e-5f, false, 20261129};
+  } else if (arch == "phi3" || arch == "phi3-short") {
+    d = ArchFixtureDims{256, 256, 2, 4, 2, 64, 512, 256, 1e4f, 1e-5f, true, 20261130};
   } else {
     return s;
   }
-  const std::string a = arch + ".";
-  s.set_str("general.architecture", arch);
-  s.set_str("general.name", arch + "-tiny");
+  // phi3-short: the phi3 file trained at 256 positions, so that the
+  // references' context takes the short LongRoPE factors.
+  const bool phi3 = arch == "phi3" || arch == "phi3-short";
+  const std::string a = phi3 ? std::string("phi3.") : arch + ".";
+  s.set_str("general.architecture", phi3 ? std::string("phi3") : arch);
+  // (llama.cpp marks tokens of a model whose name contains "phi3" by their
+  // text, which the sample vocabulary lacks.)
+  s.set_str("general.name", phi3 ? std::string("tiny-random-phi") : arch + "-tiny");
   s.set_u32(a + "context_length", d.seq_len);
   s.set_u32(a + "embedding_length", d.dim);
   s.set_u32(a + "block_count", d.layers);
@@ -296,7 +307,16 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
     s.set_u32(a + "attention.key_length", d.head_dim);
     s.set_u32(a + "attention.value_length", d.head_dim);
   }
-  s.set_u32(a + "rope.dimension_count", d.head_dim);
+  // phi3: RoPE over 48 of the 64 dimensions of a head, LongRoPE trained at
+  // 128 positions (the references' 256-token context takes the long
+  // factors), its attention factor sqrt(1 + ln(256 / 128) / ln 128) as
+  // Phi's converter computes it.
+  const uint32_t rope_dim = phi3 ? 48 : d.head_dim;
+  s.set_u32(a + "rope.dimension_count", rope_dim);
+  if (phi3) {
+    s.set_u32(a + "rope.scaling.original_context_length", arch == "phi3" ? 128 : 256);
+    s.set_f32(a + "rope.scaling.attn_factor", 1.0690450f);
+  }
   s.set_f32(a + "rope.freq_base", d.rope_base);
   s.set_f32(a + "attention.layer_norm_rms_epsilon", d.eps);
   sample_spm_tokenizer(&s, d.vocab);
@@ -306,30 +326,59 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   uint64_t st = d.seed;
   const float sd = 3.4641016f;  // width of a uniform of standard deviation 1
   auto mat = [&](const std::string &name, uint32_t rows, uint32_t cols, float stdev) {
-    s.tensors.push_back(GgufTensorSpec{name, {cols, rows}, 0, encode(weights(&st, (size_t)rows * cols, stdev * sd, 0.0f), 0, cols)});
+    s.tensors.push_back(
+        GgufTensorSpec{name, {cols, rows}, 0, encode(weights(&st, (size_t)rows * cols, stdev * sd, 0.0f), 0, cols)});
   };
   auto norm = [&](const std::string &name, uint32_t n) {
     s.tensors.push_back(GgufTensorSpec{name, {n}, 0, encode(weights(&st, n, 0.1f * sd, 1.0f), 0, n)});
+  };
+  // A fused projection: the parts' rows one after the other, each drawn at
+  // its own standard deviation.
+  auto fused = [&](const std::string &name, std::initializer_list<std::pair<uint32_t, float>> parts, uint32_t cols) {
+    std::vector<float> w;
+    uint32_t rows = 0;
+    for (const auto &p : parts) {
+      const std::vector<float> part = weights(&st, (size_t)p.first * cols, p.second * sd, 0.0f);
+      w.insert(w.end(), part.begin(), part.end());
+      rows += p.first;
+    }
+    s.tensors.push_back(GgufTensorSpec{name, {cols, rows}, 0, encode(w, 0, cols)});
   };
   const uint32_t q = d.heads * d.head_dim, kv = d.kv_heads * d.head_dim;
   mat("token_embd.weight", d.vocab, d.dim, 0.05f);
   norm("output_norm.weight", d.dim);
   if (!d.tied) mat("output.weight", d.vocab, d.dim, 0.05f);
+  if (phi3) {
+    // LongRoPE factors: short ones near 1, long ones rising from 1 to 8.
+    std::vector<float> shortf = weights(&st, rope_dim / 2, 0.2f, 1.1f), longf(rope_dim / 2);
+    for (uint32_t i = 0; i < rope_dim / 2; i++) longf[i] = 1.0f + 7.0f * (float)i / (float)(rope_dim / 2 - 1);
+    s.tensors.push_back(GgufTensorSpec{"rope_factors_long.weight", {rope_dim / 2}, 0, encode(longf, 0, rope_dim / 2)});
+    s.tensors.push_back(GgufTensorSpec{"rope_factors_short.weight", {rope_dim / 2}, 0, encode(shortf, 0, rope_dim / 2)});
+  }
   for (uint32_t l = 0; l < d.layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight", d.dim);
-    mat(p + "attn_q.weight", q, d.dim, 0.1f);
-    mat(p + "attn_k.weight", kv, d.dim, 0.1f);
-    mat(p + "attn_v.weight", kv, d.dim, 0.05f);
+    if (phi3) {
+      fused(p + "attn_qkv.weight", {{q, 0.1f}, {kv, 0.1f}, {kv, 0.05f}}, d.dim);
+    } else {
+      mat(p + "attn_q.weight", q, d.dim, 0.1f);
+      mat(p + "attn_k.weight", kv, d.dim, 0.1f);
+      mat(p + "attn_v.weight", kv, d.dim, 0.05f);
+    }
     mat(p + "attn_output.weight", d.dim, q, 0.05f);
     if (arch == "qwen3") {
       norm(p + "attn_q_norm.weight", d.head_dim);
       norm(p + "attn_k_norm.weight", d.head_dim);
     }
     norm(p + "ffn_norm.weight", d.dim);
-    mat(p + "ffn_gate.weight", d.hidden, d.dim, 0.05f);
-    mat(p + "ffn_down.weight", d.dim, d.hidden, 0.05f);
-    mat(p + "ffn_up.weight", d.hidden, d.dim, 0.05f);
+    if (phi3) {
+      fused(p + "ffn_up.weight", {{d.hidden, 0.05f}, {d.hidden, 0.05f}}, d.dim);  // gate rows, then up rows
+      mat(p + "ffn_down.weight", d.dim, d.hidden, 0.05f);
+    } else {
+      mat(p + "ffn_gate.weight", d.hidden, d.dim, 0.05f);
+      mat(p + "ffn_down.weight", d.dim, d.hidden, 0.05f);
+      mat(p + "ffn_up.weight", d.hidden, d.dim, 0.05f);
+    }
   }
   return s;
 }
