@@ -60,7 +60,6 @@ constexpr int kAdjacentPasses = 2;
 // ---- the prefill modes (gb_session_experimental.prefill_blas) -----------------------
 const char *blas_label(int mode) { return mode == 1 ? "on" : mode == 3 ? "none" : "off"; }
 
-
 struct Row {
   std::string gear, phase, blas = "n/a";
   uint32_t threads = 1;
@@ -91,12 +90,18 @@ uint64_t estimate_synthetic_bytes(const std::string &spec, uint32_t tiers) {
     if (eq == std::string::npos) return 0;
     const std::string k = item.substr(0, eq);
     const uint64_t v = strtoull(item.c_str() + eq + 1, nullptr, 10);
-    if (k == "dim") dim = v;
-    else if (k == "layers") layers = v;
-    else if (k == "hidden") hidden = v;
-    else if (k == "heads") heads = v;
-    else if (k == "kv_heads") kv = v;
-    else if (k == "vocab") vocab = v;
+    if (k == "dim")
+      dim = v;
+    else if (k == "layers")
+      layers = v;
+    else if (k == "hidden")
+      hidden = v;
+    else if (k == "heads")
+      heads = v;
+    else if (k == "kv_heads")
+      kv = v;
+    else if (k == "vocab")
+      vocab = v;
   }
   if (!dim || !heads) return 0;
   const uint64_t kv_dim = dim / heads * kv;
@@ -121,13 +126,16 @@ bool parse_tiers(const std::string &s, uint32_t *out) {
 }
 
 void print_usage() {
-  printf("usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
-         "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
-         "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
-         "                           [--spec-adapt 0|1|2] [--temp T] [--seed S]\n"
-         "                           [--prefill N] [--prefill-batch B] [--reps R] [--quick] [--keep] [--json FILE]\n"
-         "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..];\n"
-         "      then optionally q4grid=1 (low tier = high tier exactly), noise=N (per mille of a q4 step)\n");
+  printf(
+      "usage: gearbx-bench-decode [-m|--model MODEL.gbx | --synthetic SPEC] [--tiers low,mid,high]\n"
+      "                           [--gears low,mid,high,f32,auto,spec] [--threads 1,2] [--tokens N]\n"
+      "                           [--prompt-file TEXT] [--prompt-tokens N] [--spec-k K] [--spec-stop BITS]\n"
+      "                           [--spec-adapt 0|1|2] [--temp T] [--seed S]\n"
+      "                           [--prefill N] [--prefill-batch B] [--reps R] [--quick] [--keep] [--json FILE]\n"
+      "                           [--load map|copy]  (copy: the weights read into memory at open, as\n"
+      "                           llama.cpp's --mmap 0; map, the default: read from the mapped file)\n"
+      "SPEC: tinyllama-1.1b, or dim=..,layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seed=..[,seq_len=..];\n"
+      "      then optionally q4grid=1 (low tier = high tier exactly), noise=N (per mille of a q4 step)\n");
 }
 
 }  // namespace
@@ -141,6 +149,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 1;
   int tokens = -1, prefill = -1, reps = -1, prefill_batch = 0;
   bool quick = false, keep = false;
+  gb_model_load load = GB_MODEL_LOAD_MAP;
   std::vector<uint32_t> threads = {1, 2};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
@@ -155,25 +164,45 @@ int main(int argc, char **argv) {
     if (!strcmp(o, "-h") || !strcmp(o, "--help")) return print_usage(), 0;
     const char *v = i + 1 < argc ? argv[++i] : nullptr;
     if (!v) return fprintf(stderr, "option %s needs a value\n", o), 1;
-    if (!strcmp(o, "-m") || !strcmp(o, "--model")) model = v;
-    else if (!strcmp(o, "--synthetic")) synthetic = v;
-    else if (!strcmp(o, "--tiers")) tier_list = v;
-    else if (!strcmp(o, "--gears")) gear_list = v;
-    else if (!strcmp(o, "--tokens")) tokens = atoi(v);
-    else if (!strcmp(o, "--prefill")) prefill = atoi(v);
-    else if (!strcmp(o, "--prefill-batch")) prefill_batch = atoi(v);
-    else if (!strcmp(o, "--reps")) reps = atoi(v);
-    else if (!strcmp(o, "--json")) json = v;
-    else if (!strcmp(o, "--prompt-file")) prompt_file = v;
-    else if (!strcmp(o, "--prompt-tokens")) prompt_tokens = atoi(v);
-    else if (!strcmp(o, "--spec-k")) spec_k = atoi(v);
-    else if (!strcmp(o, "--spec-stop")) spec_stop = (float)atof(v);
-    else if (!strcmp(o, "--spec-adapt")) spec_adapt = atoi(v);
-    else if (!strcmp(o, "--temp")) temp = (float)atof(v);
-    else if (!strcmp(o, "--seed")) seed = strtoull(v, nullptr, 10);
+    if (!strcmp(o, "-m") || !strcmp(o, "--model"))
+      model = v;
+    else if (!strcmp(o, "--synthetic"))
+      synthetic = v;
+    else if (!strcmp(o, "--load")) {
+      if (strcmp(v, "map") && strcmp(v, "copy")) return fprintf(stderr, "--load: map or copy\n"), 1;
+      load = strcmp(v, "copy") ? GB_MODEL_LOAD_MAP : GB_MODEL_LOAD_COPY;
+    } else if (!strcmp(o, "--tiers"))
+      tier_list = v;
+    else if (!strcmp(o, "--gears"))
+      gear_list = v;
+    else if (!strcmp(o, "--tokens"))
+      tokens = atoi(v);
+    else if (!strcmp(o, "--prefill"))
+      prefill = atoi(v);
+    else if (!strcmp(o, "--prefill-batch"))
+      prefill_batch = atoi(v);
+    else if (!strcmp(o, "--reps"))
+      reps = atoi(v);
+    else if (!strcmp(o, "--json"))
+      json = v;
+    else if (!strcmp(o, "--prompt-file"))
+      prompt_file = v;
+    else if (!strcmp(o, "--prompt-tokens"))
+      prompt_tokens = atoi(v);
+    else if (!strcmp(o, "--spec-k"))
+      spec_k = atoi(v);
+    else if (!strcmp(o, "--spec-stop"))
+      spec_stop = (float)atof(v);
+    else if (!strcmp(o, "--spec-adapt"))
+      spec_adapt = atoi(v);
+    else if (!strcmp(o, "--temp"))
+      temp = (float)atof(v);
+    else if (!strcmp(o, "--seed"))
+      seed = strtoull(v, nullptr, 10);
     else if (!strcmp(o, "--threads")) {
       if (!gbbench::parse_uint_list(v, &threads)) return fprintf(stderr, "--threads: a list like 1,2\n"), 1;
-    } else return fprintf(stderr, "unknown option %s\n", o), 1;
+    } else
+      return fprintf(stderr, "unknown option %s\n", o), 1;
   }
   if (tokens < 0) tokens = quick ? 16 : 64;
   if (prefill < 0) prefill = quick ? 8 : 32;
@@ -222,10 +251,15 @@ int main(int argc, char **argv) {
     model = tmp;
   }
   gb_model *m = nullptr;
-  gb_status st = gb_model_open_file(model.c_str(), nullptr, &m);
+  gb_model_options mo;
+  gb_model_options_init(&mo);
+  mo.load = load;
+  gb_status st = gb_model_open_file(model.c_str(), &mo, &m);
   if (!tmp.empty()) {
-    if (keep) fprintf(stderr, "kept %s (pass it with --model next time)\n", tmp.c_str());
-    else remove(tmp.c_str());  // the mapping stays valid; the space is freed at close
+    if (keep)
+      fprintf(stderr, "kept %s (pass it with --model next time)\n", tmp.c_str());
+    else
+      remove(tmp.c_str());  // the mapping stays valid; the space is freed at close
   }
   if (st != GB_OK) return fprintf(stderr, "cannot open %s: %s\n", model.c_str(), gb_status_str(st)), 1;
   gb_model_info mi;
@@ -266,7 +300,8 @@ int main(int argc, char **argv) {
   auto decode_prompt = [&](int run) {
     std::vector<int32_t> p(1, mi.bos_id >= 0 ? mi.bos_id : 1);
     if (!text_tokens.empty()) {
-      const size_t at = ((size_t)run * (size_t)prompt_tokens * 7) % (text_tokens.size() > (size_t)prompt_tokens ? text_tokens.size() - prompt_tokens : 1);
+      const size_t at = ((size_t)run * (size_t)prompt_tokens * 7) %
+                        (text_tokens.size() > (size_t)prompt_tokens ? text_tokens.size() - prompt_tokens : 1);
       for (int i = 0; i < prompt_tokens && at + i < text_tokens.size(); i++) p.push_back(text_tokens[at + i]);
     }
     return p;
@@ -405,17 +440,22 @@ int main(int argc, char **argv) {
   printf("gearbx-bench-decode%s: model %s: dim %u, layers %u, hidden %u, heads %u/%u kv, vocab %u, %.3f G weights/tier\n",
          quick ? " --quick" : "", mi.name, mi.dim, mi.n_layers, mi.hidden_dim, mi.n_heads, mi.n_kv_heads, mi.vocab_size,
          (double)mi.n_params * 1e-9);
-  printf("decode: %d tokens after %s; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s\n", tokens,
-         prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps, "gb_session_experimental.prefill_blas");
+  printf(
+      "decode: %d tokens after %s; prefill: %d tokens; %d reps after a warm-up (median); prefill BLAS toggle: %s; weights %s\n",
+      tokens, prompt_file.empty() ? "BOS" : "BOS + a slice of the prompt file per run", prefill, reps,
+      "gb_session_experimental.prefill_blas", load == GB_MODEL_LOAD_COPY ? "read into memory (--load copy)" : "mapped");
   for (size_t ti = 0; ti < threads.size(); ti++)
-    printf("measured streaming read bandwidth, %u thread%s: %.2f GB/s (best probe: %s)\n", threads[ti], threads[ti] > 1 ? "s" : "",
-           bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
+    printf("measured streaming read bandwidth, %u thread%s: %.2f GB/s (best probe: %s)\n", threads[ti],
+           threads[ti] > 1 ? "s" : "", bw[ti].bytes_per_s * 1e-9, bw[ti].probe.c_str());
   printf("load average (1 min) at start %.2f, at end %.2f on %ld online CPUs\n\n", load0, gbbench::loadavg(),
          sysconf(_SC_NPROCESSORS_ONLN));
-  printf("%% read bw: each timed run's weight bytes per second against the median of the probe passes right before and after it "
-         "(median of the runs; range; the probes' median GB/s)\n\n");
-  printf("| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | range | probe GB/s | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, drafts kept, acceptance rate |\n",
-         threads[0]);
+  printf(
+      "%% read bw: each timed run's weight bytes per second against the median of the probe passes right before and after it "
+      "(median of the runs; range; the probes' median GB/s)\n\n");
+  printf(
+      "| phase | gear | blas | threads | bits/weight | weight MB/token | tokens/s | weight GB/s | %% read bw | range | probe "
+      "GB/s | vs high | vs %ut | auto: low/mid/high steps; spec: tokens/verify, drafts kept, acceptance rate |\n",
+      threads[0]);
   printf("|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n");
   for (const Row &r : rows) {
     const double gbs = r.bytes_per_tok * r.tok_s;
@@ -423,8 +463,8 @@ int main(int argc, char **argv) {
     if (r.gear == "auto" && r.phase == "decode")
       snprintf(mix, sizeof mix, "%llu/%llu/%llu", (unsigned long long)r.mix[0], (unsigned long long)r.mix[1],
                (unsigned long long)r.mix[2]);
-    if (r.gear == "spec" && r.phase == "decode") snprintf(mix, sizeof mix, "%.2f, %.1f%%, %.1f%%", r.tokens_per_verify, 100.0 * r.acceptance,
-               100.0 * r.acceptance_rate);
+    if (r.gear == "spec" && r.phase == "decode")
+      snprintf(mix, sizeof mix, "%.2f, %.1f%%, %.1f%%", r.tokens_per_verify, 100.0 * r.acceptance, 100.0 * r.acceptance_rate);
     if (r.phase == "decode")
       printf("| decode | %s | %s | %u | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f-%.1f%% | %.2f | %.2fx | %.2fx | %s |\n",
              r.gear.c_str(), r.blas.c_str(), r.threads, r.bits_per_weight, r.bytes_per_tok * 1e-6, r.tok_s, gbs * 1e-9,
@@ -443,14 +483,16 @@ int main(int argc, char **argv) {
       fprintf(f,
               "  {\"gear\": \"%s\", \"threads\": %u, \"phase\": \"%s\", \"tok_s\": %.4f, \"blas\": \"%s\", \"model\": %s, "
               "\"tokens\": %d, \"reps\": %d, \"bytes_per_token\": %.0f, \"bits_per_weight\": %.4f, \"weight_gbps\": %.4f, "
-              "\"pct_bw\": %.3f, \"pct_bw_min\": %.3f, \"pct_bw_max\": %.3f, \"bw_adjacent_gbps\": %.4f, \"bw_gbps\": %.4f, \"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
-              "\"tokens_per_verify\": %.4f, \"acceptance\": %.4f, \"acceptance_rate\": %.4f, \"bits_per_token\": %.4f, \"quick\": %s}%s\n",
+              "\"pct_bw\": %.3f, \"pct_bw_min\": %.3f, \"pct_bw_max\": %.3f, \"bw_adjacent_gbps\": %.4f, \"bw_gbps\": %.4f, "
+              "\"vs_high\": %.4f, \"vs_threads_%u\": %.4f, \"auto_steps\": [%llu, %llu, %llu], "
+              "\"tokens_per_verify\": %.4f, \"acceptance\": %.4f, \"acceptance_rate\": %.4f, \"bits_per_token\": %.4f, "
+              "\"quick\": %s}%s\n",
               r.gear.c_str(), r.threads, r.phase.c_str(), r.tok_s, r.blas.c_str(), gbbench::json_str(mi.name).c_str(),
               r.phase == "decode" ? tokens : prefill, reps, r.phase == "decode" ? r.bytes_per_tok : 0.0, r.bits_per_weight,
-              gbs * 1e-9, 100.0 * r.pct, 100.0 * r.pct_lo, 100.0 * r.pct_hi, r.bw_adj * 1e-9, r.bw * 1e-9, r.vs_high, threads[0], r.vs_1t,
-              (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2], r.tokens_per_verify,
-              r.acceptance, r.acceptance_rate, r.phase == "decode" ? r.bits_per_token : 0.0, quick ? "true" : "false",
-              i + 1 < rows.size() ? "," : "");
+              gbs * 1e-9, 100.0 * r.pct, 100.0 * r.pct_lo, 100.0 * r.pct_hi, r.bw_adj * 1e-9, r.bw * 1e-9, r.vs_high, threads[0],
+              r.vs_1t, (unsigned long long)r.mix[0], (unsigned long long)r.mix[1], (unsigned long long)r.mix[2],
+              r.tokens_per_verify, r.acceptance, r.acceptance_rate, r.phase == "decode" ? r.bits_per_token : 0.0,
+              quick ? "true" : "false", i + 1 < rows.size() ? "," : "");
     }
     fprintf(f, "]\n");
     fclose(f);
