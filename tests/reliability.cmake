@@ -7,7 +7,7 @@
 #                       it alone under ThreadSanitizer (GEARBX_TSAN).
 #   gearbx_soak         tests/soak.cpp: N decode steps (default 100 000) with
 #                       resets, gear shifts, the spec gear and fixed KV pools;
-#                       not installed. ctest `soak_short` (20 000 steps) and,
+#                       not installed. ctest `soak_short` (20 000 steps, 10 000 under an emulator) and,
 #                       when valgrind is found, `soak_valgrind` (memcheck on a
 #                       short run: any error or definite leak fails).
 # gearbx_soak links tests/alloc_hook.cpp with the allocation wrappers of
@@ -38,9 +38,10 @@ if(NOT GEARBX_TSAN AND NOT GEARBX_FUZZ)
   target_link_libraries(gearbx_soak PRIVATE gearbx_convert gearbx)
   # Under an emulator /proc/self/statm measures the emulator (its translation
   # cache grows with the code it meets): RSS is reported, not checked.
+  # Under an emulator half the steps (of which GB_TEST_SCALE keeps a part).
   set(GB_SOAK_ARGS --steps 20000)
   if(CMAKE_CROSSCOMPILING)
-    list(APPEND GB_SOAK_ARGS --no-rss-check)
+    set(GB_SOAK_ARGS --steps 10000 --no-rss-check)
   endif()
   add_test(NAME soak_short COMMAND gearbx_soak ${GB_SOAK_ARGS})
   set_tests_properties(soak_short PROPERTIES TIMEOUT 600 COST 60)
