@@ -5,7 +5,7 @@
 #      hygiene check and the benchmark smoke tests)
 #   2. x86-64 ASan + UBSan, the whole suite; then ThreadSanitizer on the
 #      concurrency test (tests/run_tsan.sh) and every libFuzzer target for
-#      20 s on the instrumented library (tests/fuzz.sh, two at a time)
+#      15 s on the instrumented library (tests/fuzz.sh, two at a time)
 #   3. aarch64 cross build under qemu-aarch64: the whole suite on one CPU
 #      model (cortex-a76: NEON + dotprod + fp16, the Raspberry Pi 5 class), and the
 #      tests labelled `isa` (tests/isa/: SIMD kernels against generic, fused
@@ -126,8 +126,8 @@ run_script() {  # name, command...: one check that passes or fails, its output i
 mkdir -p "$ROOT/build"
 run_script tsan-concurrency bash tests/run_tsan.sh "$ROOT/build/tsan"
 tail -n 3 "$ROOT/build/tsan-concurrency.log"
-GEARBX_FUZZ_BUILD="$ROOT/build/fuzz" run_script fuzz-20s bash tests/fuzz.sh 20 --jobs "$JOBS"
-sed -n '/^== fuzz/,$p' "$ROOT/build/fuzz-20s.log" | grep -v '^{' | tail -n 20
+GEARBX_FUZZ_BUILD="$ROOT/build/fuzz" run_script fuzz-15s bash tests/fuzz.sh 15 --jobs "$JOBS"
+sed -n '/^== fuzz/,$p' "$ROOT/build/fuzz-15s.log" | grep -v '^{' | tail -n 20
 
 # 3. aarch64 under qemu ---------------------------------------------------------------
 A64="$ROOT/build/aarch64"

@@ -570,25 +570,33 @@ TEST(ArchFixtures, EveryGearRunsAndSpecIsTheVerifier) {
   }
 }
 
+// A repository fixture converted with the default options: the .gbx image
+// (of the current version, opening as it is) and the offsets of its META and
+// TENSORS sections.
+void converted_fixture(const std::string &file, std::vector<uint8_t> *img, size_t *meta, size_t *tens) {
+  const std::string out = gbt::temp_dir() + "/converted-" + file + ".gbx";
+  gb::ConvertOptions o;
+  o.log.fn = gbt::quiet_log;
+  ASSERT_EQ(gb::convert_gguf(arch_fixture(file).c_str(), out.c_str(), o), GB_OK) << file;
+  *img = gbt::read_file(out);
+  unlink(out.c_str());
+  ASSERT_EQ(gb::ld_u32(&(*img)[8]), gb::kGbxVersion);
+  EXPECT_EQ(open_image(*img), GB_OK);
+  for (uint32_t i = 0; i < gb::ld_u32(&(*img)[16]); i++) {
+    const uint8_t *e = &(*img)[64 + 32 * i];
+    if (gb::ld_u32(e) == gb::kSecMeta) *meta = (size_t)gb::ld_u64(e + 8);
+    if (gb::ld_u32(e) == gb::kSecTensors) *tens = (size_t)gb::ld_u64(e + 8);
+  }
+  ASSERT_TRUE(*meta && *tens);
+}
+
 // The version-5 additions are checked on open: a file of an earlier version
 // cannot hold a per-head norm or claim qwen3 / smollm3; the norms are in
 // every layer or none; nope_period stays within the layers.
 TEST(ArchFixtures, Version5FieldsAreChecked) {
-  const std::string out = gbt::temp_dir() + "/v5-qwen3.gbx";
-  gb::ConvertOptions o;
-  o.log.fn = gbt::quiet_log;
-  ASSERT_EQ(gb::convert_gguf(arch_fixture("qwen3-tiny-Q4_K_M.gguf").c_str(), out.c_str(), o), GB_OK);
-  const std::vector<uint8_t> img = gbt::read_file(out);
-  unlink(out.c_str());
-  ASSERT_EQ(gb::ld_u32(&img[8]), gb::kGbxVersion);
-  EXPECT_EQ(open_image(img), GB_OK);
+  std::vector<uint8_t> img;
   size_t meta = 0, tens = 0;
-  for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
-    const uint8_t *e = &img[64 + 32 * i];
-    if (gb::ld_u32(e) == gb::kSecMeta) meta = (size_t)gb::ld_u64(e + 8);
-    if (gb::ld_u32(e) == gb::kSecTensors) tens = (size_t)gb::ld_u64(e + 8);
-  }
-  ASSERT_TRUE(meta && tens);
+  ASSERT_NO_FATAL_FAILURE(converted_fixture("qwen3-tiny-Q4_K_M.gguf", &img, &meta, &tens));
   std::vector<uint8_t> b = img;
   gb::st_u32(&b[8], 4);
   EXPECT_EQ(open_image(b), GB_ERR_UNSUPPORTED_TYPE);  // qwen3 needs version 5
@@ -625,21 +633,10 @@ TEST(ArchFixtures, Version5FieldsAreChecked) {
 // projections leave no trace in the file: their row ranges are the Q, K, V,
 // gate and up matrices.
 TEST(ArchFixtures, Version6FieldsAreChecked) {
-  const std::string out = gbt::temp_dir() + "/v6-phi3.gbx";
-  gb::ConvertOptions o;
-  o.log.fn = gbt::quiet_log;
-  ASSERT_EQ(gb::convert_gguf(arch_fixture("phi3-tiny-Q4_K_M.gguf").c_str(), out.c_str(), o), GB_OK);
-  const std::vector<uint8_t> img = gbt::read_file(out);
-  unlink(out.c_str());
-  ASSERT_EQ(gb::ld_u32(&img[8]), 6u);
-  EXPECT_EQ(open_image(img), GB_OK);
+  std::vector<uint8_t> img;
   size_t meta = 0, tens = 0;
-  for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++) {
-    const uint8_t *e = &img[64 + 32 * i];
-    if (gb::ld_u32(e) == gb::kSecMeta) meta = (size_t)gb::ld_u64(e + 8);
-    if (gb::ld_u32(e) == gb::kSecTensors) tens = (size_t)gb::ld_u64(e + 8);
-  }
-  ASSERT_TRUE(meta && tens);
+  ASSERT_NO_FATAL_FAILURE(converted_fixture("phi3-tiny-Q4_K_M.gguf", &img, &meta, &tens));
+  ASSERT_EQ(gb::ld_u32(&img[8]), 6u);
   EXPECT_EQ(gb::ld_u32(&img[meta + 160]), 128u);
   EXPECT_FLOAT_EQ(gb::ld_f32(&img[meta + 164]), 1.0690450f);
   std::vector<uint8_t> b = img;
