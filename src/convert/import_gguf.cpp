@@ -279,20 +279,19 @@ gb_status read_vocab(const GgufFile &g, GbxModelDesc *d, const Logger &log, GbxV
   return GB_OK;
 }
 
-// Find and check one tensor: present, a supported type, the expected shape.
-// rows_want: the rows of a fused tensor (the kinds it holds, one after the
-// other); 0: kind's own.
-gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModelDesc &d, uint32_t kind, const Logger &log,
-                      const GgufTensor **out, uint32_t rows_want = 0) {
+// Find and check one tensor: present, a supported type, the expected shape:
+// kind's columns, and rows rows (those of every kind it holds, one after the
+// other).
+gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModelDesc &d, uint32_t kind, uint32_t rows,
+                      const Logger &log, const GgufTensor **out) {
   const GgufTensor *t = g.tensor(name);
   GB_RETURN_IF(!t, log, GB_ERR_MISSING_TENSOR, "gguf: tensor '%s' is missing", name.c_str());
   uint64_t rb;
   GB_RETURN_IF(!ggml_type_supported(t->type), log, GB_ERR_UNSUPPORTED_TYPE, "gguf: tensor '%s' has type %s (%u); supported: %s",
                name.c_str(), ggml_type_name(t->type), t->type, ggml_supported_type_names().c_str());
   GB_RETURN_IF(!ggml_row_bytes(t->type, t->ne[0], &rb), log, GB_ERR_CORRUPT, "gguf: tensor '%s' has bad row size", name.c_str());
-  uint32_t rows, cols;
-  tensor_shape(d, kind, &rows, &cols);
-  if (rows_want) rows = rows_want;
+  uint32_t kind_rows, cols;
+  tensor_shape(d, kind, &kind_rows, &cols);
   GB_RETURN_IF(t->ne[0] != cols || t->ne[1] * t->ne[2] * t->ne[3] != rows || t->ne[2] != 1 || t->ne[3] != 1, log,
                GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name.c_str(),
                (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
@@ -345,16 +344,9 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   src.resize(d.n_layers);
   bool all_f32 = true;
   std::vector<bool> used(g.tensors.size(), false);
-  auto bind = [&](const std::string &name, uint32_t kind, uint32_t layer) -> gb_status {
-    const GgufTensor *t = nullptr;
-    GB_TRY(need_tensor(g, name, d, kind, log, &t));
-    src.bind(kind, layer, t);
-    used[(size_t)(t - g.tensors.data())] = true;
-    all_f32 = all_f32 && t->type == kGgmlF32;
-    return GB_OK;
-  };
-  // A fused tensor: the kinds' row ranges, one after the other, read in
-  // place (no tensor is split into copies).
+  // Binds a tensor to the kinds it holds: one, or (a fused tensor) several
+  // whose row ranges follow one another, read in place (no tensor is split
+  // into copies).
   auto bind_fused = [&](const std::string &name, std::initializer_list<uint32_t> kinds, uint32_t layer) -> gb_status {
     uint32_t rows = 0, r, c;
     for (uint32_t k : kinds) {
@@ -362,7 +354,7 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
       rows += r;
     }
     const GgufTensor *t = nullptr;
-    GB_TRY(need_tensor(g, name, d, *kinds.begin(), log, &t, rows));
+    GB_TRY(need_tensor(g, name, d, *kinds.begin(), rows, log, &t));
     uint32_t row0 = 0;
     for (uint32_t k : kinds) {
       src.bind(k, layer, t, row0);
@@ -373,6 +365,7 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
     all_f32 = all_f32 && t->type == kGgmlF32;
     return GB_OK;
   };
+  auto bind = [&](const std::string &name, uint32_t kind, uint32_t layer) { return bind_fused(name, {kind}, layer); };
   GB_TRY(bind("token_embd.weight", kTokEmbd, 0));
   GB_TRY(bind("output_norm.weight", kOutNorm, 0));
   if (g.tensor("output.weight")) {
