@@ -774,7 +774,9 @@ gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_info *info);
 gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info);
 
 /* The KV pool as sized for these options, without creating a session:
- * *pool_bytes (payload + scales, all layers) and *max_tokens (tokens it
+ * *pool_bytes (payload + scales, all layers: the global layers' pool and
+ * the sliding-window layers' rings, which hold their window plus the
+ * longest batch of positions) and *max_tokens (tokens it
  * holds with every unprotected token at the minimum precision; at most
  * n_ctx). Either pointer may be NULL. Errors: as gb_session_mem_size. */
 gb_status gb_kv_pool_size(const gb_model *model, const gb_session_options *opts, uint64_t *pool_bytes,

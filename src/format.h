@@ -33,8 +33,11 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // norms (kinds 17, 18) and META's nope_period (+156), with the qwen3 and
 // smollm3 architecture ids; version 6 the long-context RoPE factors (kind
 // 19) and META's rope_orig_ctx and rope_attn_factor (+160, +164), with the
-// phi3 architecture id. Readers accept 1..6.
-constexpr uint32_t kGbxVersion = 6;
+// phi3 architecture id; version 7 the post-attention and post-FFN norms
+// (kinds 20, 21) and META's sliding-window, embedding-scale, logit-cap and
+// FFN-activation fields (+168 .. +188), with the gemma3 architecture id.
+// Readers accept 1..7.
+constexpr uint32_t kGbxVersion = 7;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -77,12 +80,27 @@ enum SectionKind : uint32_t {
 //          (kind 19) instead of the short ones (kind 16), when the file has both
 // +164 f32 rope_attn_factor: the rotated dimensions of queries and keys are
 //          multiplied by it; 0 means 1
-// +168 .. kMetaBytes reserved, 0
+// Version 7:
+// +168 u32 swa_window: 0, or W > 0: the sliding-window layers attend to the
+//          keys of the W newest positions only (the query's own included)
+// +172 u32 swa_period: with swa_window, layer l slides iff
+//          swa_period == 0 or l % swa_period < swa_period - 1 (the last layer
+//          of each period is global; at least one layer must be)
+// +176 f32 rope_theta_swa: the RoPE base of the sliding layers, which take
+//          no frequency factors (kind 16 applies to the global layers only)
+// +180 f32 embed_scale: embedding rows are multiplied by it; 0 means 1
+// +184 f32 logit_softcap: 0, or c > 0: logits become c * tanh(logit / c)
+// +188 u32 ffn_act: 0 SwiGLU (silu(W1 x) * W3 x), 1 GeGLU (gelu(W1 x) * W3 x,
+//          the tanh approximation of GELU with its input rounded to binary16,
+//          as the reference implementation computes it)
+// +192 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
 // arch: an id of the architecture table (src/models/, arch_by_id), which
 // also gives the first file version that may hold it. The differences the
 // forward pass needs (optional tensors, the RoPE pairing) are recorded in
 // the file itself.
+// META ffn_act.
+enum FfnAct : uint32_t { kFfnSilu = 0, kFfnGelu = 1 };
 enum SourceKind : uint32_t { kSourceLlama2c = 1, kSourceGguf = 2, kSourceSynthetic = 3 };
 
 // ---- VOCAB section (kind 2) -----------------------------------------------
@@ -144,10 +162,14 @@ enum TensorKind : uint32_t {
   kKNorm = 18,     // (1, head_dim) per layer: the same for each key head
   // Optional (version 6), common, F32, only with kind 16:
   kRopeFreqsLong = 19,  // (1, rope_dim/2): kind 16's factors for sessions longer than rope_orig_ctx
+  // Optional (version 7), common, F32, every layer or none, both or neither:
+  kPostAttnNorm = 20,   // (1, dim) per layer: the attention output is rmsnorm(Wo xb) * weight before the residual add
+  kPostFfnNorm = 21,    // (1, dim) per layer: the same for the FFN output
   kTensorKindMaxV1 = 12,
   kTensorKindMaxV4 = 16,
   kTensorKindMaxV5 = 18,
-  kTensorKindMax = 19,
+  kTensorKindMaxV6 = 19,
+  kTensorKindMax = 21,
 };
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row

@@ -2,32 +2,38 @@
 // top to bottom as the model's specification; for each position i < m at
 // position pos + i:
 //
-//   x = embed[token]
+//   x = embed[token] * embed_scale                (gemma3: sqrt(dim); else 1)
 //   for each layer l:
 //     xb = rmsnorm(x) * attn_norm[l]
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier;
 //         phi3's Wq, Wk, Wv are row ranges of one fused matrix, as are W1, W3)
 //         (+ bq, bk, bv where the model has biases: qwen2)
 //     each head of q and k = rmsnorm(head) * q_norm[l] / k_norm[l], where
-//         the model has per-head norms (qwen3)
+//         the model has per-head norms (qwen3, gemma3)
 //     rotate q and k by position (RoPE: adjacent pairs or NeoX halves,
 //         over the first rope_dim dimensions of each head; phi3: 48 of 64,
 //         the pair frequencies divided by the model's factors, the rotated
 //         dimensions times its attention factor), except in the model's
-//         NoPE layers (smollm3: every fourth)
+//         NoPE layers (smollm3: every fourth); sliding-window layers
+//         (gemma3) rotate with their own base and no factors
 //     cache k, v at pos + i (in the KV pool, at the token's precision)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
 //       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t <= pos + i
+//             (a sliding-window layer: t > pos + i - window only)
 //       xb_h = sum_t att_t v_t
-//     x += Wo xb
+//     x += Wo xb                (gemma3: rmsnorm(Wo xb) * post_attn_norm[l])
 //     xb = rmsnorm(x) * ffn_norm[l]
 //     x += W2 (silu(W1 xb) * (W3 xb))
+//         (gemma3: gelu in place of silu, and the sum rmsnorm'd by
+//         post_ffn_norm[l] before it joins x)
 //   logits = Wcls rmsnorm(x) * out_norm
+//         (then c * tanh(logits / c) where the model caps them)
 #include "forward.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "f16.h"
 #include "format.h"
 
 namespace gb {
@@ -174,7 +180,7 @@ void attend_positions(const Exec &e, Scratch &sc, KvPool *kv, uint32_t layer, ui
   uint32_t n = gb_port_pool_threads(e.pool);
   if (n > sc.attn_sets + 1) n = sc.attn_sets + 1;
   if (n > m) n = m;
-  if (kv->plan.importance || kv->plan.cap > sc.attn_cap || (uint64_t)m * (pos + m) * qd < kMinWork) n = 1;
+  if (kv->plan.importance || kv_attn_cap(kv->plan) > sc.attn_cap || (uint64_t)m * (pos + m) * qd < kMinWork) n = 1;
   if (n <= 1) {
     for (uint32_t i = 0; i < m; i++) kv_attend(kv, e.k, layer, sc.q + (size_t)i * qd, sc.xb + (size_t)i * qd, m - 1 - i);
     return;
@@ -201,6 +207,43 @@ struct GluTask {
   const float *h2;
   uint32_t hid;
 };
+
+// The tanh approximation of GELU of x rounded to binary16, the result
+// rounded to binary16 again: how the reference implementation evaluates
+// GeGLU on CPUs (a table over binary16 inputs), so that logits agree with its
+// to the last digits; beyond +-10 the function is 0 or x.
+inline float gelu_b16(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float v = f16_to_f32(f32_to_f16(x));
+  const float g = 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * v * (1.0f + 0.044715f * v * v)));
+  return f16_to_f32(f32_to_f16(g));
+}
+
+// h = gelu(h) * h2, for positions [0, m).
+void geglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) {
+  GluTask task{h, h2, hid};
+  run_positions(
+      e.pool, m, (uint64_t)m * hid * 8,
+      [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
+        const GluTask *k = static_cast<const GluTask *>(c);
+        for (size_t j = (size_t)i0 * k->hid; j < (size_t)i1 * k->hid; j++) k->h[j] = gelu_b16(k->h[j]) * k->h2[j];
+      },
+      &task);
+}
+
+// x = rmsnorm(x) * w, for positions [0, m) (the post-attention and
+// post-FFN norms).
+void norm_rows(const Exec &e, float *x, const TensorRef &w, uint32_t m, uint32_t dim, float eps) {
+  RowsTask task{x, nullptr, x, &w, dim, eps};
+  run_positions(
+      e.pool, m, (uint64_t)m * dim,
+      [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
+        const RowsTask *k = static_cast<const RowsTask *>(c);
+        for (uint32_t i = i0; i < i1; i++) rmsnorm(k->x + (size_t)i * k->dim, k->x + (size_t)i * k->dim, *k->norm, k->dim, k->eps);
+      },
+      &task);
+}
 
 // h = silu(h) * h2, for positions [0, m).
 void swiglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) {
@@ -233,13 +276,17 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     GB_TRY(kv_begin(kv, e.k, pos, e.log));
     kv->batch_slot[0] = kv->cur_slot;
   } else {
-    GB_RETURN_IF(!kv_batchable(kv, m), e.log, GB_ERR_CONTEXT_FULL, "forward: no room for %u tokens in the KV pool", m);
+    GB_RETURN_IF(!kv_batchable(kv, pos, m), e.log, GB_ERR_CONTEXT_FULL, "forward: no room for %u tokens in the KV pool", m);
     GB_TRY(kv_begin_batch(kv, e.k, pos, m, e.log));
   }
 
   // Embedding rows (any stored format).
-  for (uint32_t i = 0; i < m; i++)
-    e.k.rows_to_f32[mod->embd.format](X + (size_t)i * dim, mod->embd.data, tok[i], (size_t)tok[i] + 1, dim);
+  for (uint32_t i = 0; i < m; i++) {
+    float *xi = X + (size_t)i * dim;
+    e.k.rows_to_f32[mod->embd.format](xi, mod->embd.data, tok[i], (size_t)tok[i] + 1, dim);
+    if (c.embed_scale != 1.0f)
+      for (uint32_t j = 0; j < dim; j++) xi[j] *= c.embed_scale;
+  }
 
   for (uint32_t l = 0; l < c.n_layers; l++) {
     const TensorRef *W = w.mats + (size_t)l * kMatsPerLayer;
@@ -256,7 +303,9 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
     if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
     if (mod->bias[2][l].data) add_bias(sc.v, kvd, m, mod->bias[2][l]);
-    const bool qk_norm = mod->qk_norm[0][l].data != nullptr, rotate = c.rope_layer(l);
+    const bool qk_norm = mod->qk_norm[0][l].data != nullptr, rotate = c.rope_layer(l), slide = c.swa_layer(l);
+    const float *freq = slide ? e.rope_freq_swa : e.rope_freq;
+    const float rscale = slide ? 1.0f : e.rope_scale;
     for (uint32_t i = 0; i < m; i++) {
       float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
       if (qk_norm) {
@@ -266,8 +315,8 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
           rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
       }
       if (rotate) {
-        rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, e.rope_scale, pos + i);
-        rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, e.rope_freq, e.rope_scale, pos + i);
+        rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
+        rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
       }
       kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
     }
@@ -278,19 +327,31 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     // tokens, already cached, are hidden from it).
     attend_positions(e, sc, kv, l, m, pos, qd);
     matmul(e, sc, kind, cost, XB2, XB, m, W[kMatO]);
+    if (mod->post_norm[0][l].data) norm_rows(e, XB2, mod->post_norm[0][l], m, dim, c.norm_eps);
     add_and_norm(e, X, XB2, XB, &mod->ffn_norm[l], m, dim, c.norm_eps);
     {
       float *const Y[2] = {HB, HB2};
       const TensorRef *const Ws[2] = {&Wb[kMat1], &Wb[kMat3]};
-      if (!matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 2, true)) swiglu(e, HB, HB2, m, hid);
+      if (c.ffn_act == kFfnGelu) {
+        matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 2, false);
+        geglu(e, HB, HB2, m, hid);
+      } else if (!matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 2, true)) {
+        swiglu(e, HB, HB2, m, hid);
+      }
     }
     matmul(e, sc, kind, cost, XB2, HB, m, Wb[kMat2]);
+    if (mod->post_norm[1][l].data) norm_rows(e, XB2, mod->post_norm[1][l], m, dim, c.norm_eps);
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);
   if (!want_logits) return GB_OK;
   add_and_norm(e, X, XB2, X, &mod->out_norm, m, dim, c.norm_eps);
   matmul(e, sc, kind, cost, sc.logits, X, m, *w.classifier);
+  if (c.logit_softcap > 0.0f) {
+    const float cap = c.logit_softcap, inv = 1.0f / cap;
+    float *lg = sc.logits;
+    for (size_t j = 0; j < (size_t)m * c.vocab_size; j++) lg[j] = cap * tanhf(lg[j] * inv);
+  }
   return GB_OK;
 }
 

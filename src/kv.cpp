@@ -42,7 +42,10 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   const char *const pname = gb_kv_policy_name((gb_kv_policy)policy);
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
-  const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers, n_ctx = o.n_ctx;
+  uint32_t n_ring = 0;
+  for (uint32_t l = 0; l < c.n_layers; l++) n_ring += c.swa_layer(l) ? 1 : 0;
+  const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers - n_ring, n_ctx = o.n_ctx;
+  GB_RETURN_IF(L == 0, log, GB_ERR_UNSUPPORTED_TYPE, "kv pool: every layer of the model slides (no global layer): not supported");
   GB_RETURN_IF(quantized && (d % 8 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM), log, GB_ERR_INVALID_ARGUMENT,
                "kv policy %s needs a head_dim that is a multiple of 8 and at most %u (model: %u)", pname,
                (unsigned)GB_KV_QUANT_MAX_HEAD_DIM, d);
@@ -83,10 +86,27 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
     }
     return n < cap ? (uint32_t)n : cap;
   };
-  const uint64_t fp16 = 2ull * L * n_ctx * R * d * 2;
+  // The sliding-window layers' rings: the window plus the longest run of
+  // positions that enters at once or rolls back (a prefill chunk, a verify
+  // pass or a draft of the spec gear), less one.
+  if (n_ring) {
+    const uint32_t chunk = o.prefill_batch > 1 && o.n_ctx > 1 && !multi ? o.prefill_batch : 1;
+    const uint32_t spec = o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 1;
+    const uint64_t want = (uint64_t)c.swa_window + (chunk > spec ? chunk : spec) - 1;
+    p->ring_layers = n_ring;
+    p->ring_window = c.swa_window;
+    const uint64_t cap = want < n_ctx ? want : n_ctx;
+    p->ring_cap = (uint32_t)((cap + kRingBlock - 1) / kRingBlock * kRingBlock);
+    p->ring_level = p->entry;
+    p->ring_bytes = (uint64_t)n_ring * p->ring_cap * (p->rec[p->entry] + p->scale_bytes);
+  }
+  const uint64_t fp16 = 2ull * c.n_layers * n_ctx * R * d * 2;
   if (budget) {
     const uint64_t total = k.pool_bytes ? k.pool_bytes : (uint64_t)((double)k.beta * (double)fp16);
-    const uint64_t layer = total / L;
+    GB_RETURN_IF(total <= p->ring_bytes, log, GB_ERR_BUDGET_EXCEEDED,
+                 "KV pool of %llu bytes cannot hold the %u sliding-window layers' rings (%llu bytes: %u tokens each)",
+                 (unsigned long long)total, n_ring, (unsigned long long)p->ring_bytes, p->ring_cap);
+    const uint64_t layer = (total - p->ring_bytes) / L;
     uint64_t cap = layer / (p->rec[p->min] + p->scale_bytes);
     if (cap > n_ctx) cap = n_ctx;
     for (int it = 0; it < 8; it++) {  // slots that pages can never fill are given back as pages
@@ -103,7 +123,7 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   }
   p->max_tokens = max_tokens(p->n_pages, p->cap);
   p->layer_bytes = (uint64_t)p->cap * p->scale_bytes + (uint64_t)p->n_pages * p->page_bytes;
-  p->pool_bytes = p->layer_bytes * L;
+  p->pool_bytes = p->layer_bytes * L + p->ring_bytes;
   p->importance = multi || k.evict;
   // The smallest usable pool: the protected tokens at 8 bits plus one token at the minimum.
   const uint32_t need = (prot_want + 1 < n_ctx ? prot_want + 1 : n_ctx);
@@ -130,13 +150,26 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
 void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const KvPlan &p) {
   kv->plan = p;
   kv->opt = o.kv;
-  kv->n_layers = c.n_layers;
+  kv->n_model_layers = c.n_layers;
+  kv->n_layers = c.n_layers - p.ring_layers;
   kv->n_heads = c.n_heads;
   kv->n_kv_heads = c.n_kv_heads;
   kv->head_dim = c.head_dim;
   kv->n_ctx = o.n_ctx;
-  const uint32_t L = c.n_layers, H = c.n_heads, cap = p.cap, R = c.n_kv_heads, d = c.head_dim;
+  const uint32_t L = kv->n_layers, H = c.n_heads, cap = p.cap, R = c.n_kv_heads, d = c.head_dim;
   const bool seed = p.policy == GB_KV_SEED;
+  uint32_t *map = a.array<uint32_t>(c.n_layers);
+  if (map)
+    for (uint32_t l = 0, g = 0, r = 0; l < c.n_layers; l++) map[l] = c.swa_layer(l) ? kRingBit | r++ : g++;
+  kv->layer_map = map;
+  memset(&kv->ring, 0, sizeof kv->ring);
+  if (p.ring_layers) {
+    const size_t n = (size_t)p.ring_layers * p.ring_cap;
+    kv->ring.data = a.array<uint8_t>(n * p.rec[p.ring_level]);
+    kv->ring.scales = p.scale_bytes ? a.array<uint16_t>(n * 2 * R) : nullptr;
+    kv->ring.pos = a.array<uint32_t>(p.ring_cap);
+    kv->ring.ids = a.array<uint32_t>(p.ring_cap);
+  }
   KvLayer *layers = a.array<KvLayer>(L);
   for (uint32_t l = 0; l < L; l++) {
     KvLayer t;
@@ -165,7 +198,7 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
   kv->imp = p.importance ? a.array<float>(cap) : nullptr;
   kv->snap = seed ? a.array<float>(cap) : nullptr;
   kv->free_slots = a.array<uint32_t>(cap);
-  kv_attn_scratch_carve(&kv->att, a, H, d, cap);
+  kv_attn_scratch_carve(&kv->att, a, H, d, kv_attn_cap(p));
   kv->mass = p.importance ? a.array<float>(cap) : nullptr;
   kv->wmass = p.importance ? a.array<float>(cap) : nullptr;
   kv->head_w = a.array<float>(H);
@@ -196,6 +229,10 @@ void kv_reset(KvPool *kv) {
   for (uint32_t h = 0; h < kv->n_heads; h++) kv->head_w[h] = 1.0f;
   kv->step = kv->reallocs = kv->requant = kv->evicted = kv->alloc_ns = 0;
   kv->cur_slot = 0;
+  for (uint32_t i = 0; i < p.ring_cap; i++) {
+    kv->ring.pos[i] = kRingEmpty;
+    kv->ring.ids[i] = i;
+  }
 }
 
 uint32_t kv_room(const KvPool *kv) {
@@ -280,10 +317,10 @@ void remove(KvPool *kv, KvLayer &y, uint32_t slot) {
   y.level[slot] = kLvNone;
 }
 
-// Write K rows then V rows (kv_dim each, in kv->tmp layout) at the slot's level.
-void write_rows(KvPool *kv, KvLayer &y, uint32_t slot, const float *key, const float *value) {
-  const uint32_t lv = y.level[slot], R = kv->n_kv_heads, d = kv->head_dim;
-  uint8_t *p = record(kv, y, lv, y.index[slot]);
+// Write K rows then V rows (kv_dim each, in kv->tmp layout) as a record of
+// level lv at p, their scales (2 * n_kv_heads) at scales.
+void write_record(KvPool *kv, uint8_t *p, uint16_t *scales, uint32_t lv, const float *key, const float *value) {
+  const uint32_t R = kv->n_kv_heads, d = kv->head_dim;
   for (uint32_t kvi = 0; kvi < 2; kvi++) {
     const float *x = kvi ? value : key;
     const uint32_t bits = kvi ? kv->plan.vbits[lv] : kv->plan.kbits[lv];
@@ -298,10 +335,17 @@ void write_rows(KvPool *kv, KvLayer &y, uint32_t slot, const float *key, const f
           memcpy(p + 2 * j, &h, 2);
         }
       } else {
-        y.scales[(size_t)slot * 2 * R + kvi * R + r] = kv_quantize_row(p, row, d, bits);
+        scales[kvi * R + r] = kv_quantize_row(p, row, d, bits);
       }
     }
   }
+}
+
+// Write K rows then V rows (kv_dim each, in kv->tmp layout) at the slot's level.
+void write_rows(KvPool *kv, KvLayer &y, uint32_t slot, const float *key, const float *value) {
+  const uint32_t lv = y.level[slot];
+  write_record(kv, record(kv, y, lv, y.index[slot]), y.scales ? y.scales + (size_t)slot * 2 * kv->n_kv_heads : nullptr, lv,
+               key, value);
 }
 
 // Step a token of layer y down to level `to` (requantized from its stored values).
@@ -380,6 +424,7 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
   }
   if (kv->snap) kv->snap[slot] = 0.0f;
   kv->cur_slot = slot;
+  if (p.ring_layers) kv->ring.pos[pos % p.ring_cap] = pos;  // replaces position pos - ring_cap
   return GB_OK;
 }
 
@@ -397,15 +442,12 @@ void kv_attn_scratch_carve(KvAttnScratch *ws, Arena &a, uint32_t n_heads, uint32
 
 namespace {
 
-// The attention of one query through ws (streaming softmax over the
-// layer's buckets); returns how many records it scored (their slots in
-// ws.score_slot, masses in mass and wmass when given).
-uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide,
-                const KvAttnScratch &ws, float *mass, float *wmass) {
-  const KvPlan &p = kv->plan;
-  const KvLayer &y = kv->layers[layer];
+// The streaming softmax's start for query q through ws: scales are the
+// layer's (per slot or ring index); quantized: the query per head as int8
+// for the integer key dot products.
+void attn_start(const KvPool *kv, const uint16_t *scales, bool quantized, const float *q, const KvAttnScratch &ws,
+                gb_attn_state &st) {
   const uint32_t H = kv->n_heads, d = kv->head_dim;
-  gb_attn_state st;
   st.n_heads = H;
   st.n_kv_heads = kv->n_kv_heads;
   st.head_dim = d;
@@ -413,19 +455,18 @@ uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const flo
   st.q = q;
   st.q8 = ws.q8;
   st.q8_d = ws.q8_d;
-  st.scales = y.scales;
+  st.scales = scales;
   st.m = ws.m;
   st.l = ws.l;
   st.acc = ws.acc;
   st.scores = ws.scores;
-  st.score_stride = p.cap;
+  st.score_stride = kv_attn_cap(kv->plan);
   for (uint32_t h = 0; h < H; h++) {
     ws.m[h] = -INFINITY;
     ws.l[h] = 0.0f;
   }
   memset(ws.acc, 0, sizeof(float) * H * d);
-  if (p.levels & ((1u << kLv2) | (1u << kLv3) | (1u << kLv4) | (1u << kLv8))) {
-    // The query per head as int8 for the integer key dot products.
+  if (quantized) {
     for (uint32_t h = 0; h < H; h++) {
       const float *qh = q + (size_t)h * d;
       float amax = 0.0f;
@@ -442,6 +483,19 @@ uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const flo
       }
     }
   }
+}
+
+constexpr uint32_t kQuantLevels = (1u << kLv2) | (1u << kLv3) | (1u << kLv4) | (1u << kLv8);
+
+// The attention of one query through ws (streaming softmax over the
+// layer's buckets); returns how many records it scored (their slots in
+// ws.score_slot, masses in mass and wmass when given).
+uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide,
+                const KvAttnScratch &ws, float *mass, float *wmass) {
+  const KvPlan &p = kv->plan;
+  const KvLayer &y = kv->layers[layer];
+  gb_attn_state st;
+  attn_start(kv, y.scales, (p.levels & kQuantLevels) != 0, q, ws, st);
   uint32_t n = 0;
   for (uint32_t lv = 0; lv < kLevels; lv++) {
     const KvBucket &b = y.bucket[lv];
@@ -467,14 +521,56 @@ uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const flo
   return n;
 }
 
+// The attention of one query of sliding-window layer r (ring index) over
+// the ring's records of positions (q - window, q], q = newest - hide, in
+// position order, in runs of consecutive positions that end at every
+// multiple of kRingBlock (ring_cap is one: a run never wraps).
+void attend_ring(const KvPool *kv, const gb_kernels &k, uint32_t r, const float *q, float *out, uint32_t hide,
+                 const KvAttnScratch &ws) {
+  const KvPlan &p = kv->plan;
+  const uint32_t cap = p.ring_cap, lv = p.ring_level, rec = p.rec[lv], R2 = 2 * kv->n_kv_heads;
+  const uint16_t *scales = kv->ring.scales ? kv->ring.scales + (size_t)r * cap * R2 : nullptr;
+  const uint8_t *data = kv->ring.data + (size_t)r * cap * rec;
+  gb_attn_state st;
+  attn_start(kv, scales, (kQuantLevels >> lv & 1) != 0, q, ws, st);
+  const uint32_t qpos = kv->newest >= hide ? kv->newest - hide : 0;
+  const uint32_t lo = qpos + 1 > p.ring_window ? qpos + 1 - p.ring_window : 0;
+  const uint32_t *pos = kv->ring.pos;
+  uint32_t n = 0;
+  for (uint64_t t = lo; t <= qpos;) {
+    const uint32_t i = (uint32_t)(t % cap);
+    if (pos[i] != t) {  // not entered (or an older position's record)
+      t++;
+      continue;
+    }
+    const uint64_t block_end = (t / kRingBlock + 1) * kRingBlock, end = block_end < (uint64_t)qpos + 1 ? block_end : (uint64_t)qpos + 1;
+    uint64_t u = t + 1;
+    while (u < end && pos[u % cap] == u) u++;
+    const uint32_t cnt = (uint32_t)(u - t);
+    k.attn_run(&st, data + (size_t)i * rec, kv->ring.ids + i, cnt, p.kbits[lv], p.vbits[lv], n);
+    n += cnt;
+    t = u;
+  }
+  k.attn_finish(&st, n, kv->head_w, out, nullptr, nullptr, ws.head_mean);
+}
+
 }  // namespace
 
 void kv_attend_with(const KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide,
                     const KvAttnScratch &ws) {
-  attend(kv, k, layer, q, out, hide, ws, nullptr, nullptr);
+  const uint32_t li = kv->layer_map[layer];
+  if (li & kRingBit)
+    attend_ring(kv, k, li & ~kRingBit, q, out, hide, ws);
+  else
+    attend(kv, k, li, q, out, hide, ws, nullptr, nullptr);
 }
 
-void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t layer, const float *q, float *out, uint32_t hide) {
+void kv_attend(KvPool *kv, const gb_kernels &k, uint32_t model_layer, const float *q, float *out, uint32_t hide) {
+  const uint32_t layer = kv->layer_map[model_layer];
+  if (layer & kRingBit) {
+    attend_ring(kv, k, layer & ~kRingBit, q, out, hide, kv->att);
+    return;
+  }
   const KvPlan &p = kv->plan;
   const uint32_t H = kv->n_heads;
   const uint32_t n = attend(kv, k, layer, q, out, hide, kv->att, kv->mass, kv->wmass);
@@ -514,8 +610,12 @@ void kv_end(KvPool *kv) {
   for (uint32_t h = 0; h < H; h++) kv->head_w[h] /= mean + 1e-8f;
 }
 
-bool kv_batchable(const KvPool *kv, uint32_t m) {
-  return !kv_policy_multi_level(kv->plan.policy) && kv_room(kv) >= m && kv->n_free_slots >= m;
+bool kv_batchable(const KvPool *kv, uint32_t pos, uint32_t m) {
+  const KvPlan &p = kv->plan;
+  // The batch's last token replaces position pos + m - 1 - ring_cap, which
+  // its first query (reading from pos - window + 1) must not need.
+  const bool ring_ok = !p.ring_layers || (uint64_t)m + p.ring_window <= (uint64_t)p.ring_cap + 1 || (uint64_t)pos + m <= p.ring_cap;
+  return !kv_policy_multi_level(p.policy) && kv_room(kv) >= m && kv->n_free_slots >= m && ring_ok;
 }
 
 gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {
@@ -530,8 +630,16 @@ gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t
   return GB_OK;
 }
 
-void kv_store_slot(KvPool *kv, uint32_t layer, uint32_t slot, const float *key, const float *value) {
-  write_rows(kv, kv->layers[layer], slot, key, value);
+void kv_store_slot(KvPool *kv, uint32_t model_layer, uint32_t slot, const float *key, const float *value) {
+  const uint32_t li = kv->layer_map[model_layer];
+  if (!(li & kRingBit)) {
+    write_rows(kv, kv->layers[li], slot, key, value);
+    return;
+  }
+  const KvPlan &p = kv->plan;
+  const size_t at = (size_t)(li & ~kRingBit) * p.ring_cap + kv->pos[slot] % p.ring_cap;
+  write_record(kv, kv->ring.data + at * p.rec[p.ring_level], kv->ring.scales ? kv->ring.scales + at * 2 * kv->n_kv_heads : nullptr,
+               p.ring_level, key, value);
 }
 
 void kv_truncate(KvPool *kv, uint32_t pos) {
@@ -550,6 +658,8 @@ void kv_truncate(KvPool *kv, uint32_t pos) {
     kv->free_slots[kv->n_free_slots++] = slot;
     kv->n_tokens--;
   }
+  for (uint32_t i = 0; i < kv->plan.ring_cap; i++)
+    if (kv->ring.pos[i] != kRingEmpty && kv->ring.pos[i] >= pos) kv->ring.pos[i] = kRingEmpty;
   kv->newest = pos > 0 ? pos - 1 : 0;
 }
 
@@ -567,8 +677,12 @@ void kv_stats(const KvPool *kv, KvStats *st) {
       st->at_bits[lv] += c;
     }
   }
+  uint32_t in_ring = 0;
+  for (uint32_t i = 0; i < p.ring_cap; i++) in_ring += kv->ring.pos[i] != kRingEmpty ? 1 : 0;
+  used += (uint64_t)in_ring * p.ring_layers * (p.rec[p.ring_level] + p.scale_bytes);
+  if (p.ring_layers) st->at_bits[p.ring_level] += in_ring * p.ring_layers;
   st->used_bytes = used;
-  const double elems = (double)kv->n_tokens * kv->n_layers * 2.0 * kv->n_kv_heads * kv->head_dim;
+  const double elems = ((double)kv->n_tokens * kv->n_layers + (double)in_ring * p.ring_layers) * 2.0 * kv->n_kv_heads * kv->head_dim;
   st->bits_per_element = elems > 0 ? 8.0 * (double)used / elems : 0.0;
 }
 

@@ -19,6 +19,24 @@
 // and with one spare page any sequence of step-downs along the chain can
 // always proceed (see kv.cpp).
 //
+// Sliding-window layers (Meta::swa_layer) do not take part in any of this:
+// they keep the newest tokens in a ring of ring_cap records per layer, at
+// the entry level of the policy (f32, f16, uniformN: that level; the
+// multi-level policies: 8 bits), the record of position p at index
+// p % ring_cap. A query at position q reads the records of positions
+// (q - window, q]. ring_cap is the window plus the longest run of positions
+// that may enter at once or be rolled back (a prefill chunk, a speculative
+// verify pass, a draft) less one, so a batch never overwrites a key one of
+// its own queries reads and a rollback never needs a key already
+// overwritten, rounded up to a multiple of kRingBlock. Attention reads the
+// visible records in position order, in runs that end at every multiple of
+// kRingBlock: the runs, and so the bits of the result, depend on the
+// positions alone, not on ring_cap, the batch that wrote them, a restored
+// state or a rolled-back draft. The budget is spent on the rings first; the policies (step-downs,
+// eviction, importance) act on the global layers' pool. Slot numbers,
+// kv->n_layers and the per-layer arrays below are the global layers';
+// kv_attend and kv_store_slot take the model's layer index.
+//
 // Importance (how much attention a token receives) is gathered by the
 // attention kernel's finish step (mass of each token, head-weighted mass,
 // head means) into per-layer EMAs; the allocator policies read the
@@ -75,8 +93,14 @@ struct KvPlan {
   uint32_t max_tokens;             // tokens held with the unprotected at min
   uint32_t scale_bytes;            // per slot: 2 * n_kv_heads * 2 (0 for f16/f32)
   uint64_t layer_bytes;            // cap * scale_bytes + n_pages * page_bytes
-  uint64_t pool_bytes;             // layer_bytes * n_layers
+  uint64_t pool_bytes;             // layer_bytes * n_layers + ring_bytes
   bool importance;                 // attention statistics are gathered
+  // Sliding-window layers (0 of them: no ring).
+  uint32_t ring_layers;            // how many
+  uint32_t ring_window;            // the positions a query of theirs sees
+  uint32_t ring_cap;               // records per ring
+  uint8_t ring_level;              // the level of every ring record
+  uint64_t ring_bytes;             // ring_layers * ring_cap * (rec[ring_level] + scale_bytes)
 };
 // What a saved session state holds of it (state.cpp): every field once, in
 // order; SAVE written and restored, MATCH configuration a state must have
@@ -86,7 +110,8 @@ struct KvPlan {
 #define GB_KV_PLAN_FIELDS(F)                                                                                         \
   F(MATCH, policy) F(MATCH, levels) F(MATCH, entry) F(MATCH, min) F(MATCH, kbits) F(MATCH, vbits) F(SKIP, unit)       \
   F(MATCH, rec) F(MATCH, tpp) F(MATCH, page_bytes) F(SKIP, n_pages) F(MATCH, reserve) F(SKIP, cap) F(SKIP, max_tokens) \
-  F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance)
+  F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance) F(MATCH, ring_layers)            \
+  F(MATCH, ring_window) F(MATCH, ring_cap) F(MATCH, ring_level) F(SKIP, ring_bytes)
 // The pool options (KvConfig: gb_kv_options and gb_kv_experimental) a state
 // must have been saved with (the others are resolved into the plan, or size
 // the pool).
@@ -106,10 +131,23 @@ struct KvAttnScratch {
   float *q8_d;           // (n_heads)
   float *head_mean;      // (n_heads)
 };
+// The sliding-window layers' rings (kv.h's header comment).
+struct KvRing {
+  uint8_t *data;         // (ring_layers, ring_cap, record bytes)
+  uint16_t *scales;      // (ring_layers, ring_cap, 2 * n_kv_heads) binary16; nullptr for f16/f32
+  uint32_t *pos;         // (ring_cap) position of the token at each index; kRingEmpty
+  uint32_t *ids;         // (ring_cap) 0, 1, ...: the attention kernel's scale indexes
+};
+constexpr uint32_t kRingEmpty = 0xffffffffu;
+constexpr uint32_t kRingBlock = 32;
+
 struct KvPool {
   KvPlan plan;
   KvConfig opt;
   uint32_t n_layers, n_heads, n_kv_heads, head_dim, n_ctx;
+  uint32_t n_model_layers;
+  uint32_t *layer_map;   // (n_model_layers) index among the global layers, or kRingBit | index among the rings
+  KvRing ring;
   KvLayer *layers;       // (n_layers)
   // Per slot, shared by the layers.
   uint32_t *pos;         // (cap) position of the token in the slot
@@ -144,7 +182,7 @@ struct KvPool {
 // tokens' slots, pages and records (state.cpp's kv codec).
 #define GB_KV_POOL_FIELDS(F)                                                                                          \
   F(NEST, plan) F(NEST, opt) F(SKIP, n_layers) F(SKIP, n_heads) F(SKIP, n_kv_heads) F(SKIP, head_dim) F(SKIP, n_ctx)    \
-  F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
+  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
   F(OWN, n_free_slots) F(SAVE, n_tokens) F(SAVE, newest) F(SKIP, att) F(SKIP, mass) F(SKIP, wmass) F(OWN, head_w)      \
   F(SKIP, tmp) F(SKIP, planned) F(SKIP, order) F(SKIP, heap) F(SAVE, cur_slot) F(SKIP, batch_slot) F(SAVE, step)       \
   F(SAVE, reallocs) F(SAVE, requant) F(SAVE, evicted) F(SKIP, alloc_ns)
@@ -184,7 +222,12 @@ void kv_attend_with(const KvPool *kv, const gb_kernels &k, uint32_t layer, const
 // Policies that move tokens between precisions (SEED and after): they decide
 // token by token, so a prefill under them never batches.
 inline bool kv_policy_multi_level(uint32_t policy) { return policy >= GB_KV_SEED; }
-bool kv_batchable(const KvPool *kv, uint32_t m);
+// With sliding-window layers, also: the m tokens entering at pos overwrite
+// no ring record one of their queries reads.
+bool kv_batchable(const KvPool *kv, uint32_t pos, uint32_t m);
+// Slots of attention scratch a query needs (the larger of the pool's and a ring's).
+inline uint32_t kv_attn_cap(const KvPlan &p) { return p.ring_cap > p.cap ? p.ring_cap : p.cap; }
+constexpr uint32_t kRingBit = 0x80000000u;
 // Begin the m tokens at positions pos..pos+m-1 (kv_batchable holds): their
 // slots go to kv->batch_slot. Position i then stores with kv_store_slot and
 // attends with hide = m - 1 - i; kv_end once per token afterwards.

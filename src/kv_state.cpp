@@ -81,6 +81,27 @@ void save_kv(W &w, const KvPool &kv) {
       }
     }
   }
+  // The rings: the occupied indexes with their positions, then per ring
+  // their records and scales.
+  if (p.ring_layers) {
+    uint32_t occupied = 0;
+    for (uint32_t i = 0; i < p.ring_cap; i++) occupied += kv.ring.pos[i] != kRingEmpty ? 1 : 0;
+    w.u32(occupied);
+    for (uint32_t i = 0; i < p.ring_cap; i++)
+      if (kv.ring.pos[i] != kRingEmpty) {
+        w.u32(i);
+        w.u32(kv.ring.pos[i]);
+      }
+    const uint32_t rb = p.rec[p.ring_level];
+    for (uint32_t r = 0; r < p.ring_layers; r++)
+      for (uint32_t i = 0; i < p.ring_cap; i++) {
+        if (kv.ring.pos[i] == kRingEmpty) continue;
+        const size_t at = (size_t)r * p.ring_cap + i;
+        w.raw(kv.ring.data + at * rb, rb);
+        if (kv.ring.scales)
+          for (uint32_t j = 0; j < R2; j++) w.u16(kv.ring.scales[at * R2 + j]);
+      }
+  }
   w.end(rec);
 }
 
@@ -95,7 +116,8 @@ uint64_t kv_max_bytes(const KvPool &kv) {
   uint64_t layer = 8 + 4ull * p.n_pages + 4 * H + 8;  // free pages, head_ema
   layer += kLevels * (4 + 4ull) + 4ull * (cap + kLevels) + 4 * cap + cap * rec_max;  // buckets
   layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);  // per slot
-  return n + layer * kv.n_layers;
+  const uint64_t rings = 4 + 8ull * p.ring_cap + (uint64_t)p.ring_layers * p.ring_cap * (rec_max + p.scale_bytes);
+  return n + layer * kv.n_layers + rings;
 }
 
 // Read a pool record into kv (apply) or only check it against kv (!apply).
@@ -268,6 +290,40 @@ gb_status load_kv(R &outer, KvPool *kv, bool apply, const Logger &log, uint32_t 
       if (seed) {
         y.rank_ref[s] = rref;
         y.rank_cnt[s] = rcnt;
+      }
+    }
+  }
+  if (p.ring_layers) {
+    // Occupied ring indexes, ascending, each holding a position of its
+    // residue class below the session's position.
+    const uint32_t occupied = r.u32();
+    GB_RETURN_IF(r.bad || occupied > p.ring_cap, log, GB_ERR_CORRUPT, "session state: %s ring: %u records for %u indexes", which,
+                 occupied, p.ring_cap);
+    if (apply)
+      for (uint32_t i = 0; i < p.ring_cap; i++) kv->ring.pos[i] = kRingEmpty;
+    uint32_t prev = 0;
+    for (uint32_t j = 0; j < occupied; j++) {
+      const uint32_t i = r.u32(), ps = r.u32();
+      GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: %s ring truncated", which);
+      GB_RETURN_IF((j > 0 && i <= prev) || i >= p.ring_cap || ps >= pos_limit || ps % p.ring_cap != i, log, GB_ERR_CORRUPT,
+                   "session state: %s ring index %u holds position %u: out of order or range", which, i, ps);
+      prev = i;
+      if (apply) kv->ring.pos[i] = ps;
+    }
+    const uint32_t rec = p.rec[p.ring_level];
+    for (uint32_t l = 0; l < p.ring_layers; l++) {
+      // The records in index order (as written); applied at the occupied indexes.
+      uint32_t i = 0;
+      for (uint32_t j = 0; j < occupied; j++) {
+        const uint8_t *src = r.take(rec);
+        const uint8_t *sc = p.scale_bytes ? r.take((size_t)R2 * 2) : nullptr;
+        GB_RETURN_IF(!src || (p.scale_bytes && !sc), log, GB_ERR_CORRUPT, "session state: %s ring layer %u truncated", which, l);
+        if (!apply) continue;
+        while (kv->ring.pos[i] == kRingEmpty) i++;
+        const size_t at = (size_t)l * p.ring_cap + i++;
+        memcpy(kv->ring.data + at * rec, src, rec);
+        if (sc)
+          for (uint32_t k = 0; k < R2; k++) kv->ring.scales[at * R2 + k] = ld_u16(sc + 2 * k);
       }
     }
   }

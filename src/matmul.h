@@ -67,6 +67,7 @@ struct Exec {
   gb_port_pool *pool;
   MatmulPlan mm;
   const float *rope_freq;  // (rope_dim / 2) inverse frequencies
+  const float *rope_freq_swa;  // the sliding-window layers' (their own base, no factors); nullptr: none
   float rope_scale;        // the rotated dimensions' factor (Meta::rope_attn_factor)
   Logger log;
 };

@@ -136,7 +136,18 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
     m->rope_orig_ctx = m->version >= 6 ? ld_u32(p + 160) : 0;
     m->rope_attn_factor = m->version >= 6 ? ld_f32(p + 164) : 1.0f;
     if (m->rope_attn_factor == 0.0f) m->rope_attn_factor = 1.0f;  // the field's 0 (format.h)
+    const bool v7 = m->version >= 7;
+    m->swa_window = v7 ? ld_u32(p + 168) : 0;
+    m->swa_period = v7 ? ld_u32(p + 172) : 0;
+    m->rope_theta_swa = v7 ? ld_f32(p + 176) : 0.0f;
+    m->embed_scale = v7 ? ld_f32(p + 180) : 0.0f;
+    m->logit_softcap = v7 ? ld_f32(p + 184) : 0.0f;
+    m->ffn_act = v7 ? ld_u32(p + 188) : 0;
+    if (m->embed_scale == 0.0f) m->embed_scale = 1.0f;  // the field's 0 (format.h)
   } else {
+    m->swa_window = m->swa_period = m->ffn_act = 0;
+    m->rope_theta_swa = m->logit_softcap = 0.0f;
+    m->embed_scale = 1.0f;
     m->nope_period = 0;
     m->rope_orig_ctx = 0;
     m->rope_attn_factor = 1.0f;
@@ -164,6 +175,17 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
   GB_RETURN_IF(!(m->rope_attn_factor > 0.0f && m->rope_attn_factor <= 16.0f), log, GB_ERR_CORRUPT,
                "gbx: rope_attn_factor %g outside (0, 16]", (double)m->rope_attn_factor);
   GB_RETURN_IF(m->rope_orig_ctx > (1u << 22), log, GB_ERR_CORRUPT, "gbx: rope_orig_ctx %u out of range", m->rope_orig_ctx);
+  GB_RETURN_IF(m->swa_window > (1u << 22) || m->swa_period > m->n_layers, log, GB_ERR_CORRUPT,
+               "gbx: swa_window %u / swa_period %u out of range", m->swa_window, m->swa_period);
+  GB_RETURN_IF(m->swa_window && (m->swa_period < 2 || m->n_layers < m->swa_period), log, GB_ERR_UNSUPPORTED_TYPE,
+               "gbx: sliding window with period %u over %u layers leaves no global layer (not supported)", m->swa_period,
+               m->n_layers);
+  GB_RETURN_IF(m->swa_window && !finite_pos(m->rope_theta_swa), log, GB_ERR_CORRUPT, "gbx: rope_theta_swa invalid");
+  GB_RETURN_IF(!finite_pos(m->embed_scale) || m->embed_scale > 65536.0f, log, GB_ERR_CORRUPT, "gbx: embed_scale %g invalid",
+               (double)m->embed_scale);
+  GB_RETURN_IF(!(m->logit_softcap == 0.0f || (finite_pos(m->logit_softcap) && m->logit_softcap <= 1e6f)), log, GB_ERR_CORRUPT,
+               "gbx: logit_softcap %g invalid", (double)m->logit_softcap);
+  GB_RETURN_IF(m->ffn_act > kFfnGelu, log, GB_ERR_CORRUPT, "gbx: ffn_act %u unknown", m->ffn_act);
   const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
   for (int i = 0; i < 4; i++)
     GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range",
@@ -219,7 +241,9 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kRopeFreqs:
     case kRopeFreqsLong:
     case kQNorm:
-    case kKNorm: *rows = 1; break;
+    case kKNorm:
+    case kPostAttnNorm:
+    case kPostFfnNorm: *rows = 1; break;
     case kWq: *rows = m.q_dim(); break;
     case kWk:
     case kWv: *rows = m.kv_dim(); break;
@@ -257,11 +281,12 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const uint32_t max_kind = mt.version < 2   ? (uint32_t)kTensorKindMaxV1
                               : mt.version < 5 ? (uint32_t)kTensorKindMaxV4
                               : mt.version < 6 ? (uint32_t)kTensorKindMaxV5
+                              : mt.version < 7 ? (uint32_t)kTensorKindMaxV6
                                                : (uint32_t)kTensorKindMax;
     GB_RETURN_IF(kind == 0 || kind > max_kind, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u (version %u file)", i, kind,
                  mt.version);
     const bool bias = kind == kBiasQ || kind == kBiasK || kind == kBiasV;
-    const bool qk_norm = kind == kQNorm || kind == kKNorm;
+    const bool qk_norm = kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm || kind == kPostFfnNorm;
     const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || qk_norm || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind,
                  layer);
@@ -317,6 +342,8 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
       case kRopeFreqsLong: slot = &m->rope_freqs_long; break;
       case kQNorm: slot = &m->qk_norm[0][layer]; break;
       case kKNorm: slot = &m->qk_norm[1][layer]; break;
+      case kPostAttnNorm: slot = &m->post_norm[0][layer]; break;
+      case kPostFfnNorm: slot = &m->post_norm[1][layer]; break;
       case kClassifier: slot = &m->classifier[tier]; break;
       default: slot = &m->mats[tier][(size_t)layer * kMatsPerLayer + mat_index(kind)]; break;
     }
@@ -338,6 +365,11 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     for (uint32_t b = 0; b < 2; b++)
       GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][0].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the per-head %c norm is present in some layers only (layer %u)", "qk"[b], l);
+  // Post-attention / post-FFN norms: both in every layer, or none.
+  for (uint32_t l = 0; l < mt.n_layers; l++)
+    for (uint32_t b = 0; b < 2; b++)
+      GB_RETURN_IF(!m->post_norm[b][l].data != !m->post_norm[0][0].data, log, GB_ERR_MISSING_TENSOR,
+                   "gbx: the post-%s norm is present in some layers only (layer %u)", b ? "FFN" : "attention", l);
   const TensorRef *const factor_sets[2] = {&m->rope_freqs, &m->rope_freqs_long};
   for (const TensorRef *t : factor_sets) {
     if (!t->data) continue;
@@ -374,17 +406,18 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
 // tok_bytes: the tokenizer's tables (tokenizer_mem_size or tok_mem_size).
 gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
-  TensorRef *norms = a.array<TensorRef>(7ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms
+  TensorRef *norms = a.array<TensorRef>(9ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms; post norms
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tok_bytes, 8);
   if (!m) return nullptr;
   m = new (m) gb_model();
-  for (size_t i = 0; i < 7ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < 9ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
   for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
   m->attn_norm = norms;
   m->ffn_norm = norms + meta.n_layers;
   for (uint32_t b = 0; b < 3; b++) m->bias[b] = norms + (size_t)(2 + b) * meta.n_layers;
   for (uint32_t b = 0; b < 2; b++) m->qk_norm[b] = norms + (size_t)(5 + b) * meta.n_layers;
+  for (uint32_t b = 0; b < 2; b++) m->post_norm[b] = norms + (size_t)(7 + b) * meta.n_layers;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
   return m;
 }

@@ -38,6 +38,14 @@ struct Meta {
   // Version 6 (older files: 0 and 1).
   uint32_t rope_orig_ctx;   // 0, or the trained context: longer sessions take rope_freqs_long
   float rope_attn_factor;   // scales the rotated dimensions of q and k
+  // Version 7 (older files: 0, 0, 0, 1, 0, 0).
+  uint32_t swa_window;      // 0, or the keys a sliding layer's query sees (newest positions)
+  uint32_t swa_period;      // which layers slide (format.h)
+  float rope_theta_swa;     // the sliding layers' RoPE base (no frequency factors)
+  float embed_scale;        // embedding rows times it
+  float logit_softcap;      // 0, or c: logits c * tanh(logit / c)
+  uint32_t ffn_act;         // FfnAct
+  bool swa_layer(uint32_t l) const { return swa_window > 0 && (swa_period == 0 || l % swa_period < swa_period - 1); }
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -75,6 +83,7 @@ struct gb_model {
   gb::TensorRef rope_freqs;  // (rope_dim / 2) frequency factors; data == nullptr: none
   gb::TensorRef rope_freqs_long;  // the factors for contexts beyond meta.rope_orig_ctx; data == nullptr: none
   gb::TensorRef *qk_norm[2]; // per-head Q, K norm weights (n_layers each, head_dim); data == nullptr: none
+  gb::TensorRef *post_norm[2]; // post-attention, post-FFN norm weights (n_layers each, dim); data == nullptr: none
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];
   gb::TensorRef classifier[GB_GEAR_COUNT];

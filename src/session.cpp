@@ -119,6 +119,7 @@ gb_session *carve(Arena &a, const gb_model *m, const SessionConfig &o, const KvP
   gb_session *t = s ? new (s) gb_session() : &tmp;
   float *rope_freq = a.array<float>(c.rope_dim / 2 + 1);
   t->ex.rope_freq = rope_freq;
+  t->ex.rope_freq_swa = c.swa_window ? a.array<float>(c.rope_dim / 2 + 1) : nullptr;
   kv_carve(&t->kv, a, c, o, kvp);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
   t->pf.calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
@@ -142,7 +143,7 @@ gb_session *carve(Arena &a, const gb_model *m, const SessionConfig &o, const KvP
   if (shape.m_max > 1 && o.n_threads > 1 && !kvp.importance) {
     constexpr uint32_t kMaxAttnSets = 7;  // attention is a few % of a pass: more threads share these
     shape.attn_sets = o.n_threads - 1 < kMaxAttnSets ? o.n_threads - 1 : kMaxAttnSets;
-    shape.attn_cap = kvp.cap;
+    shape.attn_cap = kv_attn_cap(kvp);
   }
   scratch_carve(&t->sc, a, c, shape);
   t->pf.batch = M;
@@ -516,6 +517,11 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
     rope_freq[i] = 1.0f / powf(c.rope_theta, (float)(2 * i) / (float)c.rope_dim);
     if (factor) rope_freq[i] /= factor[i];
   }
+  // Sliding-window layers: their own base, no factors.
+  if (c.swa_window) {
+    float *swa = const_cast<float *>(s->ex.rope_freq_swa);
+    for (uint32_t i = 0; i < c.rope_dim / 2; i++) swa[i] = 1.0f / powf(c.rope_theta_swa, (float)(2 * i) / (float)c.rope_dim);
+  }
   gb_session_reset(s);
   s->cur.pending = -1;
   s->cur.pos = 0;
@@ -594,7 +600,7 @@ extern "C" gb_status gb_prefill(gb_session *s, const int32_t *tokens, size_t n) 
     }
     if (i > 0) GB_TRY(model_check_file(*s->model, s->log, "gb_prefill"));  // what ran stays, as for an abort
     uint32_t m = (uint32_t)(total - i < s->pf.batch ? total - i : s->pf.batch);
-    if (m > 1 && !kv_batchable(&s->kv, m)) m = 1;
+    if (m > 1 && !kv_batchable(&s->kv, s->cur.pos, m)) m = 1;
     int32_t one;
     int32_t *chunk = m == 1 ? &one : s->pf.tok;
     for (uint32_t j = 0; j < m; j++) chunk[j] = token_at(i + j);

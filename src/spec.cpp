@@ -112,7 +112,7 @@ gb_status draft_catch_up(gb_session *s, uint32_t to) {
   while (s->spec.dpos < to) {
     uint32_t m = to - s->spec.dpos;
     if (m > s->spec.m) m = s->spec.m;
-    if (m > 1 && !kv_batchable(&s->spec.dkv, m)) m = 1;
+    if (m > 1 && !kv_batchable(&s->spec.dkv, s->spec.dpos, m)) m = 1;
     GB_TRY(draft_forward(s, s->spec.hist + s->spec.dpos, m, false));
   }
   return GB_OK;
@@ -189,7 +189,7 @@ gb_status round(gb_session *s) {
   if (k > 0) {
     const uint32_t lag = pos - s->spec.dpos, carry = lag < s->spec.m - 1 ? lag : s->spec.m - 1;
     GB_TRY(draft_catch_up(s, pos - carry));
-    if (carry > 0 && !kv_batchable(&s->spec.dkv, carry + 1)) GB_TRY(draft_catch_up(s, pos));
+    if (carry > 0 && !kv_batchable(&s->spec.dkv, pos - carry, carry + 1)) GB_TRY(draft_catch_up(s, pos));
   }
   s->spec.tok[0] = s->cur.pending;
   s->spec.hist[pos] = s->cur.pending;  // the first draft pass reads hist[dpos..pos]

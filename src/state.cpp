@@ -5,10 +5,10 @@
 // lists and adds what a list cannot say: variable-length contents (OWN
 // fields) and the checks of values read back.
 //
-// Image format (version 2), every integer little-endian, floats as IEEE bits:
+// Image format (version 3: version 2 plus the sliding-window rings), every integer little-endian, floats as IEEE bits:
 //
 //   header (32 bytes)
-//     +0  char[8] magic "GBSTATE\0"      +8  u32 version (2)      +12 u32 flags (0)
+//     +0  char[8] magic "GBSTATE\0"      +8  u32 version (3)      +12 u32 flags (0)
 //     +16 u64 body_bytes                 +24 u32 CRC32 of the body +28 u32 reserved (0)
 //   body: records, each u32 tag, u32 payload bytes, payload; in this order:
 //     MODL  the model: u32 hash (CRC32 of the .gbx metadata fields and of
@@ -40,6 +40,10 @@
 //           u32 slots[count], the count records (rec bytes each, bucket order);
 //           per occupied slot: u16 scales[2 * n_kv_heads] when quantized,
 //           f32 ema when importance, f32 rank_ref + u8 rank_cnt for SEED.
+//     with sliding-window layers: u32 n (occupied ring indexes), n x (u32
+//           index ascending, u32 position, position % ring_cap == index),
+//           then per ring its n records (index order), each followed by its
+//           u16 scales[2 * n_kv_heads] when quantized.
 //
 // The stacks are stored relative to the slots and pages ever used, so an
 // image loads into a pool with more slots or pages (a larger n_ctx): the new
@@ -67,7 +71,7 @@ namespace {
 using namespace state;
 
 constexpr char kMagic[8] = {'G', 'B', 'S', 'T', 'A', 'T', 'E', 0};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kHeadBytes = 32;
 
 constexpr uint32_t kTagModel = tag("MODL"), kTagCursor = tag("CURS"), kTagGears = tag("GEAR"), kTagMonitor = tag("MONI"),
@@ -355,8 +359,8 @@ extern "C" gb_status gb_session_state_load(gb_session *s, const void *buf, size_
   GB_RETURN_IF(len < kHeadBytes, s->log, GB_ERR_TRUNCATED, "gb_session_state_load: %zu bytes, shorter than the header", len);
   const uint32_t version = ld_u32(b + 8);
   GB_RETURN_IF(version != kVersion, s->log, GB_ERR_UNSUPPORTED_VERSION,
-               "gb_session_state_load: version %u (this library reads %u; images of version 1 came from gearbx 0.1 and cannot be "
-               "converted: save the session again)",
+               "gb_session_state_load: version %u (this library reads %u; images of earlier versions came from earlier "
+               "releases and cannot be converted: save the session again)",
                version, kVersion);
   GB_RETURN_IF(ld_u32(b + 12) != 0 || ld_u32(b + 28) != 0, s->log, GB_ERR_CORRUPT, "gb_session_state_load: reserved header fields set");
   const uint64_t body = ld_u64(b + 16);

@@ -14,7 +14,7 @@
 #      with SVE at 128, 256 and 512 bits (at 256 and 512 the kernel-level
 #      ones: the SVE code is the same at every vector length, and the
 #      whole-model ones run at 128); the greedy stories of both shared
-#      models and of the qwen3, smollm3 and phi3 fixtures (tests/fixtures/) on
+#      models and of the qwen3, smollm3, phi3 and gemma3 fixtures (tests/fixtures/) on
 #      every model, compared with x86's
 #   4. the none port (aarch64, no OS services): a decode test with the model
 #      linked into the program, under qemu (cortex-a53)
@@ -140,14 +140,14 @@ story() { $1 run -m "$2" -n 200 --gear "${3:-high}" --temp 0 --deterministic --q
 # weights), converted, on their own tier; greedy text md5s, one line.
 arch_stories() {  # gearbx [qemu prefix...]
   local a out=""
-  for a in qwen3 smollm3 phi3; do out="$out $a $(story "$1" "$MODEL_DIR/$a-tiny-q4km.gbx" low)"; done
+  for a in qwen3 smollm3 phi3 gemma3; do out="$out $a $(story "$1" "$MODEL_DIR/$a-tiny-q4km.gbx" low)"; done
   echo "${out# }"
 }
 x86_stories() {
   "$GB" convert "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s260k.gbx" --quiet &&
   "$GB" convert "$SHARED/models/stories5M_distilled.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s5m.gbx" --quiet &&
   X86_260=$(story "$GB" "$MODEL_DIR/s260k.gbx") && X86_5M=$(story "$GB" "$MODEL_DIR/s5m.gbx") &&
-  for a in qwen3 smollm3 phi3; do "$GB" convert "$ROOT/tests/fixtures/$a-tiny-Q4_K_M.gguf" -o "$MODEL_DIR/$a-tiny-q4km.gbx" --quiet || return 1; done &&
+  for a in qwen3 smollm3 phi3 gemma3; do "$GB" convert "$ROOT/tests/fixtures/$a-tiny-Q4_K_M.gguf" -o "$MODEL_DIR/$a-tiny-q4km.gbx" --quiet || return 1; done &&
   X86_ARCH=$(arch_stories "$GB")
 }
 timed "models + x86 greedy stories" x86_stories

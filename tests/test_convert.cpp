@@ -211,7 +211,15 @@ TEST(Convert, MetaAndDirectoryFollowTheFormat) {
   EXPECT_EQ(ld_u32(m + 156), 0u);
   EXPECT_EQ(ld_u32(m + 160), 0u);
   EXPECT_EQ(ld_f32(m + 164), 1.0f);
-  for (uint32_t i = 168; i < kMetaBytes; i++) ASSERT_EQ(m[i], 0);
+  // Version 7: no sliding window, the embedding unscaled, logits uncapped,
+  // a SwiGLU FFN.
+  EXPECT_EQ(ld_u32(m + 168), 0u);
+  EXPECT_EQ(ld_u32(m + 172), 0u);
+  EXPECT_EQ(ld_f32(m + 176), 0.0f);
+  EXPECT_EQ(ld_f32(m + 180), 1.0f);
+  EXPECT_EQ(ld_f32(m + 184), 0.0f);
+  EXPECT_EQ(ld_u32(m + 188), (uint32_t)kFfnSilu);
+  for (uint32_t i = 192; i < kMetaBytes; i++) ASSERT_EQ(m[i], 0);
   // Section order, then the directory: COMMON first, then each tier in order.
   const uint32_t order[] = {kSecMeta, kSecVocab, kSecTensors, kSecCommon, 32, 33, 34, 35};
   for (size_t i = 0; i < 8; i++) EXPECT_EQ(g.secs[i].kind, order[i]);

@@ -295,9 +295,11 @@ TEST_F(StateErrors, Corruption) {
   std::vector<uint8_t> b = img_;
   b[0] ^= 1;
   expect_refused(b, GB_ERR_BAD_MAGIC, so_);
-  b = img_;
-  gb::st_u32(&b[8], 3);
-  expect_refused(b, GB_ERR_UNSUPPORTED_VERSION, so_);
+  for (uint32_t v : {2u, 4u}) {  // the previous format (no sliding-window rings), a future one
+    b = img_;
+    gb::st_u32(&b[8], v);
+    expect_refused(b, GB_ERR_UNSUPPORTED_VERSION, so_);
+  }
   b = img_;
   b[b.size() / 2] ^= 0x10;
   expect_refused(b, GB_ERR_CHECKSUM, so_);

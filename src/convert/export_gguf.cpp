@@ -213,6 +213,12 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   GB_RETURN_IF(mt.nope_period != ad->nope_period || (qk_norm && ad->qk_norm == kNever) || (!qk_norm && ad->qk_norm == kMust), log,
                GB_ERR_UNSUPPORTED_TYPE, "export: the model's NoPE layers or Q/K norms differ from what a %s GGUF implies",
                ad->name);
+  // What version 7 added (sliding windows, post-norms, GeGLU, a scaled
+  // embedding, capped logits: gemma3) has no writer here yet.
+  GB_RETURN_IF(mt.swa_window || m->post_norm[0][0].data || mt.ffn_act != kFfnSilu || mt.embed_scale != 1.0f ||
+                   mt.logit_softcap != 0.0f,
+               log, GB_ERR_UNSUPPORTED_TYPE, "export: %s models (sliding windows, post-norms, GeGLU) cannot be exported to GGUF yet",
+               ad->name);
   const std::string arch = ad->name;
 
   // Tensors, in the order llama.cpp's converters write them.

@@ -26,7 +26,7 @@ void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t
   *cols = d.dim;
   switch (kind) {
     case kTokEmbd: case kClassifier: *rows = d.vocab_size; break;
-    case kAttnNorm: case kFfnNorm: case kOutNorm: *rows = 1; break;
+    case kAttnNorm: case kFfnNorm: case kOutNorm: case kPostAttnNorm: case kPostFfnNorm: *rows = 1; break;
     case kBiasQ: *rows = 1; *cols = q; break;
     case kBiasK: case kBiasV: *rows = 1; *cols = kv; break;
     case kRopeFreqs: case kRopeFreqsLong: *rows = 1; *cols = d.rope_dim / 2; break;
@@ -61,6 +61,8 @@ const char *tensor_kind_name(uint32_t kind) {
     case kRopeFreqsLong: return "rope_freqs_long";
     case kQNorm: return "q_norm";
     case kKNorm: return "k_norm";
+    case kPostAttnNorm: return "post_attention_norm";
+    case kPostFfnNorm: return "post_ffw_norm";
     default: return "?";
   }
 }
@@ -284,6 +286,9 @@ void Writer::plan() {
   if (d_.qk_norm)
     for (uint32_t l = 0; l < d_.n_layers; l++)
       for (uint32_t k : {kQNorm, kKNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+  if (d_.post_norms)
+    for (uint32_t l = 0; l < d_.n_layers; l++)
+      for (uint32_t k : {kPostAttnNorm, kPostFfnNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   n_common_ = tensors_.size();
   secs_[sec_common_].size = cursor;
   for (uint32_t i = 0; i < n_gears_; i++) {
@@ -339,6 +344,12 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
   st_u32(p + 156, d_.nope_period);
   st_u32(p + 160, d_.rope_orig_ctx);
   st_f32(p + 164, d_.rope_attn_factor);
+  st_u32(p + 168, d_.swa_window);
+  st_u32(p + 172, d_.swa_period);
+  st_f32(p + 176, d_.rope_theta_swa);
+  st_f32(p + 180, d_.embed_scale);
+  st_f32(p + 184, d_.logit_softcap);
+  st_u32(p + 188, d_.ffn_act);
 }
 
 void Writer::build_vocab(std::vector<uint8_t> *b) const {

@@ -35,6 +35,12 @@ struct GbxModelDesc {
   bool rope_freqs_long = false;  // the source has kRopeFreqsLong (with kRopeFreqs)
   uint32_t rope_orig_ctx = 0;    // META rope_orig_ctx
   float rope_attn_factor = 1.0f; // META rope_attn_factor
+  bool post_norms = false;       // the source has kPostAttnNorm and kPostFfnNorm for every layer
+  uint32_t swa_window = 0, swa_period = 0;  // META sliding-window fields
+  float rope_theta_swa = 0.0f;   // META rope_theta_swa
+  float embed_scale = 1.0f;      // META embed_scale
+  float logit_softcap = 0.0f;    // META logit_softcap
+  uint32_t ffn_act = 0;          // META ffn_act (FfnAct)
   std::string name;     // truncated to 63 bytes in the file
 };
 

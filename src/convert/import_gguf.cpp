@@ -218,6 +218,12 @@ gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxM
   d->norm_eps = hp.norm_eps;
   d->rope_orig_ctx = hp.rope_orig_ctx;
   d->rope_attn_factor = hp.rope_attn_factor;
+  d->swa_window = hp.swa_window;
+  d->swa_period = hp.swa_period;
+  d->rope_theta_swa = hp.rope_theta_swa;
+  d->logit_softcap = hp.logit_softcap;
+  d->ffn_act = a->ffn_act;
+  d->embed_scale = a->embed_scale_sqrt ? sqrtf((float)hp.dim) : 1.0f;
   *rope_linear = hp.rope_linear;
   d->source = kSourceGguf;
   const GgufValue *name = g.find("general.name");
@@ -434,6 +440,18 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
       GB_TRY(bind(name, kKNorm, l));
     }
   d.nope_period = arch->nope_period;
+  // Post-attention and post-FFN norms (every layer, both, or none).
+  d.post_norms = arch->post_norms != kNever && g.tensor("blk.0.post_attention_norm.weight") != nullptr;
+  GB_RETURN_IF(arch->post_norms == kMust && !d.post_norms, log, GB_ERR_MISSING_TENSOR,
+               "gguf: %s model without blk.0.post_attention_norm.weight", arch->name);
+  if (d.post_norms)
+    for (uint32_t l = 0; l < d.n_layers; l++) {
+      char name[64];
+      snprintf(name, sizeof name, "blk.%u.post_attention_norm.weight", l);
+      GB_TRY(bind(name, kPostAttnNorm, l));
+      snprintf(name, sizeof name, "blk.%u.post_ffw_norm.weight", l);
+      GB_TRY(bind(name, kPostFfnNorm, l));
+    }
   // LongRoPE: short factors (the frequency factors of sessions up to the
   // trained context) and long ones, both or neither.
   const bool longrope =

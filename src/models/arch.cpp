@@ -46,10 +46,8 @@ void arch_names(char *out, size_t cap) {
   }
 }
 
-namespace {
-
 // An unsigned key of `prefix` + `key`: absent -> def (or CORRUPT when required).
-gb_status key_u32(const GgufKeys &k, const char *prefix, const char *key, bool required, uint32_t def, const Logger &log,
+gb_status arch_key_u32(const GgufKeys &k, const char *prefix, const char *key, bool required, uint32_t def, const Logger &log,
                   uint32_t *out) {
   char full[128];
   snprintf(full, sizeof full, "%s%s", prefix, key);
@@ -61,7 +59,7 @@ gb_status key_u32(const GgufKeys &k, const char *prefix, const char *key, bool r
   return GB_OK;
 }
 
-gb_status key_f32(const GgufKeys &k, const char *prefix, const char *key, float def, const Logger &log, float *out) {
+gb_status arch_key_f32(const GgufKeys &k, const char *prefix, const char *key, float def, const Logger &log, float *out) {
   char full[128];
   snprintf(full, sizeof full, "%s%s", prefix, key);
   gb_status st = GB_OK;
@@ -71,6 +69,14 @@ gb_status key_f32(const GgufKeys &k, const char *prefix, const char *key, float 
   return GB_OK;
 }
 
+namespace {
+inline gb_status key_u32(const GgufKeys &k, const char *prefix, const char *key, bool required, uint32_t def, const Logger &log,
+                         uint32_t *out) {
+  return arch_key_u32(k, prefix, key, required, def, log, out);
+}
+inline gb_status key_f32(const GgufKeys &k, const char *prefix, const char *key, float def, const Logger &log, float *out) {
+  return arch_key_f32(k, prefix, key, def, log, out);
+}
 }  // namespace
 
 gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams *hp, const Logger &log) {

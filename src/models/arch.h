@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "format.h"
 
 namespace gb {
 
@@ -39,6 +40,11 @@ struct ArchHparams {
   // and the factor of the rotated dimensions of queries and keys.
   uint32_t rope_orig_ctx = 0;
   float rope_attn_factor = 1.0f;
+  // Sliding-window attention (the .gbx META fields of the same names), read
+  // by the hooks of the architectures that have it.
+  uint32_t swa_window = 0, swa_period = 0;
+  float rope_theta_swa = 0.0f;
+  float logit_softcap = 0.0f;  // 0, or c: logits c * tanh(logit / c)
 };
 
 // A GGUF file's metadata, as the architecture hooks read it (the converter's
@@ -73,7 +79,18 @@ struct ArchDef {
   // Hyper-parameters beyond the common keys (read by arch_read_hparams
   // first), with prefix "<name>."; nullptr when there are none.
   gb_status (*hparams)(const GgufKeys &keys, const char *prefix, ArchHparams *hp, const Logger &log);
+  // blk.N.post_attention_norm and blk.N.post_ffw_norm: the attention and FFN
+  // outputs are RMS-normalized by them before joining the residual stream.
+  ArchNeed post_norms;
+  uint32_t ffn_act;         // FfnAct: the gate's activation (SiLU or tanh-GELU)
+  bool embed_scale_sqrt;    // embedding rows are multiplied by sqrt(dim)
 };
+
+// Keys of `prefix` + `key` for the hooks: absent -> def (an unsigned key
+// also CORRUPT when required); a key of another type is CORRUPT.
+gb_status arch_key_u32(const GgufKeys &k, const char *prefix, const char *key, bool required, uint32_t def, const Logger &log,
+                       uint32_t *out);
+gb_status arch_key_f32(const GgufKeys &k, const char *prefix, const char *key, float def, const Logger &log, float *out);
 
 // The architecture with this .gbx id / GGUF name; nullptr when unknown.
 const ArchDef *arch_by_id(uint32_t id);

@@ -24,6 +24,9 @@ extern const ArchDef kArchDefPhi3 = {
     /*fused_qkv*/ kMay,
     /*fused_gate_up*/ kMust,
     /*hparams*/ nullptr,
+    /*post_norms*/ kNever,
+    kFfnSilu,
+    /*embed_scale_sqrt*/ false,
 };
 
 }  // namespace gb

@@ -286,6 +286,8 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
     d = ArchFixtureDims{256, 256, 4, 4, 1, 64, 512, 256, 1e5f, 1e-5f, false, 20261129};
   } else if (arch == "phi3" || arch == "phi3-short") {
     d = ArchFixtureDims{256, 256, 2, 4, 2, 64, 512, 256, 1e4f, 1e-5f, true, 20261130};
+  } else if (arch == "gemma3") {
+    d = ArchFixtureDims{256, 256, 4, 2, 1, 64, 512, 1024, 1e6f, 1e-6f, true, 20261201};
   } else {
     return s;
   }
@@ -319,6 +321,18 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   }
   s.set_f32(a + "rope.freq_base", d.rope_base);
   s.set_f32(a + "attention.layer_norm_rms_epsilon", d.eps);
+  // gemma3: layers 0, 1 and 3 slide over 16 positions (a period of 3, the
+  // last layer of each period global), with their own RoPE base; the global
+  // layer scales positions linearly by 8 (as Gemma 3 4B does); logits are
+  // soft-capped at 30.
+  if (arch == "gemma3") {
+    s.set_u32(a + "attention.sliding_window", 16);
+    s.set_u32(a + "attention.sliding_window_pattern", 3);
+    s.set_f32(a + "rope.freq_base_swa", 1e4f);
+    s.set_str(a + "rope.scaling.type", "linear");
+    s.set_f32(a + "rope.scaling.factor", 8.0f);
+    s.set_f32(a + "final_logit_softcapping", 30.0f);
+  }
   sample_spm_tokenizer(&s, d.vocab);
   // Uniform weights: matrices of standard deviation 0.05, Q and K 0.1 (so
   // that attention is far from uniform and RoPE, its absence and the Q/K
@@ -366,10 +380,11 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
       mat(p + "attn_v.weight", kv, d.dim, 0.05f);
     }
     mat(p + "attn_output.weight", d.dim, q, 0.05f);
-    if (arch == "qwen3") {
+    if (arch == "qwen3" || arch == "gemma3") {
       norm(p + "attn_q_norm.weight", d.head_dim);
       norm(p + "attn_k_norm.weight", d.head_dim);
     }
+    if (arch == "gemma3") norm(p + "post_attention_norm.weight", d.dim);
     norm(p + "ffn_norm.weight", d.dim);
     if (phi3) {
       fused(p + "ffn_up.weight", {{d.hidden, 0.05f}, {d.hidden, 0.05f}}, d.dim);  // gate rows, then up rows
@@ -379,6 +394,7 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
       mat(p + "ffn_down.weight", d.dim, d.hidden, 0.05f);
       mat(p + "ffn_up.weight", d.hidden, d.dim, 0.05f);
     }
+    if (arch == "gemma3") norm(p + "post_ffw_norm.weight", d.dim);
   }
   return s;
 }
