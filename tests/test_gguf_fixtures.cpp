@@ -503,7 +503,13 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
          for (uint32_t l = 0; l < m->meta.n_layers; l++) m->post_norm[0][l].data = m->post_norm[1][l].data = nullptr;
        }},
   };
+  const char *prev = "";
   for (const Case &c : cases) {
+    // Under emulation, the first case of each architecture (the logic is
+    // the same on every CPU; x86 runs them all).
+    const bool first = strcmp(prev, c.arch) != 0;
+    prev = c.arch;
+    if (gbt::test_scale() < 1.0 && !first) continue;
     ArchScore r;
     ASSERT_NO_FATAL_FAILURE(score_arch(c.arch, 1, &r, c.tweak));
     printf("%-8s without its feature: F32 max |logit diff| %.3g, NLL diff %+.3g; Q4_K_M %.3g, %+.3g\n", c.arch, r.f32.max_diff,
