@@ -483,7 +483,9 @@ typedef struct gb_kv_options {
   uint64_t pool_bytes;     /* the pool (payload + scales, all layers); 0:
                               from beta                                   */
   float beta;              /* pool = beta x the fp16 cache of n_ctx tokens
-                              (2 x n_layers x n_ctx x kv_dim x 2 bytes); 0
+                              (2 x n_layers x n_ctx x kv_dim x 2 bytes;
+                              sliding-window layers count their ring, not
+                              n_ctx, kv.h); 0
                               with pool_bytes 0 = no budget: room for n_ctx
                               tokens at the policy's entry precision       */
   uint32_t evict;          /* 1: when the next token cannot fit even with

@@ -100,7 +100,9 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
     p->ring_level = p->entry;
     p->ring_bytes = (uint64_t)n_ring * p->ring_cap * (p->rec[p->entry] + p->scale_bytes);
   }
-  const uint64_t fp16 = 2ull * c.n_layers * n_ctx * R * d * 2;
+  // beta's reference: the cache the context needs at fp16 (the sliding
+  // layers' rings included at their size, not the context's).
+  const uint64_t fp16 = 2ull * ((uint64_t)L * n_ctx + (uint64_t)n_ring * p->ring_cap) * R * d * 2;
   if (budget) {
     const uint64_t total = k.pool_bytes ? k.pool_bytes : (uint64_t)((double)k.beta * (double)fp16);
     GB_RETURN_IF(total <= p->ring_bytes, log, GB_ERR_BUDGET_EXCEEDED,

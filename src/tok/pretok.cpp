@@ -208,6 +208,20 @@ size_t m_space_at_end(const Piece &p, size_t i, size_t *skip) {
 // [一-龥ࠀ-一가-퟿]+
 size_t m_ds_cjk(const Piece &p, size_t i, size_t *) { return run(p, i, ds_cjk); }
 
+// deepseek-coder's category stages (\s is White_Space, as elsewhere).
+bool letter_cls(const Ch &x) { return x.letter(); }
+bool punct_cls(const Ch &x) { return x.cp != kNone && (x.cls & 7) == kUcPunct; }
+template <bool (*Cls)(const Ch &)>
+size_t opt_ws_run(const Piece &p, size_t i) {
+  const Ch c = p.at(i);
+  if (c.space() && Cls(p.at(i + c.len))) return run(p, i + c.len, Cls);
+  return run(p, i, Cls);
+}
+// \s?\p{L}+
+size_t m_sp_letters(const Piece &p, size_t i, size_t *) { return opt_ws_run<letter_cls>(p, i); }
+// \s?\p{P}+
+size_t m_sp_punct(const Piece &p, size_t i, size_t *) { return opt_ws_run<punct_cls>(p, i); }
+
 struct Stages {
   const Matcher *m;
   uint32_t n;
@@ -220,6 +234,8 @@ const Matcher kQwen2[] = {m_qwen2};
 const Matcher kStarcoder[] = {m_number1, m_gpt2};
 const Matcher kFalcon[] = {m_punct_falcon, m_gpt2, m_3digits};
 const Matcher kDeepseek[] = {m_crlf, m_ds_letters, m_ds_punct, m_space_at_end, m_ds_cjk, m_numbers};
+// [\r\n], \s?\p{L}+, \s?\p{P}+, [一-龥ࠀ-一가-퟿]+, \p{N}
+const Matcher kDeepseekCoder[] = {m_crlf, m_sp_letters, m_sp_punct, m_ds_cjk, m_number1};
 
 Stages stages_of(uint32_t id) {
 #define GB_STAGES(a) Stages{a, (uint32_t)(sizeof a / sizeof a[0])}
@@ -231,6 +247,7 @@ Stages stages_of(uint32_t id) {
     case kPreStarcoder: return GB_STAGES(kStarcoder);
     case kPreFalcon: return GB_STAGES(kFalcon);
     case kPreDeepseekLlm: return GB_STAGES(kDeepseek);
+    case kPreDeepseekCoder: return GB_STAGES(kDeepseekCoder);
     default: return Stages{nullptr, 0};
   }
 #undef GB_STAGES
@@ -288,7 +305,7 @@ const Name kNames[] = {
     {"refact", kPreStarcoder, false, false},    {"command-r", kPreStarcoder, false, false},
     {"codeshell", kPreStarcoder, false, false}, {"exaone", kPreStarcoder, false, false},
     {"minerva-7b", kPreStarcoder, false, false}, {"falcon", kPreFalcon, false, false},
-    {"deepseek-llm", kPreDeepseekLlm, false, false},
+    {"deepseek-llm", kPreDeepseekLlm, false, false}, {"deepseek-coder", kPreDeepseekCoder, false, false},
 };
 
 }  // namespace

@@ -24,7 +24,8 @@ enum PretokId : uint32_t {
   kPreStarcoder = 5,    // starcoder, smollm, refact, command-r, codeshell, exaone
   kPreFalcon = 6,       // falcon
   kPreDeepseekLlm = 7,  // deepseek-llm
-  kPreCount = 8,
+  kPreDeepseekCoder = 8,  // deepseek-coder
+  kPreCount = 9,
 };
 
 struct PretokInfo {
