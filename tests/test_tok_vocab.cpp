@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -56,7 +57,13 @@ struct Vocab {
   gb::Tok tok;
 };
 
-std::string vocab_path(const std::string &name) { return gbt::shared_path(("fixtures/vocab/ggml-vocab-" + name + ".gguf").c_str()); }
+// The shared vocabularies, or this repository's (tests/fixtures/vocab: the
+// ones of llama.cpp's own tests that the shared set lacks).
+std::string vocab_path(const std::string &name) {
+  const std::string own = std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-" + name + ".gguf";
+  if (access(own.c_str(), F_OK) == 0) return own;
+  return gbt::shared_path(("fixtures/vocab/ggml-vocab-" + name + ".gguf").c_str());
+}
 
 gb_status make_image(const std::string &name, std::vector<uint8_t> *img) {
   gb::InputFile f;
@@ -178,7 +185,8 @@ void check_vocab(const std::string &name) {
 // Pre-tokenizer splits, computed with Python's `regex` module applying
 // llama.cpp's regular expressions for each pre-tokenizer in turn (each to the
 // pieces the previous one left, keeping the text between matches), with
-// White_Space for \s and, in deepseek-llm's stages, non-ASCII white space
+// White_Space for \s and, in deepseek-llm's stages and deepseek-coder's
+// literal-range stages, non-ASCII white space
 // read as U+000B as llama.cpp's std::wregex fallback sees it.
 const char *const kSplitText[] = {
     "ied 4 \xc2""\xbd"" months",
@@ -191,7 +199,7 @@ const char *const kSplitText[] = {
     "\xce""\xa9""\xe2""\x84""\xa6"" K\xe2""\x84""\xaa"" \xe1""\xbf""\x90""\xe1""\xbf""\x93"" \xe4""\xb8""\xad""\xe6""\x96""\x87""\xed""\x95""\x9c""\xea""\xb5""\xad""\xec""\x96""\xb4"" \xef""\xbc""\x90""\xef""\xbc""\x91""\xef""\xbc""\x92""",
 };
 // kSplitLens[pre - 1][text]: byte lengths of the words, 0-terminated.
-const uint16_t kSplitLens[7][8][137] = {
+const uint16_t kSplitLens[8][8][164] = {
     {
         {3, 1, 1, 1, 2, 7, 0},
         {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 1, 1, 20, 3, 3, 1, 3, 3, 0},
@@ -262,6 +270,16 @@ const uint16_t kSplitLens[7][8][137] = {
         {9, 1, 1, 1, 3, 1, 1, 1, 1, 0},
         {2, 3, 2, 3, 1, 6, 1, 15, 1, 9, 0},
     },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 2, 9, 5, 6, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0},
+        {1, 1, 1, 1, 1, 1, 1, 1, 7, 1, 2, 1, 3, 1, 4, 1, 5, 1, 4, 2, 6, 1, 5, 3, 7, 2, 8, 7, 13, 1, 1, 3, 10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 6, 3, 3, 4, 2, 9, 5, 6, 1, 1, 1, 1, 1, 1, 1, 3, 3, 7, 7, 9, 5, 19, 7, 7, 22, 2, 1, 2, 5, 2, 4, 3, 1, 1, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 1, 2, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 1, 2, 2, 1, 2, 0},
+        {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 2, 2, 0},
+        {3, 1, 1, 3, 1, 3, 1, 1, 1, 1, 2, 0},
+        {1, 3, 4, 3, 1, 3, 1, 2, 2, 0},
+        {10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {2, 3, 2, 3, 1, 6, 1, 15, 1, 3, 3, 3, 0},
+    },
 };
 
 gb_status collect(void *ctx, size_t b, size_t e) {
@@ -286,6 +304,7 @@ TEST(TokVocab, Gpt2) { check_vocab("gpt-2"); }
 TEST(TokVocab, Falcon) { check_vocab("falcon"); }
 TEST(TokVocab, Starcoder) { check_vocab("starcoder"); }
 TEST(TokVocab, DeepseekLlm) { check_vocab("deepseek-llm"); }
+TEST(TokVocab, DeepseekCoder) { check_vocab("deepseek-coder"); }
 
 TEST(TokPretok, SplitsLikeTheRegexes) {
   for (uint32_t pre = gb::kPreDefault; pre < gb::kPreCount; pre++)
