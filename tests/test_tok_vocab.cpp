@@ -59,7 +59,15 @@ struct Vocab {
 
 // The shared vocabularies, or this repository's (tests/fixtures/vocab: the
 // ones of llama.cpp's own tests that the shared set lacks).
-std::string vocab_path(const std::string &name) {
+// A name "VOCAB@PRE" is VOCAB's file read with its pre-tokenizer taken to
+// be PRE (its expected ids in this repository's VOCAB.as-PRE.out).
+std::string base_name(const std::string &name) { return name.substr(0, name.find('@')); }
+std::string pre_override(const std::string &name) {
+  const size_t at = name.find('@');
+  return at == std::string::npos ? std::string() : name.substr(at + 1);
+}
+std::string vocab_path(const std::string &full) {
+  const std::string name = base_name(full);
   const std::string own = std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-" + name + ".gguf";
   if (access(own.c_str(), F_OK) == 0) return own;
   return gbt::shared_path(("fixtures/vocab/ggml-vocab-" + name + ".gguf").c_str());
@@ -73,6 +81,12 @@ gb_status make_image(const std::string &name, std::vector<uint8_t> *img) {
   gb::GgufFile g;
   s = gb::gguf_parse(f, log, &g);
   if (s != GB_OK) return s;
+  const std::string pre = pre_override(name);
+  if (!pre.empty()) {
+    gb::GgufValue *v = const_cast<gb::GgufValue *>(g.find("tokenizer.ggml.pre"));
+    if (!v || !v->is_str) return GB_ERR_CORRUPT;
+    v->s = pre;
+  }
   return gb::tokdata_from_gguf(g, log, img);
 }
 
@@ -110,7 +124,10 @@ std::vector<std::string> inputs(const std::string &name) {
 }
 
 std::vector<std::vector<int32_t>> outputs(const std::string &name) {
-  const std::vector<uint8_t> b = gbt::read_file(vocab_path(name) + ".out");
+  const std::string pre = pre_override(name);
+  const std::vector<uint8_t> b = gbt::read_file(
+      pre.empty() ? vocab_path(name) + ".out"
+                  : std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-" + base_name(name) + ".as-" + pre + ".out");
   std::vector<std::vector<int32_t>> out(1);
   long v = 0;
   bool in = false;
@@ -199,7 +216,7 @@ const char *const kSplitText[] = {
     "\xce""\xa9""\xe2""\x84""\xa6"" K\xe2""\x84""\xaa"" \xe1""\xbf""\x90""\xe1""\xbf""\x93"" \xe4""\xb8""\xad""\xe6""\x96""\x87""\xed""\x95""\x9c""\xea""\xb5""\xad""\xec""\x96""\xb4"" \xef""\xbc""\x90""\xef""\xbc""\x91""\xef""\xbc""\x92""",
 };
 // kSplitLens[pre - 1][text]: byte lengths of the words, 0-terminated.
-const uint16_t kSplitLens[8][8][164] = {
+const uint16_t kSplitLens[10][8][164] = {
     {
         {3, 1, 1, 1, 2, 7, 0},
         {5, 1, 2, 1, 3, 1, 4, 4, 4, 5, 1, 1, 20, 3, 3, 1, 3, 3, 0},
@@ -280,6 +297,26 @@ const uint16_t kSplitLens[8][8][164] = {
         {10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
         {2, 3, 2, 3, 1, 6, 1, 15, 1, 3, 3, 3, 0},
     },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 4, 1, 4, 4, 4, 5, 2, 20, 3, 3, 1, 3, 3, 0},
+        {34, 4, 2, 6, 1, 15, 2, 8, 7, 13, 1, 4, 9, 1, 1, 1, 2, 1, 3, 1, 3, 1, 1, 3, 2, 1, 3, 3, 1, 3, 3, 1, 1, 3, 3, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 4, 6, 6, 6, 6, 9, 6, 4, 2, 20, 3, 3, 1, 3, 3, 14, 9, 5, 19, 36, 5, 5, 2, 4, 5, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 5, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 6, 5, 0},
+        {4, 1, 3, 2, 4, 1, 4, 2, 2, 0},
+        {5, 4, 7, 2, 0},
+        {1, 3, 4, 3, 1, 3, 5, 0},
+        {9, 1, 1, 1, 3, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 1, 9, 0},
+    },
+    {
+        {3, 1, 1, 1, 2, 7, 0},
+        {5, 1, 2, 4, 1, 4, 4, 4, 5, 2, 20, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0},
+        {34, 4, 2, 6, 1, 15, 2, 8, 7, 13, 1, 4, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 3, 1, 4, 6, 6, 6, 6, 9, 6, 4, 2, 20, 1, 1, 1, 1, 1, 1, 1, 3, 3, 14, 9, 5, 19, 36, 2, 3, 5, 2, 4, 3, 2, 6, 1, 2, 2, 4, 5, 1, 2, 1, 4, 5, 2, 3, 5, 3, 1, 2, 1, 4, 5, 5, 4, 1, 3, 3, 2, 2, 1, 0},
+        {1, 3, 1, 1, 1, 1, 1, 1, 4, 1, 2, 2, 2, 2, 0},
+        {3, 2, 4, 7, 2, 0},
+        {1, 3, 4, 3, 1, 3, 1, 2, 2, 0},
+        {9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0},
+        {5, 5, 7, 16, 1, 3, 3, 3, 0},
+    },
 };
 
 gb_status collect(void *ctx, size_t b, size_t e) {
@@ -305,6 +342,10 @@ TEST(TokVocab, Falcon) { check_vocab("falcon"); }
 TEST(TokVocab, Starcoder) { check_vocab("starcoder"); }
 TEST(TokVocab, DeepseekLlm) { check_vocab("deepseek-llm"); }
 TEST(TokVocab, DeepseekCoder) { check_vocab("deepseek-coder"); }
+// No gpt-4o or tekken vocabulary is at hand: the gpt-2 one read with their
+// pre-tokenizers, against llama.cpp's ids for the same override.
+TEST(TokVocab, Gpt4oOnTheGpt2Vocabulary) { check_vocab("gpt-2@gpt-4o"); }
+TEST(TokVocab, TekkenOnTheGpt2Vocabulary) { check_vocab("gpt-2@tekken"); }
 
 TEST(TokPretok, SplitsLikeTheRegexes) {
   for (uint32_t pre = gb::kPreDefault; pre < gb::kPreCount; pre++)
@@ -317,6 +358,8 @@ TEST(TokPretok, SplitsLikeTheRegexes) {
 }
 
 TEST(TokPretok, Names) {
+  EXPECT_EQ(gb::pretok_from_name("gpt-4o").id, (int32_t)gb::kPreGpt4o);
+  EXPECT_EQ(gb::pretok_from_name("deepseek-coder").id, (int32_t)gb::kPreDeepseekCoder);
   EXPECT_EQ(gb::pretok_from_name("llama-bpe").id, (int32_t)gb::kPreLlama3);
   EXPECT_TRUE(gb::pretok_from_name("llama-bpe").ignore_merges);
   EXPECT_EQ(gb::pretok_from_name("qwen2").id, (int32_t)gb::kPreQwen2);

@@ -132,6 +132,69 @@ size_t m_llama3_n(const Piece &p, size_t i, size_t max_digits) {
 size_t m_llama3(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 3); }
 size_t m_qwen2(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 1); }
 
+// gpt-4o, as llama.cpp's expression reads it:
+//   [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,3}
+//   | ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// with U a letter other than a-z, W a letter other than A-Z (a non-ASCII
+// letter is both: llama.cpp matches on its collapsed category, without
+// case) and C an ASCII contraction in any case ('s, 'T, 'Re, ...). tekken:
+// the same without C and with \p{N} for \p{N}{1,3}.
+bool gpt4o_u(const Ch &x) { return x.letter() && !(x.cp >= 'a' && x.cp <= 'z'); }
+bool gpt4o_w(const Ch &x) { return x.letter() && !(x.cp >= 'A' && x.cp <= 'Z'); }
+// U*W+ or U+W* at j, with its contraction when contr: the end, or 0 when
+// neither starts there.
+size_t gpt4o_word(const Piece &p, size_t j, bool contr) {
+  size_t k = j, last_w = kNone;
+  for (Ch x = p.at(k); x.cp != kNone && gpt4o_u(x); x = p.at(k)) {
+    if (gpt4o_w(x)) last_w = k;
+    k += x.len;
+  }
+  size_t e;
+  if (gpt4o_w(p.at(k)))
+    e = run(p, k, gpt4o_w);  // U* then W+
+  else if (last_w != kNone)
+    e = run(p, last_w, gpt4o_w);  // U* gives back down to its last W: W+ from there
+  else if (k > j)
+    e = k;  // U+ then an empty W*
+  else
+    return 0;
+  if (contr && p.at(e).cp == '\'') {
+    const size_t c = contraction(p, e, true);
+    if (c) e = c;
+  }
+  return e;
+}
+size_t m_gpt4o_n(const Piece &p, size_t i, bool contr, size_t max_digits) {
+  const Ch c = p.at(i);
+  if (c.letter()) return gpt4o_word(p, i, contr);
+  if (c.cp != '\r' && c.cp != '\n' && !c.number()) {
+    const size_t e = gpt4o_word(p, i + c.len, contr);
+    if (e) return e;
+  }
+  if (c.number()) {
+    size_t e = i, k = 0;
+    for (Ch x = c; k < max_digits && x.number(); x = p.at(e), k++) e += x.len;
+    return e;
+  }
+  const size_t j = c.cp == ' ' ? i + 1 : i;
+  if (p.at(j).other()) {
+    const size_t e = run(p, j, [](const Ch &x) { return x.other(); });
+    return run(p, e, [](const Ch &x) { return x.cp == '\r' || x.cp == '\n' || x.cp == '/'; });
+  }
+  if (c.space()) {
+    size_t e = i, nl_end = 0;
+    for (Ch x = c; x.cp != kNone && x.space(); x = p.at(e)) {
+      e += x.len;
+      if (x.cp == '\r' || x.cp == '\n') nl_end = e;
+    }
+    if (nl_end) return nl_end;  // \s*[\r\n]+ ends after the run's last newline
+    return space_tail(p, i);
+  }
+  return i + c.len;
+}
+size_t m_gpt4o(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, true, 3); }
+size_t m_tekken(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, false, 1); }
+
 // \p{N}
 size_t m_number1(const Piece &p, size_t i, size_t *) {
   const Ch c = p.at(i);
@@ -236,6 +299,8 @@ const Matcher kFalcon[] = {m_punct_falcon, m_gpt2, m_3digits};
 const Matcher kDeepseek[] = {m_crlf, m_ds_letters, m_ds_punct, m_space_at_end, m_ds_cjk, m_numbers};
 // [\r\n], \s?\p{L}+, \s?\p{P}+, [一-龥ࠀ-一가-퟿]+, \p{N}
 const Matcher kDeepseekCoder[] = {m_crlf, m_sp_letters, m_sp_punct, m_ds_cjk, m_number1};
+const Matcher kGpt4o[] = {m_gpt4o};
+const Matcher kTekken[] = {m_tekken};
 
 Stages stages_of(uint32_t id) {
 #define GB_STAGES(a) Stages{a, (uint32_t)(sizeof a / sizeof a[0])}
@@ -248,6 +313,8 @@ Stages stages_of(uint32_t id) {
     case kPreFalcon: return GB_STAGES(kFalcon);
     case kPreDeepseekLlm: return GB_STAGES(kDeepseek);
     case kPreDeepseekCoder: return GB_STAGES(kDeepseekCoder);
+    case kPreGpt4o: return GB_STAGES(kGpt4o);
+    case kPreTekken: return GB_STAGES(kTekken);
     default: return Stages{nullptr, 0};
   }
 #undef GB_STAGES
@@ -306,6 +373,9 @@ const Name kNames[] = {
     {"codeshell", kPreStarcoder, false, false}, {"exaone", kPreStarcoder, false, false},
     {"minerva-7b", kPreStarcoder, false, false}, {"falcon", kPreFalcon, false, false},
     {"deepseek-llm", kPreDeepseekLlm, false, false}, {"deepseek-coder", kPreDeepseekCoder, false, false},
+    {"gpt-4o", kPreGpt4o, false, false},         {"llama4", kPreGpt4o, false, false},
+    {"kanana2", kPreGpt4o, false, false},        {"talkie", kPreGpt4o, false, false},
+    {"minimax-m2", kPreGpt4o, false, false},      {"tekken", kPreTekken, true, true},
 };
 
 }  // namespace

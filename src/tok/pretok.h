@@ -25,7 +25,9 @@ enum PretokId : uint32_t {
   kPreFalcon = 6,       // falcon
   kPreDeepseekLlm = 7,  // deepseek-llm
   kPreDeepseekCoder = 8,  // deepseek-coder
-  kPreCount = 9,
+  kPreGpt4o = 9,        // gpt-4o, llama4, kanana2, talkie, minimax-m2 (Phi-4-mini)
+  kPreTekken = 10,      // tekken (Mistral Nemo, Ministral)
+  kPreCount = 11,
 };
 
 struct PretokInfo {
