@@ -913,6 +913,9 @@ typedef enum gb_chat_template {
   GB_CHAT_TEMPLATE_QWEN25 = 8, /* "qwen2.5": ChatML with Qwen2.5's default system message */
   GB_CHAT_TEMPLATE_QWEN3 = 9,  /* "qwen3": ChatML, no default system message, <think>
                                   reasoning blocks kept after the last user turn */
+  GB_CHAT_TEMPLATE_PHI4_MINI = 10, /* "phi4-mini": <|user|>..<|end|> with no newlines
+                                      (Phi-4-mini-instruct) */
+  GB_CHAT_TEMPLATE_PHI4 = 11,  /* "phi4": <|im_start|>role<|im_sep|>..<|im_end|> (Phi-4) */
   GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
 } gb_chat_template;
 

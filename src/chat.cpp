@@ -273,6 +273,19 @@ void render_phi3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   o.put(gen ? "<|assistant|>\n" : "<|endoftext|>");
 }
 
+// Phi-4-mini: <|role|> text <|end|>, nothing between turns; without a
+// generation prompt its EOS text.
+void render_phi4_mini(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  put_turns(o, msgs, n, "<|", "|>", "<|end|>");
+  o.put(gen ? "<|assistant|>" : "<|endoftext|>");
+}
+
+// Phi-4: <|im_start|>role<|im_sep|> text <|im_end|>, no newlines.
+void render_phi4(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  put_turns(o, msgs, n, "<|im_start|>", "<|im_sep|>", "<|im_end|>");
+  if (gen) o.put("<|im_start|>assistant<|im_sep|>");
+}
+
 // Gemma: BOS text, turns <start_of_turn>user|model\n trim(text)
 // <end_of_turn>\n. Gemma has no system role: as Gemma 3's template does, a
 // leading system text followed by "\n\n" opens the first user turn (it is not
@@ -394,6 +407,8 @@ void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, b
     case GB_CHAT_TEMPLATE_PHI3: render_phi3(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_GEMMA: render_gemma(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_QWEN3: render_qwen3(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_PHI4_MINI: render_phi4_mini(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_PHI4: render_phi4(o, msgs, n, gen); break;
     default: break;  // rejected by the caller
   }
 }
@@ -412,6 +427,7 @@ const char *const kEotZephyr[] = {"</s>", nullptr};
 const char *const kEotPhi3[] = {"<|end|>", "<|endoftext|>", nullptr};
 const char *const kEotGemma[] = {"<end_of_turn>", "<eos>", nullptr};
 const char *const kEotQwen[] = {"<|im_end|>", "<|endoftext|>", nullptr};
+const char *const kEotPhi4[] = {"<|im_end|>", "<|endoftext|>", nullptr};
 
 // Index = gb_chat_template value.
 const TemplateInfo kTemplates[] = {
@@ -425,9 +441,11 @@ const TemplateInfo kTemplates[] = {
     {"qwen2", kEotQwen},       // GB_CHAT_TEMPLATE_QWEN2
     {"qwen2.5", kEotQwen},     // GB_CHAT_TEMPLATE_QWEN25
     {"qwen3", kEotQwen},       // GB_CHAT_TEMPLATE_QWEN3
+    {"phi4-mini", kEotPhi3},   // GB_CHAT_TEMPLATE_PHI4_MINI
+    {"phi4", kEotPhi4},        // GB_CHAT_TEMPLATE_PHI4
 };
 constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
-static_assert(kNumTemplates == GB_CHAT_TEMPLATE_QWEN3 + 1, "one entry per template");
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_PHI4 + 1, "one entry per template");
 
 // The template's table entry, or nullptr for a value outside the enum.
 const TemplateInfo *info_of(gb_chat_template t) {
@@ -470,7 +488,9 @@ bool chatml_default_system(const char *text, size_t n) {
 
 gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   gb_chat_template id = GB_CHAT_TEMPLATE_NONE;
-  if (has(t, n, "<|im_start|>")) {
+  if (has(t, n, "<|im_sep|>") && has(t, n, "<|im_start|>") && has(t, n, "<|im_end|>")) {
+    id = GB_CHAT_TEMPLATE_PHI4;  // ChatML's markers with Phi-4's separator after the role
+  } else if (has(t, n, "<|im_start|>")) {
     // Reasoning templates rewrite assistant turns: Qwen3's (it splits them
     // at "</think>" and finds the last user query) is built in; others
     // with <think> blocks (Qwen3.5's, which also renders images; SmolLM3's;
@@ -493,6 +513,10 @@ gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   } else if (has(t, n, "[INST]")) {
     // Llama 2's carries the system text in <<SYS>>; Mistral's has none.
     if (has(t, n, "<<SYS>>") && has(t, n, "[/INST]")) id = GB_CHAT_TEMPLATE_LLAMA2;
+  } else if (has(t, n, "<|/tool|>") && has(t, n, "<|assistant|>") && has(t, n, "<|end|>")) {
+    // Phi-4-mini writes each role as '<|' + role + '|>' with the text right
+    // after it, and tool definitions between <|tool|> and <|/tool|>.
+    id = GB_CHAT_TEMPLATE_PHI4_MINI;
   } else if (has(t, n, "<|user|>") && has(t, n, "<|assistant|>") && has(t, n, "<|system|>")) {
     // Phi-3 closes turns with <|end|>, Zephyr with the EOS text. Earlier
     // Phi-3 templates without a system turn (assistant header written after

@@ -53,7 +53,8 @@ std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
 
 const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
                                  GB_CHAT_TEMPLATE_ZEPHYR, GB_CHAT_TEMPLATE_PHI3,   GB_CHAT_TEMPLATE_GEMMA,
-                                 GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3};
+                                 GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3,
+                                 GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4};
 
 // Template values outside the enum are passed from C (tests/c_caller.c),
 // where an enum parameter may hold any int.
@@ -208,6 +209,26 @@ TEST(ChatTemplate, Phi3) {
   EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<|system|>\nYou are terse.<|end|>\n" + turns + "<|endoftext|>");
 }
 
+// Phi-4-mini: no newline after the role or between turns.
+TEST(ChatTemplate, Phi4Mini) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_PHI4_MINI;
+  const std::string turns = "<|user|>Hello<|end|><|assistant|>Hi there!<|end|><|user|>How are you?<|end|>";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), turns + "<|assistant|>");
+  EXPECT_EQ(apply(t, kTwoTurns, 0), turns + "<|endoftext|>");
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 1), "<|system|>You are terse.<|end|>" + turns + "<|assistant|>");
+}
+
+// Phi-4: ChatML's markers with <|im_sep|> after the role, no newlines.
+TEST(ChatTemplate, Phi4) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_PHI4;
+  const std::string turns =
+      "<|im_start|>user<|im_sep|>Hello<|im_end|><|im_start|>assistant<|im_sep|>Hi there!<|im_end|>"
+      "<|im_start|>user<|im_sep|>How are you?<|im_end|>";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), turns + "<|im_start|>assistant<|im_sep|>");
+  EXPECT_EQ(apply(t, kTwoTurns, 0), turns);
+  EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<|im_start|>system<|im_sep|>You are terse.<|im_end|>" + turns);
+}
+
 TEST(ChatTemplate, Gemma) {
   const gb_chat_template t = GB_CHAT_TEMPLATE_GEMMA;
   const std::string rest =
@@ -313,7 +334,7 @@ TEST(ChatApply, Misuse) {
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
-  for (int32_t bad : {0, 10, -1, 1000, 0x7fffffff})
+  for (int32_t bad : {0, 12, -1, 1000, 0x7fffffff})
     EXPECT_EQ(gbt_c_chat_apply(bad, kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
         << bad;
   for (gb_chat_template tt : kAll) {
@@ -353,14 +374,15 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
 // ---- names, end-of-turn strings ------------------------------------------------------
 
 TEST(ChatTemplate, Names) {
-  const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma", "qwen2", "qwen2.5", "qwen3"};
+  const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
+                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4"};
   for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
     EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
     ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
     EXPECT_EQ(t, kAll[i]);
   }
-  for (int32_t bad : {0, 10, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
+  for (int32_t bad : {0, 12, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
   gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
   for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
     EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
@@ -384,6 +406,8 @@ TEST(ChatTemplate, EndOfTurnStrings) {
       {GB_CHAT_TEMPLATE_QWEN2, {"<|im_end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_QWEN25, {"<|im_end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_QWEN3, {"<|im_end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_PHI4_MINI, {"<|end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_PHI4, {"<|im_end|>", "<|endoftext|>"}},
   };
   for (const Want &w : wants) {
     const char *const *s = nullptr;
@@ -396,7 +420,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
   const char *const *s = nullptr;
   size_t n = 5;
   EXPECT_EQ(gbt_c_chat_eot_strings(0, &s, &n), GB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(gbt_c_chat_eot_strings(10, &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gbt_c_chat_eot_strings(12, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gbt_c_chat_eot_strings(-3, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
@@ -455,6 +479,17 @@ const char kJinjaGemma[] =
     "{{ m['content'] | trim }}{{ '<end_of_turn>\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 
+// Phi-4-mini's structure: each role written as '<|' + role + '|>', tool
+// definitions between <|tool|> and <|/tool|> in the system turn.
+const char kJinjaPhi4Mini[] =
+    "{% for m in messages %}{% if m['role'] == 'system' and m['tools'] %}{{ '<|' + m['role'] + '|>' + m['content'] + "
+    "'<|tool|>' + m['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+// Phi-4's: ChatML's markers with <|im_sep|>.
+const char kJinjaPhi4[] =
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + '<|im_end|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}";
+
 // Qwen3's markers: the last user query found, reasoning split from the answer.
 const char kJinjaQwen3[] =
     "{%- set ns = namespace(last_query_index=messages|length - 1) %}{%- for m in messages %}"
@@ -474,7 +509,8 @@ TEST(ChatDetect, EachFamily) {
       {kJinjaChatml, GB_CHAT_TEMPLATE_CHATML}, {kJinjaQwen2, GB_CHAT_TEMPLATE_QWEN2},
       {kJinjaQwen25, GB_CHAT_TEMPLATE_QWEN25}, {kJinjaZephyr, GB_CHAT_TEMPLATE_ZEPHYR},
       {kJinjaPhi3, GB_CHAT_TEMPLATE_PHI3},     {kJinjaGemma, GB_CHAT_TEMPLATE_GEMMA},
-      {kJinjaQwen3, GB_CHAT_TEMPLATE_QWEN3},
+      {kJinjaQwen3, GB_CHAT_TEMPLATE_QWEN3},   {kJinjaPhi4Mini, GB_CHAT_TEMPLATE_PHI4_MINI},
+      {kJinjaPhi4, GB_CHAT_TEMPLATE_PHI4},
   };
   for (const Case &c : cases) {
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;

@@ -38,7 +38,7 @@
 
 namespace {
 
-const char kTemplates[] = "llama2, llama3, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3";
+const char kTemplates[] = "llama2, llama3, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3, phi4-mini, phi4";
 
 int chat_usage() {
   fprintf(stderr,
