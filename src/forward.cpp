@@ -206,28 +206,27 @@ struct GluTask {
   float *h;
   const float *h2;
   uint32_t hid;
+  const uint16_t *gelu;  // the model's GELU table (geglu)
 };
 
 // The tanh approximation of GELU of x rounded to binary16, the result
-// rounded to binary16 again: how the reference implementation evaluates
-// GeGLU on CPUs (a table over binary16 inputs), so that logits agree with its
-// to the last digits; beyond +-10 the function is 0 or x.
-inline float gelu_b16(float x) {
+// rounded to binary16 again (the model's table over binary16 inputs): how
+// the reference implementation evaluates GeGLU on CPUs, so that logits agree
+// with its to the last digits; beyond +-10 the function is 0 or x.
+inline float gelu_b16(const uint16_t *table, float x) {
   if (x <= -10.0f) return 0.0f;
   if (x >= 10.0f) return x;
-  const float v = f16_to_f32(f32_to_f16(x));
-  const float g = 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * v * (1.0f + 0.044715f * v * v)));
-  return f16_to_f32(f32_to_f16(g));
+  return f16_to_f32(table[f32_to_f16(x)]);
 }
 
 // h = gelu(h) * h2, for positions [0, m).
-void geglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) {
-  GluTask task{h, h2, hid};
+void geglu(const Exec &e, const uint16_t *table, float *h, const float *h2, uint32_t m, uint32_t hid) {
+  GluTask task{h, h2, hid, table};
   run_positions(
-      e.pool, m, (uint64_t)m * hid * 8,
+      e.pool, m, (uint64_t)m * hid,
       [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
         const GluTask *k = static_cast<const GluTask *>(c);
-        for (size_t j = (size_t)i0 * k->hid; j < (size_t)i1 * k->hid; j++) k->h[j] = gelu_b16(k->h[j]) * k->h2[j];
+        for (size_t j = (size_t)i0 * k->hid; j < (size_t)i1 * k->hid; j++) k->h[j] = gelu_b16(k->gelu, k->h[j]) * k->h2[j];
       },
       &task);
 }
@@ -247,7 +246,7 @@ void norm_rows(const Exec &e, float *x, const TensorRef &w, uint32_t m, uint32_t
 
 // h = silu(h) * h2, for positions [0, m).
 void swiglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) {
-  GluTask task{h, h2, hid};
+  GluTask task{h, h2, hid, nullptr};
   run_positions(
       e.pool, m, (uint64_t)m * hid,
       [](void *c, uint32_t, uint32_t i0, uint32_t i1) {
@@ -334,7 +333,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
       const TensorRef *const Ws[2] = {&Wb[kMat1], &Wb[kMat3]};
       if (c.ffn_act == kFfnGelu) {
         matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 2, false);
-        geglu(e, HB, HB2, m, hid);
+        geglu(e, mod->gelu_f16, HB, HB2, m, hid);
       } else if (!matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 2, true)) {
         swiglu(e, HB, HB2, m, hid);
       }

@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "bytes.h"
 #include "crc32.h"
+#include "f16.h"
 #include "models/arch.h"
 
 namespace gb {
@@ -409,6 +410,7 @@ gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   TensorRef *norms = a.array<TensorRef>(9ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms; post norms
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tok_bytes, 8);
+  uint16_t *gelu = meta.ffn_act == kFfnGelu ? a.array<uint16_t>(65536) : nullptr;
   if (!m) return nullptr;
   m = new (m) gb_model();
   for (size_t i = 0; i < 9ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
@@ -419,6 +421,14 @@ gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   for (uint32_t b = 0; b < 2; b++) m->qk_norm[b] = norms + (size_t)(5 + b) * meta.n_layers;
   for (uint32_t b = 0; b < 2; b++) m->post_norm[b] = norms + (size_t)(7 + b) * meta.n_layers;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
+  // GeGLU's GELU is evaluated at binary16 inputs (format.h, ffn_act): one
+  // table of all of them makes it a lookup.
+  m->gelu_f16 = gelu;
+  if (gelu)
+    for (uint32_t h = 0; h < 65536; h++) {
+      const float v = f16_to_f32((uint16_t)h);
+      gelu[h] = f32_to_f16(0.5f * v * (1.0f + tanhf(0.79788456080286535588f * v * (1.0f + 0.044715f * v * v))));
+    }
   return m;
 }
 

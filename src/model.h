@@ -84,6 +84,7 @@ struct gb_model {
   gb::TensorRef rope_freqs_long;  // the factors for contexts beyond meta.rope_orig_ctx; data == nullptr: none
   gb::TensorRef *qk_norm[2]; // per-head Q, K norm weights (n_layers each, head_dim); data == nullptr: none
   gb::TensorRef *post_norm[2]; // post-attention, post-FFN norm weights (n_layers each, dim); data == nullptr: none
+  uint16_t *gelu_f16;        // (65536) GELU of each binary16 value, as binary16 (FFN_GELU models; else nullptr)
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];
   gb::TensorRef classifier[GB_GEAR_COUNT];
