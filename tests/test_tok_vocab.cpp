@@ -359,6 +359,14 @@ TEST(TokPretok, SplitsLikeTheRegexes) {
 
 TEST(TokPretok, Names) {
   EXPECT_EQ(gb::pretok_from_name("gpt-4o").id, (int32_t)gb::kPreGpt4o);
+  EXPECT_EQ(gb::pretok_from_name("tekken").id, (int32_t)gb::kPreTekken);
+  EXPECT_TRUE(gb::pretok_from_name("tekken").ignore_merges);
+  EXPECT_EQ(gb::pretok_from_name("lfm2").id, (int32_t)gb::kPreLlama3);
+  EXPECT_TRUE(gb::pretok_from_name("lfm2").add_bos);
+  EXPECT_EQ(gb::pretok_from_name("glm4").id, (int32_t)gb::kPreLlama3);
+  EXPECT_FALSE(gb::pretok_from_name("glm4").add_bos);
+  EXPECT_EQ(gb::pretok_from_name("exaone4").id, (int32_t)gb::kPreGpt2);
+  EXPECT_EQ(gb::pretok_from_name("kormo").id, (int32_t)gb::kPreQwen2);
   EXPECT_EQ(gb::pretok_from_name("deepseek-coder").id, (int32_t)gb::kPreDeepseekCoder);
   EXPECT_EQ(gb::pretok_from_name("llama-bpe").id, (int32_t)gb::kPreLlama3);
   EXPECT_TRUE(gb::pretok_from_name("llama-bpe").ignore_merges);

@@ -376,6 +376,14 @@ const Name kNames[] = {
     {"gpt-4o", kPreGpt4o, false, false},         {"llama4", kPreGpt4o, false, false},
     {"kanana2", kPreGpt4o, false, false},        {"talkie", kPreGpt4o, false, false},
     {"minimax-m2", kPreGpt4o, false, false},      {"tekken", kPreTekken, true, true},
+    // Names llama.cpp gives the same expressions (and flags) as above.
+    {"falcon-h1", kPreLlama3, true, true},        {"pixtral", kPreLlama3, true, true},
+    {"midm-2.0", kPreLlama3, true, true},         {"lfm2", kPreLlama3, true, true},
+    {"jina-v5-nano", kPreLlama3, true, true},     {"glm4", kPreLlama3, false, false},
+    {"chatglm-bpe", kPreLlama3, false, false},    {"a.x-4.0", kPreGpt2, false, false},
+    {"mellum", kPreGpt2, false, false},           {"modern-bert", kPreGpt2, false, false},
+    {"exaone4", kPreGpt2, false, false},          {"kormo", kPreQwen2, false, false},
+    {"f2llmv2", kPreQwen2, false, false},
 };
 
 }  // namespace
