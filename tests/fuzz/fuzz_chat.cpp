@@ -47,7 +47,7 @@ void check_template(gb_chat_template t) {
     if (!eot[i] || !eot[i][0]) fuzz_fail("empty eot string");
 }
 
-bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_QWEN3; }
+bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_PHI4; }
 
 // Templates that strip contents (llama2, llama3, gemma).
 bool trims(int32_t v) { return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA; }
@@ -181,6 +181,8 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       "[INST] {{ content }} [/INST]",
       "<|system|>\n{{ s }}<|end|>\n<|user|>\n{{ u }}<|end|>\n<|assistant|>\n",
       "<|system|>\n{{ s }}{{ eos_token }}<|user|>\n<|assistant|>\n",
+      "{{ '<|' + m['role'] + '|>' + m['content'] + '<|tool|>' + m['tools'] + '<|/tool|>' + '<|end|>' }}<|assistant|>",
+      "{{ '<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + '<|im_end|>' }}",
   };
   for (const char *t : kTemplates) {
     const std::string s = t;
@@ -194,7 +196,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       {"system", "", "user", "", nullptr},
       {"tool", "x", nullptr},
   };
-  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 255})
+  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 255})
     for (uint8_t flags = 0; flags < 8; flags++)
       for (size_t c = 0; c < sizeof kConversations / sizeof kConversations[0]; c++) {
         if ((t + flags + c) % 3 != 0 && c > 1) continue;
