@@ -57,18 +57,7 @@ Trace decode(gb_session *s, gb_model *m, size_t n) {
   return r;
 }
 
-std::vector<uint8_t> save(gb_session *s) {
-  size_t need = 0;
-  EXPECT_EQ(gb_session_state_size(s, &need), GB_OK);
-  std::vector<uint8_t> img(need);
-  size_t n = 0;
-  EXPECT_EQ(gb_session_state_save(s, img.data(), img.size(), &n), GB_OK);
-  EXPECT_EQ(n, need);
-  size_t mx = 0;
-  EXPECT_EQ(gb_session_state_max_size(s, &mx), GB_OK);
-  EXPECT_LE(need, mx);
-  return img;
-}
+std::vector<uint8_t> save(gb_session *s) { return gbt::save_state(s); }
 
 struct Cfg {
   const char *name;

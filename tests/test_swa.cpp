@@ -87,16 +87,7 @@ Trace decode(gb_session *s, size_t n, uint32_t vocab) {
   return r;
 }
 
-std::vector<uint8_t> save(gb_session *s) {
-  size_t need = 0, mx = 0, n = 0;
-  EXPECT_EQ(gb_session_state_size(s, &need), GB_OK);
-  EXPECT_EQ(gb_session_state_max_size(s, &mx), GB_OK);
-  EXPECT_LE(need, mx);
-  std::vector<uint8_t> img(need);
-  EXPECT_EQ(gb_session_state_save(s, img.data(), img.size(), &n), GB_OK);
-  EXPECT_EQ(n, need);
-  return img;
-}
+std::vector<uint8_t> save(gb_session *s) { return gbt::save_state(s); }
 
 struct Cfg {
   const char *name;
@@ -137,6 +128,19 @@ gb_session_options options(const Cfg &c, float temperature) {
   so.spec_verify_gear = emulated() ? GB_GEAR_MID : GB_GEAR_HIGH;
   so.log = gbt::quiet_log;
   gbt::x(so).spec_adapt = 1;  // draft lengths by bytes, not by the clock
+  return so;
+}
+
+// Greedy decoding at 256 positions on one gear and KV policy.
+gb_session_options greedy(gb_gear gear, gb_kv_policy policy, uint32_t prefill_batch) {
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.n_ctx = 256;
+  so.gear = gear;
+  so.kv.policy = policy;
+  so.sampler.temperature = 0.0f;
+  so.prefill_batch = prefill_batch;
+  so.log = gbt::quiet_log;
   return so;
 }
 
@@ -209,16 +213,9 @@ TEST(Swa, BatchedPrefillOnThreadsIsTheStepByStepRun) {
   for (gb_gear gear : {GB_GEAR_F32, GB_GEAR_LOW}) {
     Trace r[2];
     for (int batched = 0; batched < 2; batched++) {
-      gb_session_options so;
-      gb_session_options_init(&so);
-      so.n_ctx = 256;
-      so.gear = gear;
-      so.kv.policy = GB_KV_F16;
-      so.sampler.temperature = 0.0f;
-      so.prefill_batch = batched ? 64 : 17;
+      gb_session_options so = greedy(gear, GB_KV_F16, batched ? 64 : 17);
       gbt::x(so).prefill_blas = 3;  // the multi-position kernels (or panels): the same bits for any chunk
       so.n_threads = batched ? 2 : 1;
-      so.log = gbt::quiet_log;
       gb_session *s = nullptr;
       ASSERT_EQ(gb_session_create(md.m, &so, nullptr, 0, &s), GB_OK);
       ASSERT_EQ(gb_prefill(s, prompt.data(), prompt.size()), GB_OK);
@@ -298,14 +295,7 @@ TEST(Swa, InconsistentRingsInAStateAreRefused) {
   Model md;
   ASSERT_TRUE(md.m);
   const uint32_t V = md.m->meta.vocab_size;
-  gb_session_options so;
-  gb_session_options_init(&so);
-  so.n_ctx = 256;
-  so.gear = GB_GEAR_F32;
-  so.kv.policy = GB_KV_F32;
-  so.sampler.temperature = 0.0f;
-  so.prefill_batch = 1;  // rings of 32 records
-  so.log = gbt::quiet_log;
+  const gb_session_options so = greedy(GB_GEAR_F32, GB_KV_F32, 1);  // rings of 32 records
   gb_session *a = nullptr, *b = nullptr;
   ASSERT_EQ(gb_session_create(md.m, &so, nullptr, 0, &a), GB_OK);
   ASSERT_EQ(gb_session_create(md.m, &so, nullptr, 0, &b), GB_OK);

@@ -63,6 +63,17 @@ std::string temp_dir() {
   return g_temp_dir;
 }
 
+std::vector<uint8_t> save_state(gb_session *s) {
+  size_t need = 0, mx = 0, n = 0;
+  EXPECT_EQ(gb_session_state_size(s, &need), GB_OK);
+  EXPECT_EQ(gb_session_state_max_size(s, &mx), GB_OK);
+  EXPECT_LE(need, mx);
+  std::vector<uint8_t> img(need);
+  EXPECT_EQ(gb_session_state_save(s, img.data(), img.size(), &n), GB_OK);
+  EXPECT_EQ(n, need);
+  return img;
+}
+
 std::vector<uint8_t> read_file(const std::string &path) {
   std::vector<uint8_t> out;
   FILE *f = fopen(path.c_str(), "rb");

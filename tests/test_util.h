@@ -50,6 +50,11 @@ double test_scale();
 // process exits (no heap: the allocation counter sees nothing).
 gb_session_experimental &x(gb_session_options &so);
 
+// The session's state image (gb_session_state_save into a buffer of
+// gb_session_state_size bytes), its sizes checked (gtest expectations:
+// written as announced, within gb_session_state_max_size).
+std::vector<uint8_t> save_state(gb_session *s);
+
 // A log callback that swallows everything (malformed-input tests).
 void quiet_log(void *, gb_log_level, const char *);
 gb_model_options quiet_model_options();

@@ -427,31 +427,26 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
         GB_TRY(bind(name, e.kind, l));
       }
   }
-  // Per-head Q/K norms (every layer, both, or none).
-  d.qk_norm = arch->qk_norm != kNever && g.tensor("blk.0.attn_q_norm.weight") != nullptr;
-  GB_RETURN_IF(arch->qk_norm == kMust && !d.qk_norm, log, GB_ERR_MISSING_TENSOR,
-               "gguf: %s model without blk.0.attn_q_norm.weight", arch->name);
-  if (d.qk_norm)
-    for (uint32_t l = 0; l < d.n_layers; l++) {
-      char name[64];
-      snprintf(name, sizeof name, "blk.%u.attn_q_norm.weight", l);
-      GB_TRY(bind(name, kQNorm, l));
-      snprintf(name, sizeof name, "blk.%u.attn_k_norm.weight", l);
-      GB_TRY(bind(name, kKNorm, l));
+  // Pairs of per-layer norms, every layer, both, or none, as the row says:
+  // whether the file has them (the first of layer 0 decides).
+  auto bind_norm_pair = [&](ArchNeed need, const char *first, uint32_t k1, const char *second, uint32_t k2,
+                            bool *has) -> gb_status {
+    char name[64];
+    snprintf(name, sizeof name, "blk.0.%s.weight", first);
+    *has = need != kNever && g.tensor(name) != nullptr;
+    GB_RETURN_IF(need == kMust && !*has, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without %s", arch->name, name);
+    for (uint32_t l = 0; *has && l < d.n_layers; l++) {
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, first);
+      GB_TRY(bind(name, k1, l));
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, second);
+      GB_TRY(bind(name, k2, l));
     }
+    return GB_OK;
+  };
+  // Per-head Q/K norms; post-attention and post-FFN norms.
+  GB_TRY(bind_norm_pair(arch->qk_norm, "attn_q_norm", kQNorm, "attn_k_norm", kKNorm, &d.qk_norm));
+  GB_TRY(bind_norm_pair(arch->post_norms, "post_attention_norm", kPostAttnNorm, "post_ffw_norm", kPostFfnNorm, &d.post_norms));
   d.nope_period = arch->nope_period;
-  // Post-attention and post-FFN norms (every layer, both, or none).
-  d.post_norms = arch->post_norms != kNever && g.tensor("blk.0.post_attention_norm.weight") != nullptr;
-  GB_RETURN_IF(arch->post_norms == kMust && !d.post_norms, log, GB_ERR_MISSING_TENSOR,
-               "gguf: %s model without blk.0.post_attention_norm.weight", arch->name);
-  if (d.post_norms)
-    for (uint32_t l = 0; l < d.n_layers; l++) {
-      char name[64];
-      snprintf(name, sizeof name, "blk.%u.post_attention_norm.weight", l);
-      GB_TRY(bind(name, kPostAttnNorm, l));
-      snprintf(name, sizeof name, "blk.%u.post_ffw_norm.weight", l);
-      GB_TRY(bind(name, kPostFfnNorm, l));
-    }
   // LongRoPE: short factors (the frequency factors of sessions up to the
   // trained context) and long ones, both or neither.
   const bool longrope =

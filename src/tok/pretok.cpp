@@ -97,17 +97,10 @@ size_t m_gpt2(const Piece &p, size_t i, size_t *) {
   return i + c.len;
 }
 
-// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max}
-// | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-size_t m_llama3_n(const Piece &p, size_t i, size_t max_digits) {
-  const Ch c = p.at(i);
-  if (c.cp == '\'') {
-    const size_t e = contraction(p, i, true);
-    if (e) return e;
-  }
-  if (c.letter()) return run(p, i, [](const Ch &x) { return x.letter(); });
-  if (c.cp != '\r' && c.cp != '\n' && !c.number() && p.at(i + c.len).letter())
-    return run(p, i + c.len, [](const Ch &x) { return x.letter(); });
+// The alternatives the Llama 3 and gpt-4o expressions end with, at c = p.at(i):
+// \p{N}{1,max}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ (gpt-4o:
+// [\r\n/]* after the symbols, when slash).
+size_t numbers_symbols_spaces(const Piece &p, size_t i, const Ch &c, size_t max_digits, bool slash) {
   if (c.number()) {
     size_t e = i, k = 0;
     for (Ch x = c; k < max_digits && x.number(); x = p.at(e), k++) e += x.len;
@@ -115,7 +108,8 @@ size_t m_llama3_n(const Piece &p, size_t i, size_t max_digits) {
   }
   const size_t j = c.cp == ' ' ? i + 1 : i;
   if (p.at(j).other()) {
-    size_t e = run(p, j, [](const Ch &x) { return x.other(); });
+    const size_t e = run(p, j, [](const Ch &x) { return x.other(); });
+    if (slash) return run(p, e, [](const Ch &x) { return x.cp == '\r' || x.cp == '\n' || x.cp == '/'; });
     return run(p, e, [](const Ch &x) { return x.cp == '\r' || x.cp == '\n'; });
   }
   if (c.space()) {
@@ -128,6 +122,20 @@ size_t m_llama3_n(const Piece &p, size_t i, size_t max_digits) {
     return space_tail(p, i);
   }
   return i + c.len;
+}
+
+// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max}
+// | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t m_llama3_n(const Piece &p, size_t i, size_t max_digits) {
+  const Ch c = p.at(i);
+  if (c.cp == '\'') {
+    const size_t e = contraction(p, i, true);
+    if (e) return e;
+  }
+  if (c.letter()) return run(p, i, [](const Ch &x) { return x.letter(); });
+  if (c.cp != '\r' && c.cp != '\n' && !c.number() && p.at(i + c.len).letter())
+    return run(p, i + c.len, [](const Ch &x) { return x.letter(); });
+  return numbers_symbols_spaces(p, i, c, max_digits, false);
 }
 size_t m_llama3(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 3); }
 size_t m_qwen2(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 1); }
@@ -171,26 +179,7 @@ size_t m_gpt4o_n(const Piece &p, size_t i, bool contr, size_t max_digits) {
     const size_t e = gpt4o_word(p, i + c.len, contr);
     if (e) return e;
   }
-  if (c.number()) {
-    size_t e = i, k = 0;
-    for (Ch x = c; k < max_digits && x.number(); x = p.at(e), k++) e += x.len;
-    return e;
-  }
-  const size_t j = c.cp == ' ' ? i + 1 : i;
-  if (p.at(j).other()) {
-    const size_t e = run(p, j, [](const Ch &x) { return x.other(); });
-    return run(p, e, [](const Ch &x) { return x.cp == '\r' || x.cp == '\n' || x.cp == '/'; });
-  }
-  if (c.space()) {
-    size_t e = i, nl_end = 0;
-    for (Ch x = c; x.cp != kNone && x.space(); x = p.at(e)) {
-      e += x.len;
-      if (x.cp == '\r' || x.cp == '\n') nl_end = e;
-    }
-    if (nl_end) return nl_end;  // \s*[\r\n]+ ends after the run's last newline
-    return space_tail(p, i);
-  }
-  return i + c.len;
+  return numbers_symbols_spaces(p, i, c, max_digits, true);
 }
 size_t m_gpt4o(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, true, 3); }
 size_t m_tekken(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, false, 1); }
