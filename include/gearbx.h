@@ -916,6 +916,8 @@ typedef enum gb_chat_template {
   GB_CHAT_TEMPLATE_PHI4_MINI = 10, /* "phi4-mini": <|user|>..<|end|> with no newlines
                                       (Phi-4-mini-instruct) */
   GB_CHAT_TEMPLATE_PHI4 = 11,  /* "phi4": <|im_start|>role<|im_sep|>..<|im_end|> (Phi-4) */
+  GB_CHAT_TEMPLATE_SMOLLM3 = 12, /* "smollm3": ChatML behind SmolLM3's metadata system turn
+                                    ("Reasoning Mode: /think" or "/no_think") */
   GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
 } gb_chat_template;
 
@@ -964,6 +966,9 @@ gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template
  * message keep only the answer after it; later ones are written with their
  * reasoning in a <think> block (the last one always, with an empty block
  * when it has none); the assistant prompt leaves the model free to think.
+ * smollm3 always writes its system turn (metadata, reasoning mode, the
+ * system text without its "/think" and "/no_think" tags, or the template's
+ * default instructions) and writes only the first message's system text.
  * On success *n_out is the text's length (without the NUL). When cap is too
  * small (it must be at least length + 1), GB_ERR_BUFFER_TOO_SMALL: *n_out
  * receives the capacity needed and nothing is written (buf may be NULL when

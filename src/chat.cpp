@@ -393,6 +393,114 @@ void render_qwen3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   if (gen) o.put("<|im_start|>assistant\n");
 }
 
+// SmolLM3: ChatML with a system turn that is always written: a metadata
+// header, the reasoning mode and custom instructions. The mode is
+// "/no_think" when the first message is a system text containing
+// "/no_think", else "/think" (the template's enable_thinking default). The
+// custom instructions are that system text with every "/no_think", then
+// every "/think" of what remains, removed and trailing white space stripped
+// (two str.replace calls, then rstrip()); when they are empty, the
+// template's default text for the mode. System messages after the first are
+// not written. Assistant turns drop leading newlines; in "/no_think" mode
+// they, and the assistant prompt, start with an empty <think> block. This is
+// the template without a date line; one that writes today's date renders
+// differently and is not detected.
+const char kSmolThinkSystem[] =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
+    "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
+    "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
+    "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
+    "structure your response into two main sections: Thought and Solution using the specified format: <think> "
+    "Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. "
+    "Each step should include detailed considerations such as analysing questions, summarizing relevant findings, "
+    "brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting "
+    "previous steps. In the Solution section, based on various attempts, explorations, and reflections from the "
+    "Thought section, systematically present the final solution that you deem correct. The Solution section should "
+    "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.\n\n";
+const char kSmolPlainSystem[] = "You are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n";
+
+// The offsets of the bytes of s that remain after removing every "/no_think"
+// and then every "/think" of the result, left to right without overlap as
+// str.replace does, one per next() (s.n at the end). Six bytes of look-ahead,
+// nothing allocated. Both words are ASCII, so in valid UTF-8 a removal never
+// splits or joins a multi-byte character.
+struct ThinkTagFilter {
+  Span s;
+  size_t i = 0;          // next byte of s for the first removal
+  size_t look[6] = {};   // offsets after the first removal, not yet returned
+  size_t n_look = 0;
+  explicit ThinkTagFilter(Span text) : s(text) {}
+  size_t first() {  // next offset of s without "/no_think"
+    while (i + 9 <= s.n && memcmp(s.p + i, "/no_think", 9) == 0) i += 9;
+    return i < s.n ? i++ : s.n;
+  }
+  size_t next() {
+    for (;;) {
+      while (n_look < 6) look[n_look++] = first();
+      bool match = true;
+      for (size_t k = 0; k < 6 && match; k++) match = look[k] < s.n && s.p[look[k]] == "/think"[k];
+      if (!match) break;
+      n_look = 0;
+    }
+    const size_t at = look[0];
+    memmove(look, look + 1, 5 * sizeof look[0]);
+    n_look--;
+    return at;
+  }
+};
+
+// Writes SmolLM3's custom instructions for system text s (see above);
+// returns false, writing nothing, when they are empty.
+bool put_smol_instructions(Out &o, Span s) {
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(s.p);
+  // Pass 1: the output's length up to its last character that is not white
+  // space (an ill-formed byte counts as a character that is not).
+  size_t out = 0, keep = 0;
+  ThinkTagFilter f(s);
+  for (size_t at = f.next(); at < s.n; at = f.next()) {
+    uint32_t c;
+    size_t k;
+    if (decode_utf8(p + at, s.n - at, &c, &k)) {
+      for (size_t j = 1; j < k; j++) f.next();  // its continuation bytes
+    } else {
+      k = 1;
+      c = 0xFFFD;
+    }
+    out += k;
+    if (!is_py_space(c)) keep = out;
+  }
+  if (keep == 0) return false;
+  ThinkTagFilter g(s);
+  for (size_t w = 0; w < keep; w++) o.put(s.p + g.next(), 1);
+  o.put("\n\n");
+  return true;
+}
+
+void render_smollm3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  const bool has_system = msg_at(msgs, 0).role == kSystem;
+  const Span sys = has_system ? msg_at(msgs, 0).text : Span{"", 0};
+  const bool think = span_find(sys, "/no_think", false) == sys.n;
+  o.put("<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: ");
+  o.put(think ? "/think" : "/no_think");
+  o.put("\n\n## Custom Instructions\n\n");
+  if (!put_smol_instructions(o, sys)) o.put(think ? kSmolThinkSystem : kSmolPlainSystem);
+  o.put("<|im_end|>\n");
+  for (size_t k = 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role == kSystem) continue;
+    if (m.role == kUser) {
+      o.put("<|im_start|>user\n");
+      o.put(m.text);
+    } else {
+      o.put("<|im_start|>assistant\n");
+      if (!think) o.put("<think>\n\n</think>\n");
+      o.put(span_lstrip_nl(m.text));
+    }
+    o.put("<|im_end|>\n");
+  }
+  if (gen) o.put(think ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n");
+}
+
 const char kQwen2System[] = "You are a helpful assistant.";
 const char kQwen25System[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
@@ -409,6 +517,7 @@ void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, b
     case GB_CHAT_TEMPLATE_QWEN3: render_qwen3(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_PHI4_MINI: render_phi4_mini(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_PHI4: render_phi4(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_SMOLLM3: render_smollm3(o, msgs, n, gen); break;
     default: break;  // rejected by the caller
   }
 }
@@ -428,6 +537,7 @@ const char *const kEotPhi3[] = {"<|end|>", "<|endoftext|>", nullptr};
 const char *const kEotGemma[] = {"<end_of_turn>", "<eos>", nullptr};
 const char *const kEotQwen[] = {"<|im_end|>", "<|endoftext|>", nullptr};
 const char *const kEotPhi4[] = {"<|im_end|>", "<|endoftext|>", nullptr};
+const char *const kEotSmol[] = {"<|im_end|>", "<|end_of_text|>", nullptr};
 
 // Index = gb_chat_template value.
 const TemplateInfo kTemplates[] = {
@@ -443,9 +553,10 @@ const TemplateInfo kTemplates[] = {
     {"qwen3", kEotQwen},       // GB_CHAT_TEMPLATE_QWEN3
     {"phi4-mini", kEotPhi3},   // GB_CHAT_TEMPLATE_PHI4_MINI
     {"phi4", kEotPhi4},        // GB_CHAT_TEMPLATE_PHI4
+    {"smollm3", kEotSmol},     // GB_CHAT_TEMPLATE_SMOLLM3
 };
 constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
-static_assert(kNumTemplates == GB_CHAT_TEMPLATE_PHI4 + 1, "one entry per template");
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_SMOLLM3 + 1, "one entry per template");
 
 // The template's table entry, or nullptr for a value outside the enum.
 const TemplateInfo *info_of(gb_chat_template t) {
@@ -493,10 +604,13 @@ gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   } else if (has(t, n, "<|im_start|>")) {
     // Reasoning templates rewrite assistant turns: Qwen3's (it splits them
     // at "</think>" and finds the last user query) is built in; others
-    // with <think> blocks (Qwen3.5's, which also renders images; SmolLM3's;
-    // QwQ's) render differently.
+    // with <think> blocks (Qwen3.5's, which also renders images; QwQ's)
+    // render differently. SmolLM3's has its own system header (below).
     if (has(t, n, "<think>")) {
-      if (has(t, n, "last_query_index") && has(t, n, "reasoning_content") && !has(t, n, "vision") && !has(t, n, "image"))
+      if (has(t, n, "Reasoning Mode: ") && has(t, n, "## Custom Instructions") && has(t, n, "/no_think") &&
+          !has(t, n, "Today Date") && !has(t, n, "strftime_now"))
+        id = GB_CHAT_TEMPLATE_SMOLLM3;
+      else if (has(t, n, "last_query_index") && has(t, n, "reasoning_content") && !has(t, n, "vision") && !has(t, n, "image"))
         id = GB_CHAT_TEMPLATE_QWEN3;
     } else if (has(t, n, kQwen25System)) {
       id = GB_CHAT_TEMPLATE_QWEN25;

@@ -54,7 +54,7 @@ std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
 const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
                                  GB_CHAT_TEMPLATE_ZEPHYR, GB_CHAT_TEMPLATE_PHI3,   GB_CHAT_TEMPLATE_GEMMA,
                                  GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3,
-                                 GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4};
+                                 GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4, GB_CHAT_TEMPLATE_SMOLLM3};
 
 // Template values outside the enum are passed from C (tests/c_caller.c),
 // where an enum parameter may hold any int.
@@ -229,6 +229,71 @@ TEST(ChatTemplate, Phi4) {
   EXPECT_EQ(apply(t, kTwoTurnsSystem, 0), "<|im_start|>system<|im_sep|>You are terse.<|im_end|>" + turns);
 }
 
+// SmolLM3: a system turn with metadata always comes first; the expected
+// texts are what its Jinja template renders (jinja2, trim_blocks and
+// lstrip_blocks on) for these messages.
+TEST(ChatTemplate, SmolLM3) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_SMOLLM3;
+  const std::string head = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: ";
+  const std::string custom = "\n\n## Custom Instructions\n\n";
+  const std::string think_default =
+      "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
+      "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
+      "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
+      "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
+      "structure your response into two main sections: Thought and Solution using the specified format: <think> "
+      "Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. "
+      "Each step should include detailed considerations such as analysing questions, summarizing relevant findings, "
+      "brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting "
+      "previous steps. In the Solution section, based on various attempts, explorations, and reflections from the "
+      "Thought section, systematically present the final solution that you deem correct. The Solution section should "
+      "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.\n\n";
+  const std::string plain_default = "You are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n";
+  const std::string end = "<|im_end|>\n";
+  const std::string empty_think = "<think>\n\n</think>\n";
+  const std::string turns =
+      "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there!<|im_end|>\n"
+      "<|im_start|>user\nHow are you?<|im_end|>\n";
+  EXPECT_EQ(apply(t, kTwoTurns, 1), head + "/think" + custom + think_default + end + turns + "<|im_start|>assistant\n");
+  // Leading newlines of an answer are dropped, trailing ones kept.
+  const gb_chat_message nl[] = {{"user", "Hello"}, {"assistant", "\n\nHi there!\n"}, {"user", "How are you?"}};
+  EXPECT_EQ(apply(t, nl, 0), head + "/think" + custom + think_default + end +
+                                 "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there!\n<|im_end|>\n"
+                                 "<|im_start|>user\nHow are you?<|im_end|>\n");
+  const gb_chat_message sys[] = {{"system", "You are terse."}, {"user", "Hello"}, {"assistant", "Hi there!"}};
+  EXPECT_EQ(apply(t, sys, 1), head + "/think" + custom + "You are terse.\n\n" + end +
+                                  "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there!<|im_end|>\n"
+                                  "<|im_start|>assistant\n");
+  // "/no_think" in the system text: the tag is removed, the answers and the
+  // prompt start with an empty reasoning block.
+  const gb_chat_message no[] = {{"system", "Be brief. /no_think  \n"}, {"user", "Hello"}, {"assistant", "\nHi"}};
+  EXPECT_EQ(apply(t, no, 1), head + "/no_think" + custom + "Be brief.\n\n" + end + "<|im_start|>user\nHello<|im_end|>\n" +
+                                 "<|im_start|>assistant\n" + empty_think + "Hi<|im_end|>\n<|im_start|>assistant\n" +
+                                 empty_think);
+  // Only tags: the mode's default instructions.
+  const gb_chat_message tag[] = {{"system", "/think"}, {"user", "Q"}};
+  EXPECT_EQ(apply(t, tag, 1), head + "/think" + custom + think_default + end + "<|im_start|>user\nQ<|im_end|>\n" +
+                                  "<|im_start|>assistant\n");
+  const gb_chat_message notag[] = {{"system", " /no_think"}, {"user", "Q"}};
+  EXPECT_EQ(apply(t, notag, 0), head + "/no_think" + custom + plain_default + end + "<|im_start|>user\nQ<|im_end|>\n");
+  // The two removals run one after the other over the whole text, so removing
+  // "/no_think" can join a "/think" that the second removal takes, and
+  // removing "/think" can join a "/no_think" that stays; the strip takes
+  // Unicode white space (U+3000, U+00A0).
+  const gb_chat_message joined[] = {{"system", "a/t/no_thinkhink b/no_thin/thinkk c\xe3\x80\x80\xc2\xa0 \n"},
+                                    {"user", "Q"}};
+  EXPECT_EQ(apply(t, joined, 1), head + "/no_think" + custom + "a b/no_think c\n\n" + end +
+                                     "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n" + empty_think);
+  // A later system message is neither written nor read for the mode.
+  const gb_chat_message later[] = {{"user", "a"}, {"system", "late /no_think"}, {"assistant", "b"}};
+  EXPECT_EQ(apply(t, later, 1), head + "/think" + custom + think_default + end +
+                                    "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n"
+                                    "<|im_start|>assistant\n");
+  // Ill-formed bytes are kept as they are and are not white space.
+  const gb_chat_message bad[] = {{"system", "x\xff \xc2"}, {"user", "Q"}};
+  EXPECT_EQ(apply(t, bad, 0), head + "/think" + custom + "x\xff \xc2\n\n" + end + "<|im_start|>user\nQ<|im_end|>\n");
+}
+
 TEST(ChatTemplate, Gemma) {
   const gb_chat_template t = GB_CHAT_TEMPLATE_GEMMA;
   const std::string rest =
@@ -334,7 +399,7 @@ TEST(ChatApply, Misuse) {
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
-  for (int32_t bad : {0, 12, -1, 1000, 0x7fffffff})
+  for (int32_t bad : {0, 13, -1, 1000, 0x7fffffff})
     EXPECT_EQ(gbt_c_chat_apply(bad, kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
         << bad;
   for (gb_chat_template tt : kAll) {
@@ -357,7 +422,7 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
   const gb_chat_message late_system[] = {{"user", "u"}, {"system", "s"}};
   const gb_chat_message two_systems[] = {{"system", "s"}, {"system", "t"}, {"user", "u"}};
   const gb_chat_message system_then_assistant[] = {{"system", "s"}, {"assistant", "a"}};
-  char buf[256];
+  char buf[4096];  // smollm3 writes its default instructions
   size_t n_out = 0;
   for (gb_chat_template t : kAll) {
     const bool strict = t == GB_CHAT_TEMPLATE_LLAMA2 || t == GB_CHAT_TEMPLATE_GEMMA;
@@ -375,14 +440,14 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
 
 TEST(ChatTemplate, Names) {
   const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
-                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4"};
+                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3"};
   for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
     EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
     ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
     EXPECT_EQ(t, kAll[i]);
   }
-  for (int32_t bad : {0, 12, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
+  for (int32_t bad : {0, 13, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
   gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
   for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
     EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
@@ -408,6 +473,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
       {GB_CHAT_TEMPLATE_QWEN3, {"<|im_end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_PHI4_MINI, {"<|end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_PHI4, {"<|im_end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_SMOLLM3, {"<|im_end|>", "<|end_of_text|>"}},
   };
   for (const Want &w : wants) {
     const char *const *s = nullptr;
@@ -420,7 +486,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
   const char *const *s = nullptr;
   size_t n = 5;
   EXPECT_EQ(gbt_c_chat_eot_strings(0, &s, &n), GB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(gbt_c_chat_eot_strings(12, &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gbt_c_chat_eot_strings(13, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gbt_c_chat_eot_strings(-3, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
@@ -490,6 +556,12 @@ const char kJinjaPhi4[] =
     "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + '<|im_end|>' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}";
 
+// SmolLM3's: the system header with the reasoning mode and custom instructions.
+const char kJinjaSmolLM3[] =
+    "{%- if '/no_think' in system_message -%}{%- set reasoning_mode = '/no_think' -%}{%- endif -%}"
+    "{{- '<|im_start|>system\\n' -}}{{- 'Reasoning Mode: ' + reasoning_mode + '\\n\\n' -}}"
+    "{{- '## Custom Instructions\\n\\n' -}}{{ '<|im_start|>assistant\\n' + '<think>\\n\\n</think>\\n' }}";
+
 // Qwen3's markers: the last user query found, reasoning split from the answer.
 const char kJinjaQwen3[] =
     "{%- set ns = namespace(last_query_index=messages|length - 1) %}{%- for m in messages %}"
@@ -510,7 +582,7 @@ TEST(ChatDetect, EachFamily) {
       {kJinjaQwen25, GB_CHAT_TEMPLATE_QWEN25}, {kJinjaZephyr, GB_CHAT_TEMPLATE_ZEPHYR},
       {kJinjaPhi3, GB_CHAT_TEMPLATE_PHI3},     {kJinjaGemma, GB_CHAT_TEMPLATE_GEMMA},
       {kJinjaQwen3, GB_CHAT_TEMPLATE_QWEN3},   {kJinjaPhi4Mini, GB_CHAT_TEMPLATE_PHI4_MINI},
-      {kJinjaPhi4, GB_CHAT_TEMPLATE_PHI4},
+      {kJinjaPhi4, GB_CHAT_TEMPLATE_PHI4},     {kJinjaSmolLM3, GB_CHAT_TEMPLATE_SMOLLM3},
   };
   for (const Case &c : cases) {
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
@@ -541,6 +613,9 @@ TEST(ChatDetect, UnknownIsAStatus) {
       // Qwen3.5 style: Qwen3's reasoning markers, and images
       "{%- set ns = namespace(last_query_index=0) %}{%- if m.reasoning_content %}<think>{%- endif %}"
       "{%- if c.type == 'image' %}<|vision_start|><|image_pad|><|vision_end|>{%- endif %}<|im_start|>",
+      // SmolLM3 style with today's date in the system header
+      "{%- set today = strftime_now('%d %B %Y') -%}{{- '<|im_start|>system\\n' -}}{{- 'Today Date: ' + today -}}"
+      "{{- 'Reasoning Mode: ' + reasoning_mode -}}{{- '## Custom Instructions' -}}{{- '/no_think <think>' -}}",
       // Phi-3 style without a system turn (assistant header after each user turn)
       "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
       "{{ '<|user|>\\n' + m['content'] + '<|end|>\\n<|assistant|>\\n' }}{% else %}"

@@ -47,7 +47,7 @@ void check_template(gb_chat_template t) {
     if (!eot[i] || !eot[i][0]) fuzz_fail("empty eot string");
 }
 
-bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_PHI4; }
+bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_SMOLLM3; }
 
 // Templates that strip contents (llama2, llama3, gemma).
 bool trims(int32_t v) { return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA; }
@@ -150,15 +150,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const gb_chat_message &m : msgs) all_valid = all_valid && gbt::utf8_well_formed(m.content) && gbt::utf8_well_formed(m.role);
   if (all_valid && !gbt::utf8_well_formed(text)) fuzz_fail("valid UTF-8 contents gave invalid UTF-8 text");
   // qwen3 writes an assistant text's answer only (after its last "</think>"),
-  // leading newlines dropped where it opens a <think> block.
+  // leading newlines dropped where it opens a <think> block. smollm3 drops
+  // an answer's leading newlines and rewrites or drops system texts.
   if (!trims(tv))
     for (const gb_chat_message &m : msgs) {
       std::string want = m.content;
-      if (tv == GB_CHAT_TEMPLATE_QWEN3 && strcmp(m.role, "assistant") == 0) {
+      const bool assistant = strcmp(m.role, "assistant") == 0;
+      if (tv == GB_CHAT_TEMPLATE_SMOLLM3 && strcmp(m.role, "system") == 0) continue;
+      if (tv == GB_CHAT_TEMPLATE_QWEN3 && assistant) {
         const size_t close = want.rfind("</think>");
         if (close != std::string::npos) want = want.substr(close + 8);
-        want.erase(0, want.find_first_not_of('\n') == std::string::npos ? want.size() : want.find_first_not_of('\n'));
       }
+      if ((tv == GB_CHAT_TEMPLATE_QWEN3 || tv == GB_CHAT_TEMPLATE_SMOLLM3) && assistant)
+        want.erase(0, want.find_first_not_of('\n') == std::string::npos ? want.size() : want.find_first_not_of('\n'));
       if (text.find(want) == std::string::npos) fuzz_fail("a content is missing from the text");
     }
   return 0;
@@ -183,6 +187,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       "<|system|>\n{{ s }}{{ eos_token }}<|user|>\n<|assistant|>\n",
       "{{ '<|' + m['role'] + '|>' + m['content'] + '<|tool|>' + m['tools'] + '<|/tool|>' + '<|end|>' }}<|assistant|>",
       "{{ '<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + '<|im_end|>' }}",
+      "{{- '<|im_start|>system\\n' -}}{{- 'Reasoning Mode: ' -}}{{- '## Custom Instructions' -}}/no_think<think>",
   };
   for (const char *t : kTemplates) {
     const std::string s = t;
@@ -195,8 +200,9 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       {"a", "first", "s", "late system", nullptr},
       {"system", "", "user", "", nullptr},
       {"tool", "x", nullptr},
+      {"s", "a/t/no_thinkhink /think \xe3\x80\x80", "u", "q", "a", "\n\nanswer"},
   };
-  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 255})
+  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 255})
     for (uint8_t flags = 0; flags < 8; flags++)
       for (size_t c = 0; c < sizeof kConversations / sizeof kConversations[0]; c++) {
         if ((t + flags + c) % 3 != 0 && c > 1) continue;

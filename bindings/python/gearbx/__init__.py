@@ -222,7 +222,7 @@ def apply_chat_template(template, messages: Iterable, add_assistant: bool = True
     """Render chat messages with a built-in template (gb_chat_apply).
 
     template: a name ("llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
-    "qwen2", "qwen2.5", "qwen3", "phi4-mini", "phi4") or its int. messages: mappings with "role" and
+    "qwen2", "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3") or its int. messages: mappings with "role" and
     "content", or (role, content) pairs; roles "system", "user", "assistant".
     add_assistant: append the opening of an assistant turn. Tokenize the
     result with parse_special=True, and add_bos=False where the template
