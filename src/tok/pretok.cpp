@@ -97,48 +97,94 @@ size_t m_gpt2(const Piece &p, size_t i, size_t *) {
   return i + c.len;
 }
 
-// The alternatives the Llama 3 and gpt-4o expressions end with, at c = p.at(i):
-// \p{N}{1,max}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ (gpt-4o:
-// [\r\n/]* after the symbols, when slash).
-size_t numbers_symbols_spaces(const Piece &p, size_t i, const Ch &c, size_t max_digits, bool slash) {
+// What varies among the Llama 3-like expressions (llama3, qwen2, qwen35,
+// seed-coder, jais-2, gpt-4o, tekken, ...).
+enum Tail : uint8_t { kTailNl, kTailNlSlash, kTailNone, kTailOneNlSlash };
+struct Shape {
+  size_t max_digits;  // \p{N}{1,max_digits}; 0 for \p{N}+
+  bool marks;         // words are [\p{L}\p{M}]+ and symbols [^\s\p{L}\p{M}\p{N}]+
+  Tail tail;          // after the symbols: [\r\n]*, [\r\n/]*, nothing, [\r\n/]?
+  bool cascade;       // jais-2's white space: \s{512}(?!\S)|..|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}
+};
+
+bool letter_cls(const Ch &x) { return x.letter(); }
+bool is_mark(const Ch &x) { return (x.cls & 7) == kUcMark; }
+bool letter_or_mark(const Ch &x) { return x.letter() || is_mark(x); }
+// [^\s\p{L}\p{M}\p{N}]
+bool other_not_mark(const Ch &x) { return x.other() && !is_mark(x); }
+
+// \s*[\r\n]+|\s+(?!\S)|\s+ at a white-space character c = p.at(i), or with
+// cascade jais-2's \s*[\r\n]+|\s{512}(?!\S)|..|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}.
+size_t spaces(const Piece &p, size_t i, const Ch &c, bool cascade) {
+  size_t e = i, nl_end = 0, count = 0;
+  for (Ch x = c; x.cp != kNone && x.space(); x = p.at(e)) {
+    e += x.len;
+    count++;
+    if (x.cp == '\r' || x.cp == '\n') nl_end = e;
+  }
+  if (nl_end) return nl_end;  // \s*[\r\n]+ ends after the run's last newline
+  if (!cascade) return space_tail(p, i);
+  // \s{k}(?!\S): k characters when more follow in the run or the run ends
+  // the piece; else one.
+  const bool at_end = e >= p.end;
+  size_t k = 512;
+  while (k >= 4 && !(count > k || (count == k && at_end))) k /= 2;
+  if (k < 4) k = (count > 2 || (count == 2 && at_end)) ? 2 : 1;
+  size_t end = i;
+  for (size_t n = 0; n < k; n++) end += p.at(end).len;
+  return end;
+}
+
+// The alternatives these expressions end with, at c = p.at(i):
+// \p{N}{1,max}| ?SYM+TAIL|\s*[\r\n]+|\s+(?!\S)|\s+ (jais-2: its cascade for
+// the last two).
+size_t numbers_symbols_spaces(const Piece &p, size_t i, const Ch &c, const Shape &sh) {
   if (c.number()) {
     size_t e = i, k = 0;
-    for (Ch x = c; k < max_digits && x.number(); x = p.at(e), k++) e += x.len;
+    for (Ch x = c; (sh.max_digits == 0 || k < sh.max_digits) && x.number(); x = p.at(e), k++) e += x.len;
     return e;
   }
   const size_t j = c.cp == ' ' ? i + 1 : i;
-  if (p.at(j).other()) {
-    const size_t e = run(p, j, [](const Ch &x) { return x.other(); });
-    if (slash) return run(p, e, [](const Ch &x) { return x.cp == '\r' || x.cp == '\n' || x.cp == '/'; });
-    return run(p, e, [](const Ch &x) { return x.cp == '\r' || x.cp == '\n'; });
-  }
-  if (c.space()) {
-    size_t e = i, nl_end = 0;
-    for (Ch x = c; x.cp != kNone && x.space(); x = p.at(e)) {
-      e += x.len;
-      if (x.cp == '\r' || x.cp == '\n') nl_end = e;
+  const Ch d = p.at(j);
+  if (sh.marks ? other_not_mark(d) : d.other()) {
+    const size_t e = sh.marks ? run(p, j, other_not_mark) : run(p, j, [](const Ch &x) { return x.other(); });
+    const auto nl = [](const Ch &x) { return x.cp == '\r' || x.cp == '\n'; };
+    const auto nl_slash = [](const Ch &x) { return x.cp == '\r' || x.cp == '\n' || x.cp == '/'; };
+    switch (sh.tail) {
+      case kTailNl: return run(p, e, nl);
+      case kTailNlSlash: return run(p, e, nl_slash);
+      case kTailOneNlSlash: return nl_slash(p.at(e)) ? e + 1 : e;
+      case kTailNone: return e;
     }
-    if (nl_end) return nl_end;  // \s*[\r\n]+ ends after the run's last newline
-    return space_tail(p, i);
   }
+  if (c.space()) return spaces(p, i, c, sh.cascade);
   return i + c.len;
 }
 
-// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max}
-// | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-size_t m_llama3_n(const Piece &p, size_t i, size_t max_digits) {
+// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?WORD+|<numbers_symbols_spaces>
+// with WORD \p{L}, or [\p{L}\p{M}] when sh.marks.
+size_t m_llama3_shape(const Piece &p, size_t i, const Shape &sh) {
   const Ch c = p.at(i);
   if (c.cp == '\'') {
     const size_t e = contraction(p, i, true);
     if (e) return e;
   }
-  if (c.letter()) return run(p, i, [](const Ch &x) { return x.letter(); });
-  if (c.cp != '\r' && c.cp != '\n' && !c.number() && p.at(i + c.len).letter())
-    return run(p, i + c.len, [](const Ch &x) { return x.letter(); });
-  return numbers_symbols_spaces(p, i, c, max_digits, false);
+  const auto word = sh.marks ? letter_or_mark : letter_cls;
+  if (word(c)) return run(p, i, word);
+  if (c.cp != '\r' && c.cp != '\n' && !c.number() && word(p.at(i + c.len))) return run(p, i + c.len, word);
+  return numbers_symbols_spaces(p, i, c, sh);
 }
-size_t m_llama3(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 3); }
-size_t m_qwen2(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 1); }
+constexpr Shape kShapeLlama3{3, false, kTailNl, false};
+constexpr Shape kShapeQwen2{1, false, kTailNl, false};
+size_t m_llama3(const Piece &p, size_t i, size_t *) { return m_llama3_shape(p, i, kShapeLlama3); }
+size_t m_qwen2(const Piece &p, size_t i, size_t *) { return m_llama3_shape(p, i, kShapeQwen2); }
+// qwen35: words and symbols with marks.
+size_t m_qwen35(const Piece &p, size_t i, size_t *) { return m_llama3_shape(p, i, Shape{1, true, kTailNl, false}); }
+// seed-coder: ` ?[^\s\p{L}\p{N}\r\n]+` without a newline tail.
+size_t m_seed_coder(const Piece &p, size_t i, size_t *) { return m_llama3_shape(p, i, Shape{1, false, kTailNone, false}); }
+// minicpm5's second stage: \p{N}+.
+size_t m_llama3_numbers(const Piece &p, size_t i, size_t *) { return m_llama3_shape(p, i, Shape{0, false, kTailNl, false}); }
+size_t m_jais2(const Piece &p, size_t i, size_t *) { return m_llama3_shape(p, i, Shape{3, false, kTailNl, true}); }
 
 // gpt-4o, as llama.cpp's expression reads it:
 //   [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,3}
@@ -146,43 +192,71 @@ size_t m_qwen2(const Piece &p, size_t i, size_t *) { return m_llama3_n(p, i, 1);
 // with U a letter other than a-z, W a letter other than A-Z (a non-ASCII
 // letter is both: llama.cpp matches on its collapsed category, without
 // case) and C an ASCII contraction in any case ('s, 'T, 'Re, ...). tekken:
-// the same without C and with \p{N} for \p{N}{1,3}.
-bool gpt4o_u(const Ch &x) { return x.letter() && !(x.cp >= 'a' && x.cp <= 'z'); }
-bool gpt4o_w(const Ch &x) { return x.letter() && !(x.cp >= 'A' && x.cp <= 'Z'); }
-// U*W+ or U+W* at j, with its contraction when contr: the end, or 0 when
-// neither starts there.
-size_t gpt4o_word(const Piece &p, size_t j, bool contr) {
-  size_t k = j, last_w = kNone;
-  for (Ch x = p.at(k); x.cp != kNone && gpt4o_u(x); x = p.at(k)) {
-    if (gpt4o_w(x)) last_w = k;
-    k += x.len;
+// the same without C and with \p{N} for \p{N}{1,3}. granite-embed-multi:
+// marks count as letters in U and W.
+struct Gpt4oWord {
+  bool contr, marks;
+  bool base(const Ch &x) const { return marks ? letter_or_mark(x) : x.letter(); }
+  bool u(const Ch &x) const { return base(x) && !(x.cp >= 'a' && x.cp <= 'z'); }
+  bool w(const Ch &x) const { return base(x) && !(x.cp >= 'A' && x.cp <= 'Z'); }
+  // U*W+ or U+W* at j, with its contraction when contr: the end, or 0 when
+  // neither starts there.
+  size_t at(const Piece &p, size_t j) const {
+    size_t k = j, last_w = kNone;
+    for (Ch x = p.at(k); x.cp != kNone && u(x); x = p.at(k)) {
+      if (w(x)) last_w = k;
+      k += x.len;
+    }
+    size_t e;
+    const auto wp = [this](const Ch &x) { return w(x); };
+    if (w(p.at(k)))
+      e = run(p, k, wp);  // U* then W+
+    else if (last_w != kNone)
+      e = run(p, last_w, wp);  // U* gives back down to its last W: W+ from there
+    else if (k > j)
+      e = k;  // U+ then an empty W*
+    else
+      return 0;
+    if (contr && p.at(e).cp == '\'') {
+      const size_t c = contraction(p, e, true);
+      if (c) e = c;
+    }
+    return e;
   }
-  size_t e;
-  if (gpt4o_w(p.at(k)))
-    e = run(p, k, gpt4o_w);  // U* then W+
-  else if (last_w != kNone)
-    e = run(p, last_w, gpt4o_w);  // U* gives back down to its last W: W+ from there
-  else if (k > j)
-    e = k;  // U+ then an empty W*
-  else
-    return 0;
-  if (contr && p.at(e).cp == '\'') {
-    const size_t c = contraction(p, e, true);
-    if (c) e = c;
-  }
-  return e;
-}
-size_t m_gpt4o_n(const Piece &p, size_t i, bool contr, size_t max_digits) {
+};
+size_t m_gpt4o_n(const Piece &p, size_t i, const Gpt4oWord &wd, size_t max_digits) {
   const Ch c = p.at(i);
-  if (c.letter()) return gpt4o_word(p, i, contr);
-  if (c.cp != '\r' && c.cp != '\n' && !c.number()) {
-    const size_t e = gpt4o_word(p, i + c.len, contr);
+  if (wd.base(c)) return wd.at(p, i);
+  if (c.cp != '\r' && c.cp != '\n' && !c.letter() && !c.number()) {
+    const size_t e = wd.at(p, i + c.len);
     if (e) return e;
   }
-  return numbers_symbols_spaces(p, i, c, max_digits, true);
+  return numbers_symbols_spaces(p, i, c, Shape{max_digits, false, kTailNlSlash, false});
 }
-size_t m_gpt4o(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, true, 3); }
-size_t m_tekken(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, false, 1); }
+size_t m_gpt4o(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, Gpt4oWord{true, false}, 3); }
+size_t m_tekken(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, Gpt4oWord{false, false}, 1); }
+size_t m_granite_multi(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p, i, Gpt4oWord{true, true}, 3); }
+
+// tiny_aya's and youtu's second stage: their \p{Lu}..\p{Lo} classes collapse
+// to one letter class in llama.cpp, so a word is
+// [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+C?, then \p{N}{1,max}| ?[^\s\p{L}\p{N}]+[\r\n/]*|...
+size_t m_lm_words_n(const Piece &p, size_t i, size_t max_digits) {
+  const Ch c = p.at(i);
+  size_t e = 0;
+  if (letter_or_mark(c)) e = run(p, i, letter_or_mark);
+  else if (c.cp != '\r' && c.cp != '\n' && !c.number() && letter_or_mark(p.at(i + c.len)))
+    e = run(p, i + c.len, letter_or_mark);
+  if (e) {
+    if (p.at(e).cp == '\'') {
+      const size_t k = contraction(p, e, true);
+      if (k) e = k;
+    }
+    return e;
+  }
+  return numbers_symbols_spaces(p, i, c, Shape{max_digits, false, kTailNlSlash, false});
+}
+size_t m_aya(const Piece &p, size_t i, size_t *) { return m_lm_words_n(p, i, 3); }
+size_t m_youtu(const Piece &p, size_t i, size_t *) { return m_lm_words_n(p, i, 1); }
 
 // \p{N}
 size_t m_number1(const Piece &p, size_t i, size_t *) {
@@ -261,7 +335,6 @@ size_t m_space_at_end(const Piece &p, size_t i, size_t *skip) {
 size_t m_ds_cjk(const Piece &p, size_t i, size_t *) { return run(p, i, ds_cjk); }
 
 // deepseek-coder's category stages (\s is White_Space, as elsewhere).
-bool letter_cls(const Ch &x) { return x.letter(); }
 bool punct_cls(const Ch &x) { return x.cp != kNone && (x.cls & 7) == kUcPunct; }
 template <bool (*Cls)(const Ch &)>
 size_t opt_ws_run(const Piece &p, size_t i) {
@@ -273,6 +346,232 @@ size_t opt_ws_run(const Piece &p, size_t i) {
 size_t m_sp_letters(const Piece &p, size_t i, size_t *) { return opt_ws_run<letter_cls>(p, i); }
 // \s?\p{P}+
 size_t m_sp_punct(const Piece &p, size_t i, size_t *) { return opt_ws_run<punct_cls>(p, i); }
+
+// ---- stages written with literal code point ranges and no \p{..} class:
+// llama.cpp matches them on the code points, with non-ASCII white space
+// read as U+000B, so \s is White_Space and never in a literal range -------------
+
+template <size_t N>
+bool in_ranges(uint32_t cp, const uint32_t (&r)[N][2]) {
+  for (size_t k = 0; k < N; k++)
+    if (cp >= r[k][0] && cp <= r[k][1]) return true;
+  return false;
+}
+// [一-龥぀-ゟ゠-ヿ]: CJK ideographs to U+9FA5, hiragana, katakana.
+const uint32_t kCjkKana[][2] = {{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}};
+size_t m_cjk_kana(const Piece &p, size_t i, size_t *) {
+  return run(p, i, [](const Ch &x) { return x.cp != kNone && in_ranges(x.cp, kCjkKana); });
+}
+// youtu's first stage: Hangul syllables and jamo, CJK punctuation, bopomofo,
+// CJK and kana, each class a run of its own.
+const uint32_t kYoutuHangul[][2] = {{0xAC00, 0xD7A3}, {0x3131, 0x318E}};
+const uint32_t kYoutuPunct[][2] = {{0xFF01, 0xFF01}, {0x2026, 0x2026}, {0x201C, 0x201D}, {0x2018, 0x2019},
+                                   {0x2014, 0x2014}, {0xFF1A, 0xFF1B}, {0xFF0C, 0xFF0C}, {0x3001, 0x303F},
+                                   {0xFE30, 0xFE4F}};
+const uint32_t kYoutuBopomofo[][2] = {{0x3105, 0x312F}};
+size_t m_youtu_cjk(const Piece &p, size_t i, size_t *) {
+  const uint32_t cp = p.at(i).cp;
+  if (cp == kNone) return i;
+  if (in_ranges(cp, kYoutuHangul)) return run(p, i, [](const Ch &x) { return x.cp != kNone && in_ranges(x.cp, kYoutuHangul); });
+  if (in_ranges(cp, kYoutuPunct)) return run(p, i, [](const Ch &x) { return x.cp != kNone && in_ranges(x.cp, kYoutuPunct); });
+  if (in_ranges(cp, kYoutuBopomofo))
+    return run(p, i, [](const Ch &x) { return x.cp != kNone && in_ranges(x.cp, kYoutuBopomofo); });
+  return m_cjk_kana(p, i, nullptr);
+}
+// afmoe's second stage: CJK, kana, Thai, Lao, Khmer, Myanmar, Hangul, ...
+// (its expression's ranges as written, U+8C48..U+FAFF included).
+const uint32_t kAfmoeScripts[][2] = {{0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0x8C48, 0xFAFF}, {0x3040, 0x309F},
+                                     {0x30A0, 0x30FF}, {0xFF65, 0xFF9F}, {0x2F00, 0x2FDF}, {0x0E40, 0x0E7F},
+                                     {0x0E80, 0x0EFF}, {0x1780, 0x17FF}, {0x1000, 0x109F}, {0xAA60, 0xAA7F},
+                                     {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF}};
+size_t m_afmoe_scripts(const Piece &p, size_t i, size_t *) {
+  return run(p, i, [](const Ch &x) { return x.cp != kNone && in_ranges(x.cp, kAfmoeScripts); });
+}
+// bloom, poro-chat, gpt3-finnish, viking: ` ?[^(\s|.,!?…。，、।۔،)]+`.
+bool bloom_word(const Ch &x) {
+  if (x.space()) return false;
+  switch (x.cp) {
+    case kNone: case '(': case ')': case '|':
+    case '.': case ',': case '!': case '?': case 0x2026: case 0x3002: case 0xFF0C: case 0x3001: case 0x0964:
+    case 0x06D4: case 0x060C:
+      return false;
+    default:
+      return true;
+  }
+}
+size_t m_bloom(const Piece &p, size_t i, size_t *) {
+  const Ch c = p.at(i);
+  if (c.cp == ' ' && bloom_word(p.at(i + 1))) return run(p, i + 1, bloom_word);
+  return run(p, i, bloom_word);
+}
+
+// ---- chameleon's stages -----------------------------------------------------
+// <sentinel:[0-9]+>
+size_t m_sentinel(const Piece &p, size_t i, size_t *) {
+  static const char kOpen[] = "<sentinel:";
+  const size_t n = sizeof kOpen - 1;
+  if (i + n > p.end || memcmp(p.t + i, kOpen, n) != 0) return i;
+  size_t e = i + n;
+  while (e < p.end && p.t[e] >= '0' && p.t[e] <= '9') e++;
+  return e > i + n && e < p.end && p.t[e] == '>' ? e + 1 : i;
+}
+// (IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z
+size_t m_image_token(const Piece &p, size_t i, size_t *) {
+  if (i + 6 > p.end || memcmp(p.t + i, "IMGIMG", 6) != 0) return i;
+  size_t e = i + 6;
+  while (e < p.end && e < i + 10 && p.t[e] >= 'A' && p.t[e] <= 'I') e++;
+  return e > i + 6 && e < p.end && p.t[e] == 'Z' ? e + 1 : i;
+}
+// ([\t\n]|    |  )
+size_t m_tabs_spaces(const Piece &p, size_t i, size_t *) {
+  if (p.t[i] == '\t' || p.t[i] == '\n') return i + 1;
+  if (i + 4 <= p.end && memcmp(p.t + i, "    ", 4) == 0) return i + 4;
+  if (i + 2 <= p.end && memcmp(p.t + i, "  ", 2) == 0) return i + 2;
+  return i;
+}
+// [\p{P}!-/:-@\[-`{-~]: one punctuation character or ASCII symbol.
+size_t m_punct_one(const Piece &p, size_t i, size_t *) {
+  const Ch c = p.at(i);
+  const bool ascii_sym = (c.cp >= 0x21 && c.cp <= 0x2F) || (c.cp >= 0x3A && c.cp <= 0x40) ||
+                         (c.cp >= 0x5B && c.cp <= 0x60) || (c.cp >= 0x7B && c.cp <= 0x7E);
+  return ascii_sym || (c.cp != kNone && (c.cls & 7) == kUcPunct) ? i + c.len : i;
+}
+
+// ---- numbers --------------------------------------------------------------------
+// \p{N}{1,3}
+size_t m_numbers3(const Piece &p, size_t i, size_t *) {
+  size_t e = i, k = 0;
+  for (Ch x = p.at(i); k < 3 && x.number(); x = p.at(e), k++) e += x.len;
+  return e;
+}
+// afmoe's and tiny_aya's digit stage, as llama.cpp runs it: a run of n
+// numbers splits into its first n mod 3 (when not 0) and then groups of 3,
+// and the text before a run joins the run's first group in one piece. So
+// from i a piece reaches to the end of the next group.
+size_t m_digit_groups(const Piece &p, size_t i, size_t *skip) {
+  size_t k = i;
+  Ch x = p.at(k);
+  while (x.cp != kNone && !x.number()) {
+    k += x.len;
+    x = p.at(k);
+  }
+  if (x.cp == kNone) {
+    *skip = p.end;  // no number left: the rest is one piece
+    return i;
+  }
+  // A run's first group is its length mod 3 (3 when that is 0); past it
+  // (i inside a run) what remains is a multiple of 3.
+  size_t n = 0;
+  for (size_t e = k; p.at(e).number(); e += p.at(e).len) n++;
+  const size_t take = n % 3 ? n % 3 : 3;
+  size_t e = k;
+  for (size_t t = 0; t < take; t++) e += p.at(e).len;
+  return e;
+}
+// superbpe's second stage, (?=(\d{3})+(?!\d)): empty matches before every
+// group of three ASCII digits counted from the end of a digit run, so a
+// piece reaches from i to the next such position.
+size_t m_digits_from_right(const Piece &p, size_t i, size_t *skip) {
+  const auto digit = [](uint8_t b) { return b >= '0' && b <= '9'; };
+  for (size_t k = i; k < p.end;) {
+    if (!digit(p.t[k])) {
+      k++;
+      continue;
+    }
+    size_t e = k;
+    while (e < p.end && digit(p.t[e])) e++;
+    size_t q = k + (e - k) % 3;  // split points: q, q + 3, .. below e
+    while (q < e && q <= i) q += 3;
+    if (q < e) return q;
+    k = e;
+  }
+  *skip = p.end;
+  return i;
+}
+
+// ---- deepseek-v3, hunyuan-dense, joyai-llm, afmoe --------------------------------
+// [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+// | ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ ; anything else (numbers,
+// controls) is left between matches.
+bool ascii_punct(uint32_t cp) {
+  return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+         (cp >= 0x7B && cp <= 0x7E);
+}
+bool ascii_letter(const Ch &x) { return (x.cp >= 'A' && x.cp <= 'Z') || (x.cp >= 'a' && x.cp <= 'z'); }
+bool punct_or_symbol(const Ch &x) { return x.cp != kNone && ((x.cls & 7) == kUcPunct || (x.cls & 7) == kUcSymbol); }
+size_t m_dsv3(const Piece &p, size_t i, size_t *) {
+  const Ch c = p.at(i);
+  if (ascii_punct(c.cp) && ascii_letter(p.at(i + 1))) return run(p, i + 1, ascii_letter);
+  if (letter_or_mark(c)) return run(p, i, letter_or_mark);
+  if (c.cp != '\r' && c.cp != '\n' && !punct_or_symbol(c) && letter_or_mark(p.at(i + c.len)))
+    return run(p, i + c.len, letter_or_mark);
+  const size_t j = c.cp == ' ' ? i + 1 : i;
+  if (punct_or_symbol(p.at(j)))
+    return run(p, run(p, j, punct_or_symbol), [](const Ch &x) { return x.cp == '\r' || x.cp == '\n'; });
+  if (c.space()) return spaces(p, i, c, false);
+  return i;
+}
+
+// exaone-moe: C|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}
+// | ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+ : a word takes marks
+// after its letters and single spaces between letters.
+size_t exaone_word(const Piece &p, size_t k) {
+  while (p.at(k).letter()) {
+    k += p.at(k).len;
+    k = run(p, k, is_mark);
+    if (p.at(k).cp == ' ' && p.at(k + 1).letter()) k += 1;
+  }
+  return k;
+}
+size_t m_exaone_moe(const Piece &p, size_t i, size_t *) {
+  const Ch c = p.at(i);
+  if (c.cp == '\'') {
+    const size_t e = contraction(p, i, true);
+    if (e) return e;
+  }
+  if (c.letter()) return exaone_word(p, i);
+  if (c.cp != '\r' && c.cp != '\n' && !c.number() && p.at(i + c.len).letter()) return exaone_word(p, i + c.len);
+  return numbers_symbols_spaces(p, i, c, Shape{1, false, kTailOneNlSlash, false});
+}
+
+// ---- kimi-k2: one pass, as llama.cpp's own code for it runs -----------------------
+bool han(uint32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+         (cp >= 0x2A700 && cp <= 0x2EBEF) || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+bool letter_not_han(const Ch &x) { return x.letter() && !han(x.cp); }
+// [\p{Han}]+ | [^\r\n\p{L}\p{N}]?L+C? with L a letter other than Han
+// | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]* (stopping at unassigned code points)
+// | \s*[\r\n]+|\s+(?!\S)|\s+ ; anything else is a piece of its own.
+size_t m_kimi(const Piece &p, size_t i, size_t *) {
+  const Ch c = p.at(i);
+  if (han(c.cp)) return run(p, i, [](const Ch &x) { return x.cp != kNone && han(x.cp); });
+  size_t e = 0;
+  if (letter_not_han(c)) e = run(p, i, letter_not_han);
+  else if (c.cp != '\r' && c.cp != '\n' && !c.letter() && !c.number() && letter_not_han(p.at(i + c.len)))
+    e = run(p, i + c.len, letter_not_han);
+  if (e) {
+    if (p.at(e).cp == '\'') {
+      const size_t k = contraction(p, e, true);
+      if (k) e = k;
+    }
+    return e;
+  }
+  if (c.number()) return m_numbers3(p, i, nullptr);
+  const size_t j = c.cp == ' ' ? i + 1 : i;
+  const auto sym = [](const Ch &x) { return x.other() && x.cls != kUcUndefined; };
+  if (sym(p.at(j))) return run(p, run(p, j, sym), [](const Ch &x) { return x.cp == '\r' || x.cp == '\n'; });
+  if (c.space()) return spaces(p, i, c, false);
+  return i + c.len;
+}
+
+// [^\n]+|[\n]+
+size_t m_lines(const Piece &p, size_t i, size_t *) {
+  const bool nl = p.t[i] == '\n';
+  size_t e = i;
+  while (e < p.end && (p.t[e] == '\n') == nl) e++;
+  return e;
+}
 
 struct Stages {
   const Matcher *m;
@@ -290,6 +589,22 @@ const Matcher kDeepseek[] = {m_crlf, m_ds_letters, m_ds_punct, m_space_at_end, m
 const Matcher kDeepseekCoder[] = {m_crlf, m_sp_letters, m_sp_punct, m_ds_cjk, m_number1};
 const Matcher kGpt4o[] = {m_gpt4o};
 const Matcher kTekken[] = {m_tekken};
+const Matcher kQwen35[] = {m_qwen35};
+const Matcher kSeedCoder[] = {m_seed_coder};
+const Matcher kMinicpm5[] = {m_numbers3, m_llama3_numbers};
+const Matcher kLaguna[] = {m_lines, m_qwen2};
+const Matcher kJais2[] = {m_jais2};
+const Matcher kDeepseekV3[] = {m_numbers3, m_cjk_kana, m_dsv3};
+const Matcher kYoutu[] = {m_youtu_cjk, m_youtu};
+const Matcher kBloom[] = {m_bloom};
+const Matcher kViking[] = {m_bloom, m_number1};
+const Matcher kChameleon[] = {m_sentinel, m_image_token, m_tabs_spaces, m_number1, m_punct_one, m_gpt2};
+const Matcher kGraniteMulti[] = {m_granite_multi};
+const Matcher kTinyAya[] = {m_digit_groups, m_aya};
+const Matcher kKimiK2[] = {m_kimi};
+const Matcher kSuperbpe[] = {m_numbers, m_digits_from_right};
+const Matcher kAfmoe[] = {m_digit_groups, m_afmoe_scripts, m_dsv3};
+const Matcher kExaoneMoe[] = {m_exaone_moe};
 
 Stages stages_of(uint32_t id) {
 #define GB_STAGES(a) Stages{a, (uint32_t)(sizeof a / sizeof a[0])}
@@ -304,6 +619,22 @@ Stages stages_of(uint32_t id) {
     case kPreDeepseekCoder: return GB_STAGES(kDeepseekCoder);
     case kPreGpt4o: return GB_STAGES(kGpt4o);
     case kPreTekken: return GB_STAGES(kTekken);
+    case kPreQwen35: return GB_STAGES(kQwen35);
+    case kPreSeedCoder: return GB_STAGES(kSeedCoder);
+    case kPreMinicpm5: return GB_STAGES(kMinicpm5);
+    case kPreLaguna: return GB_STAGES(kLaguna);
+    case kPreJais2: return GB_STAGES(kJais2);
+    case kPreDeepseekV3: return GB_STAGES(kDeepseekV3);
+    case kPreYoutu: return GB_STAGES(kYoutu);
+    case kPreBloom: return GB_STAGES(kBloom);
+    case kPreViking: return GB_STAGES(kViking);
+    case kPreChameleon: return GB_STAGES(kChameleon);
+    case kPreGraniteMulti: return GB_STAGES(kGraniteMulti);
+    case kPreTinyAya: return GB_STAGES(kTinyAya);
+    case kPreKimiK2: return GB_STAGES(kKimiK2);
+    case kPreSuperbpe: return GB_STAGES(kSuperbpe);
+    case kPreAfmoe: return GB_STAGES(kAfmoe);
+    case kPreExaoneMoe: return GB_STAGES(kExaoneMoe);
     default: return Stages{nullptr, 0};
   }
 #undef GB_STAGES
@@ -373,6 +704,24 @@ const Name kNames[] = {
     {"mellum", kPreGpt2, false, false},           {"modern-bert", kPreGpt2, false, false},
     {"exaone4", kPreGpt2, false, false},          {"kormo", kPreQwen2, false, false},
     {"f2llmv2", kPreQwen2, false, false},
+    {"grok-2", kPreQwen2, false, false},          {"hunyuan", kPreQwen2, false, false},
+    {"solar-open", kPreQwen2, false, false},      {"bailingmoe", kPreQwen2, false, false},
+    {"bailingmoe2", kPreQwen2, false, false},     {"llada-moe", kPreQwen2, false, false},
+    {"mellum2", kPreStarcoder, false, false},     {"trillion", kPreGpt2, false, false},
+    {"granite-docling", kPreGpt2, false, false},
+    // Their own expressions.
+    {"qwen35", kPreQwen35, false, false},         {"seed-coder", kPreSeedCoder, false, false},
+    {"minicpm5", kPreMinicpm5, true, false},      {"laguna", kPreLaguna, false, false},
+    {"jais-2", kPreJais2, false, false},          {"deepseek-v3", kPreDeepseekV3, false, false},
+    {"youtu", kPreYoutu, true, false},            {"bloom", kPreBloom, false, false},
+    {"viking", kPreViking, false, false},         {"chameleon", kPreChameleon, false, true},
+    {"granite-embed-multi-97m", kPreGraniteMulti, true, false}, {"tiny_aya", kPreTinyAya, false, false},
+    {"kimi-k2", kPreKimiK2, false, false},        {"superbpe", kPreSuperbpe, false, false},
+    {"afmoe", kPreAfmoe, false, false},           {"exaone-moe", kPreExaoneMoe, false, false},
+    // Names llama.cpp gives these same expressions (and flags).
+    {"cohere2moe", kPreTinyAya, false, false},    {"hunyuan-dense", kPreDeepseekV3, false, false},
+    {"joyai-llm", kPreDeepseekV3, false, false},  {"poro-chat", kPreBloom, false, false},
+    {"gpt3-finnish", kPreBloom, false, false},
 };
 
 }  // namespace

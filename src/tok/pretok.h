@@ -6,6 +6,9 @@
 // Matching is on code points decoded with utf8_decode (a bad byte is one
 // U+FFFD); positions are byte offsets into the caller's text. No allocation;
 // recursion depth is the number of stages (at most 6).
+// Names whose BPE runs on raw UTF-8 instead of GPT-2's byte alphabet
+// (gemma4, sarvam-moe, whitespace) are not pre-tokenizers here: the
+// converter refuses them as unknown.
 #pragma once
 
 #include <stddef.h>
@@ -27,7 +30,23 @@ enum PretokId : uint32_t {
   kPreDeepseekCoder = 8,  // deepseek-coder
   kPreGpt4o = 9,        // gpt-4o, llama4, kanana2, talkie, minimax-m2 (Phi-4-mini)
   kPreTekken = 10,      // tekken (Mistral Nemo, Ministral)
-  kPreCount = 11,
+  kPreQwen35 = 11,      // qwen35 (Qwen3.5): qwen2 with marks in words
+  kPreSeedCoder = 12,   // seed-coder
+  kPreMinicpm5 = 13,    // minicpm5
+  kPreLaguna = 14,      // laguna: lines, then qwen2
+  kPreJais2 = 15,       // jais-2: llama3 with cascading white space
+  kPreDeepseekV3 = 16,  // deepseek-v3, hunyuan-dense, joyai-llm
+  kPreYoutu = 17,       // youtu
+  kPreBloom = 18,       // bloom, poro-chat, gpt3-finnish
+  kPreViking = 19,      // viking
+  kPreChameleon = 20,   // chameleon
+  kPreGraniteMulti = 21,  // granite-embed-multi-97m: gpt-4o with marks
+  kPreTinyAya = 22,     // tiny_aya, cohere2moe
+  kPreKimiK2 = 23,      // kimi-k2
+  kPreSuperbpe = 24,    // superbpe
+  kPreAfmoe = 25,       // afmoe
+  kPreExaoneMoe = 26,   // exaone-moe
+  kPreCount = 27,
 };
 
 struct PretokInfo {

@@ -5,7 +5,8 @@
 // falcon, starcoder, deepseek-llm, and gpt-2's vocabulary under the
 // llama-bpe, qwen2, default and starcoder/smollm pre-tokenizers) and the
 // flags (bit 3: parse special, bit 4: BOS and EOS); the rest is the text.
-// Checks: encoding succeeds, ids are in range, nothing is written past the
+// Checks: every pre-tokenizer splits the text into non-empty words that
+// tile it in order; encoding succeeds, ids are in range, nothing is written past the
 // capacity, and decoding gives back the text with each invalid UTF-8 byte
 // as U+FFFD and without the bytes the vocabulary has no token for (falcon
 // lacks a few control bytes): llama.cpp's two lossy steps. Any failure aborts.
@@ -50,12 +51,28 @@ Loaded *config(unsigned k) {
   return c[k];
 }
 
+struct Tiling {
+  size_t next = 0;
+  bool ok = true;
+};
+gb_status tile(void *ctx, size_t b, size_t e) {
+  Tiling *t = static_cast<Tiling *>(ctx);
+  if (b != t->next || e <= b) t->ok = false;
+  t->next = e;
+  return GB_OK;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   g_in = data;
   g_in_size = size;
+  for (uint32_t pre = gb::kPreDefault; pre < gb::kPreCount; pre++) {
+    Tiling t;
+    if (gb::pretok_split(pre, data + 1, size - 1, tile, &t) != GB_OK) fuzz_fail("pre-tokenizer failed");
+    if (!t.ok || t.next != size - 1) fuzz_fail("pre-tokenizer words do not tile the text");
+  }
   Loaded *l = config(data[0] & 7);
   if (!l->ok) return 0;
   const uint32_t flags = ((data[0] & 8) ? (uint32_t)gb::kTokEncParseSpecial : 0u) | ((data[0] & 16) ? (uint32_t)(gb::kTokEncAddBos | gb::kTokEncAddEos) : 0u);
