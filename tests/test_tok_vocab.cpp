@@ -60,7 +60,9 @@ struct Vocab {
 // The shared vocabularies, or this repository's (tests/fixtures/vocab: the
 // ones of llama.cpp's own tests that the shared set lacks).
 // A name "VOCAB@PRE" is VOCAB's file read with its pre-tokenizer taken to
-// be PRE (its expected ids in this repository's VOCAB.as-PRE.out).
+// be PRE (its expected ids in this repository's VOCAB.as-PRE.out);
+// "VOCAB@no-space-prefix" reads it with tokenizer.ggml.add_space_prefix
+// false instead.
 std::string base_name(const std::string &name) { return name.substr(0, name.find('@')); }
 std::string pre_override(const std::string &name) {
   const size_t at = name.find('@');
@@ -82,7 +84,17 @@ gb_status make_image(const std::string &name, std::vector<uint8_t> *img) {
   s = gb::gguf_parse(f, log, &g);
   if (s != GB_OK) return s;
   const std::string pre = pre_override(name);
-  if (!pre.empty()) {
+  if (pre == "no-space-prefix") {  // a SentencePiece vocabulary read as Gemma's: no space prefix
+    gb::GgufValue *v = const_cast<gb::GgufValue *>(g.find("tokenizer.ggml.add_space_prefix"));
+    if (!v) {
+      g.kv.emplace_back();
+      v = &g.kv.back();
+      v->key = "tokenizer.ggml.add_space_prefix";
+      v->type = 7;  // bool
+      v->is_int = true;
+    }
+    v->i = 0;
+  } else if (!pre.empty()) {
     gb::GgufValue *v = const_cast<gb::GgufValue *>(g.find("tokenizer.ggml.pre"));
     if (!v || !v->is_str) return GB_ERR_CORRUPT;
     v->s = pre;
@@ -220,6 +232,9 @@ gb_status validate(const std::vector<uint8_t> &img) { return gb::tokdata_validat
 
 TEST(TokVocab, LlamaSpm) { check_vocab("llama-spm"); }
 TEST(TokVocab, Phi3) { check_vocab("phi-3"); }
+// Gemma's SentencePiece writes no space before the text: llama.cpp's ids
+// for the same vocabulary with add_space_prefix overridden to false.
+TEST(TokVocab, LlamaSpmWithoutSpacePrefix) { check_vocab("llama-spm@no-space-prefix"); }
 TEST(TokVocab, Gpt2) { check_vocab("gpt-2"); }
 TEST(TokVocab, Falcon) { check_vocab("falcon"); }
 TEST(TokVocab, Starcoder) { check_vocab("starcoder"); }
