@@ -33,6 +33,10 @@
  *   q5_1  {f16 d, m; u32 qh; u8 qs[16]} 24 B: u as q5_0; w = d*u + m.
  *   iq4nl {f16 d; u8 qs[16]} 18 B: the nibble (as q4_1) indexes the grid
  *         {-127,-104,-83,-65,-49,-35,-22,-10,1,13,25,38,53,69,89,113}: w = d*grid.
+ *   iq4xs {f16 d; u16 sh; u8 sl[4]; u8 qs[128]} 136 B: 32-weight sub-block
+ *         s = e/32 has the 6-bit scale ls = nibble s%2 of sl[s/2] | bits
+ *         2s..2s+1 of sh << 4 and its codes as iq4nl's in qs[16s..16s+15]:
+ *         w = d*(ls - 32)*grid.
  *   q2k   {u8 sc[16]; u8 qs[64]; f16 d, dmin} 84 B: u = bits 2g..2g+1 of
  *         qs[32h + e%32] (half h = e/128, group g = (e%128)/32); 16-weight
  *         group t = e/16 has scale sc[t]&15, min sc[t]>>4;

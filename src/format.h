@@ -35,9 +35,9 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // 19) and META's rope_orig_ctx and rope_attn_factor (+160, +164), with the
 // phi3 architecture id; version 7 the post-attention and post-FFN norms
 // (kinds 20, 21) and META's sliding-window, embedding-scale, logit-cap and
-// FFN-activation fields (+168 .. +188), with the gemma3 architecture id.
-// Readers accept 1..7.
-constexpr uint32_t kGbxVersion = 7;
+// FFN-activation fields (+168 .. +188), with the gemma3 architecture id;
+// version 8 weight format 16 (GGUF's IQ4_XS blocks). Readers accept 1..8.
+constexpr uint32_t kGbxVersion = 8;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -191,14 +191,15 @@ enum WeightFormat : uint32_t {
   kFmtQ6K = 13,
   kFmtCountV3 = 14,  // files of version 3 use 0..13 (but 4)
   kFmtCountV2 = 4,   // files of version 1 and 2 use 0..3 only
-  kFmtCount = 16,    // one past the largest id, memory-only ids included
+  kFmtIq4xs = 16,    // version 8: GGUF's IQ4_XS blocks
+  kFmtCount = 17,    // one past the largest id, memory-only ids included
 };
 static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
               "file format ids are the kernel tables' indexes");
 static_assert((int)kFmtQ4_1 == GB_FMT_Q4_1 && (int)kFmtQ5_0 == GB_FMT_Q5_0 && (int)kFmtQ5_1 == GB_FMT_Q5_1 &&
                   (int)kFmtIq4nl == GB_FMT_IQ4NL && (int)kFmtQ2K == GB_FMT_Q2K && (int)kFmtQ3K == GB_FMT_Q3K &&
                   (int)kFmtQ4K == GB_FMT_Q4K && (int)kFmtQ5K == GB_FMT_Q5K && (int)kFmtQ6K == GB_FMT_Q6K &&
-                  (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtCount == GB_FMT_COUNT,
+                  (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtIq4xs == GB_FMT_IQ4XS && (int)kFmtCount == GB_FMT_COUNT,
               "file format ids are the kernel tables' indexes");
 // Layouts: row-major (any format), or kLayoutRows16 = blocks of 16 rows
 // interleaved: q4 (version 1+), q4k and q6k (version 3) tier matrices only,
@@ -217,6 +218,12 @@ static_assert(GB_Q4R16_ROWS == 16, "one 16-row group size for every interleaved 
 inline uint32_t file_format(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].file : fmt; }
 inline uint32_t rows16_format(uint32_t fmt) { return fmt < kFmtCount ? kFormats[fmt].rows16 : kFmtCount; }
 inline bool is_memory_only_format(uint32_t fmt) { return file_format(fmt) != fmt; }
+// Whether a file of `version` may store format id fmt.
+inline bool file_format_known(uint32_t fmt, uint32_t version) {
+  if (version < 3) return fmt < kFmtCountV2;
+  if (fmt < kFmtCountV3) return !is_memory_only_format(fmt);
+  return version >= 8 && fmt == kFmtIq4xs;
+}
 static_assert((uint32_t)GB_FMT_NONE == (uint32_t)kFmtCount, "rows16_format's none");
 
 // Block formats (layout kLayoutRowMajor: rows of blocks, blocks back to back).

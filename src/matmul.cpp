@@ -28,6 +28,7 @@ bool matmul_gemvm_only(const SessionConfig &o) {
 
 MatmulPlan matmul_plan(const gb_kernels &k, const SessionConfig &o, uint32_t batch) {
   MatmulPlan p;
+  memset(&p, 0, sizeof p);  // padding included: the plan is copied into the session's arena
   p.gemm = matmul_uses_blas(o) ? gb_gemm_blas() : k.gemm_f32;
   p.panel_rows = o.prefill_panel_rows;
   p.panel_slots = batch > 1 && !matmul_gemvm_only(o) ? (o.n_threads > 1 ? o.n_threads : 1) : 0;

@@ -292,8 +292,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind,
                  layer);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
-    GB_RETURN_IF(fmt >= (mt.version < 3 ? (uint32_t)kFmtCountV2 : (uint32_t)kFmtCountV3) || is_memory_only_format(fmt), log,
-                 GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
+    GB_RETURN_IF(!file_format_known(fmt, mt.version), log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
     const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || qk_norm ||

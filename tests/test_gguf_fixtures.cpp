@@ -45,9 +45,15 @@ namespace {
 const char *const kFixtures[] = {"stories5M-F32",     "stories5M-F16",    "stories5M-BF16",    "stories5M-Q8_0", "stories5M-Q6_K",
                                  "stories5M-Q5_1",    "stories5M-Q5_0",   "stories5M-Q5_K_M",  "stories5M-Q4_1", "stories5M-Q4_0",
                                  "stories5M-Q4_K_M",  "stories5M-IQ4_NL", "stories5M-Q3_K_M",  "stories5M-Q2_K", "qwen2-tiny-F32",
-                                 "qwen2-tiny-Q4_K_M", "llama3-tiny-F32",  "llama3-tiny-Q4_K_M"};
+                                 "qwen2-tiny-Q4_K_M", "llama3-tiny-F32",  "llama3-tiny-Q4_K_M", "stories5M-IQ4_XS"};
 
-std::string fixture(const std::string &name) { return gbt::shared_path(("fixtures/" + name).c_str()); }
+// The shared fixtures, or this repository's (tests/fixtures: the types and
+// architectures the shared set lacks).
+std::string fixture(const std::string &name) {
+  const std::string own = std::string(GB_TEST_SOURCE_DIR) + "/fixtures/" + name;
+  if (access(own.c_str(), F_OK) == 0) return own;
+  return gbt::shared_path(("fixtures/" + name).c_str());
+}
 
 bool load_json(const std::string &path, gbt::Json *out) {
   const std::vector<uint8_t> bytes = gbt::read_file(path);
@@ -108,7 +114,7 @@ TEST(GgufFixtures, DequantizationIsBitExactForEveryType) {
   std::string list;
   for (const std::string &t : seen) list += t + " ";
   printf("checked %zu (file, type) pairs; types: %s\n", types_checked, list.c_str());
-  EXPECT_EQ(seen.size(), 14u) << list;  // F32 F16 BF16 Q8_0 Q6_K Q5_1 Q5_0 Q5_K Q4_1 Q4_0 Q4_K IQ4_NL Q3_K Q2_K
+  EXPECT_EQ(seen.size(), 15u) << list;  // F32 F16 BF16 Q8_0 Q6_K Q5_1 Q5_0 Q5_K Q4_1 Q4_0 Q4_K IQ4_NL IQ4_XS Q3_K Q2_K
 }
 
 // A type this reader does not decode is refused with a status naming the
@@ -260,15 +266,16 @@ Tol tolerance(const std::string &name) {
 
 TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
   // Every type, two of the eight windows; under emulation (GB_TEST_SCALE < 1)
-  // one window of four types covering the block families (legacy, K-quant,
-  // non-uniform). All eight windows of every type were checked by hand (the
+  // one window of five types covering the block families (legacy, K-quant,
+  // non-uniform, non-uniform in super-blocks). All eight windows of every type were checked by hand (the
   // table in docs/RESULTS.md).
   const bool full = gbt::test_scale() >= 1.0;
   size_t files = 0;
   for (const char *cname : kFixtures) {
     const std::string name(cname);
     if (name.rfind("stories5M-", 0) != 0) continue;
-    if (!full && name != "stories5M-F32" && name != "stories5M-Q4_K_M" && name != "stories5M-IQ4_NL" && name != "stories5M-Q5_1")
+    if (!full && name != "stories5M-F32" && name != "stories5M-Q4_K_M" && name != "stories5M-IQ4_NL" && name != "stories5M-Q5_1" &&
+        name != "stories5M-IQ4_XS")
       continue;
     Score r;
     ASSERT_NO_FATAL_FAILURE(score(name, full ? 2 : 1, &r));  // of 8: 510 / 255 scored positions
@@ -284,7 +291,7 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
     EXPECT_GE(r.agreement, tol.argmax_min) << name;
     files++;
   }
-  EXPECT_EQ(files, full ? 14u : 4u);
+  EXPECT_EQ(files, full ? 15u : 5u);
 }
 
 struct ArchCase {
@@ -730,6 +737,31 @@ TEST(ArchFixtures, Version6FieldsAreChecked) {
   EXPECT_EQ(kinds[gb::kRopeFreqs], 1);
   EXPECT_EQ(kinds[gb::kRopeFreqsLong], 1);
   for (uint32_t k : {gb::kWq, gb::kWk, gb::kWv, gb::kW1, gb::kW3}) EXPECT_EQ(kinds[k], 2) << k;  // 2 layers, one tier
+}
+
+// The version-8 addition: weight format 16 (IQ4_XS) is refused in an
+// earlier file, and the ids around it (the 16-row layouts' memory-only ids,
+// one past it) in any.
+TEST(GgufFixtures, Version8FormatIsChecked) {
+  std::vector<uint8_t> img;
+  size_t meta = 0, tens = 0;
+  ASSERT_NO_FATAL_FAILURE(converted_fixture("stories5M-IQ4_XS.gguf", &img, &meta, &tens));
+  const uint32_t n = gb::ld_u32(&img[tens]);
+  size_t first = 0, count = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const size_t e = tens + 16 + 64 * (size_t)i;
+    if (gb::ld_u32(&img[e + 12]) == gb::kFmtIq4xs && count++ == 0) first = e;
+  }
+  EXPECT_EQ(count, 42u);  // the matrices of the six layers
+  ASSERT_NE(first, 0u);
+  std::vector<uint8_t> b = img;
+  gb::st_u32(&b[8], 7);
+  EXPECT_EQ(open_image(b), GB_ERR_UNSUPPORTED_TYPE);
+  for (uint32_t bad : {(uint32_t)gb::kFmtQ4KR16, (uint32_t)gb::kFmtQ6KR16, (uint32_t)gb::kFmtCount}) {
+    b = img;
+    gb::st_u32(&b[first + 12], bad);
+    EXPECT_EQ(open_image(b), GB_ERR_UNSUPPORTED_TYPE) << bad;
+  }
 }
 
 // The version-7 additions: gemma3 needs version 7; kinds 20 and 21 need it

@@ -487,12 +487,12 @@ TEST_F(MalformedGguf, BadTensorInfos) {
   t.tensors[4].offset = 0;  // the same bytes as tensor 0
   t.tensors[4].data.clear();
   EXPECT_EQ(with(t), GB_ERR_CORRUPT);
-  for (uint32_t type : {15u /* Q8_K */, 16u /* IQ2_XXS */, 23u /* IQ4_XS */, 29u /* IQ1_M */, 999u}) {
+  for (uint32_t type : {15u /* Q8_K */, 16u /* IQ2_XXS */, 21u /* IQ3_S */, 29u /* IQ1_M */, 999u}) {
     t = s;
     t.tensor("blk.1.attn_v.weight")->type = type;
     EXPECT_EQ(with(t), GB_ERR_UNSUPPORTED_TYPE) << type;
   }
-  for (uint32_t type : {3u /* Q4_1 */, 14u /* Q6_K: 256-value super-blocks */}) {
+  for (uint32_t type : {3u /* Q4_1 */, 14u /* Q6_K: 256-value super-blocks */, 23u /* IQ4_XS: the same */}) {
     t = s;  // supported types, but the rows are not whole blocks
     t.tensor("blk.1.attn_v.weight")->type = type;
     EXPECT_EQ(with(t), GB_ERR_CORRUPT) << type;

@@ -19,7 +19,8 @@ static_assert(kFormats[GB_FMT_F32].ggml == kGgmlF32 && kFormats[GB_FMT_F16].ggml
                   kFormats[GB_FMT_Q5_1].ggml == kGgmlQ5_1 && kFormats[GB_FMT_IQ4NL].ggml == kGgmlIQ4_NL &&
                   kFormats[GB_FMT_Q2K].ggml == kGgmlQ2_K && kFormats[GB_FMT_Q3K].ggml == kGgmlQ3_K &&
                   kFormats[GB_FMT_Q4K].ggml == kGgmlQ4_K && kFormats[GB_FMT_Q5K].ggml == kGgmlQ5_K &&
-                  kFormats[GB_FMT_Q6K].ggml == kGgmlQ6_K && format_of_ggml(kGgmlBF16) == GB_FMT_NONE,
+                  kFormats[GB_FMT_Q6K].ggml == kGgmlQ6_K && kFormats[GB_FMT_IQ4XS].ggml == kGgmlIQ4_XS &&
+                  format_of_ggml(kGgmlBF16) == GB_FMT_NONE,
               "GGUF's type ids: formats.inc's ggml column and GgmlType agree");
 
 namespace {
