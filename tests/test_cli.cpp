@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -56,6 +57,20 @@ TEST(Cli, PerplexityJsonHasTheKeys) {
   const double bpw = atof(s.c_str() + at + strlen("\"bits_per_weight\": "));
   EXPECT_GE(bpw, 4.5);
   EXPECT_LE(bpw, 4.8);
+}
+
+// A file with one quantized tier (a converted Q4_K_M GGUF) has no float tier
+// for the KL: perplexity scores it without one, no flag needed, and says so.
+TEST(Cli, PerplexityOfASingleQuantizedTierNeedsNoFlag) {
+  const std::string gbx = gbt::temp_dir() + "/s5-q4km-only.gbx";
+  const Out c = sh("convert " + gbt::shared_path("fixtures/stories5M-Q4_K_M.gguf") + " -o " + gbx);
+  ASSERT_EQ(c.status, 0) << c.err;
+  const Out r = sh("perplexity -m " + gbx + " -f " + gbt::shared_path("data/tinystories_valid_excerpt.txt") +
+                   " --ctx 128 --max-tokens 200");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ppl"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no KL"), std::string::npos) << r.err;
+  unlink(gbx.c_str());
 }
 
 TEST(Cli, ErrorsExitNonZeroWithOneLine) {

@@ -416,6 +416,12 @@ int gb_cli_perplexity(int argc, char **argv) {
   const bool kv_mode = so.kv.policy != GB_KV_DEFAULT || so.kv.beta > 0.0f || so.kv.pool_bytes > 0;
   const gb_gear ref_gear = kv_mode ? so.gear : (mi.gears >> GB_GEAR_F32 & 1) ? GB_GEAR_F32 : GB_GEAR_HIGH;
   want_kl = want_kl && (kv_mode || so.gear != ref_gear);
+  if (want_kl && !kv_mode && !(mi.gears >> ref_gear & 1)) {
+    // A file with one quantized tier (a converted Q4_K_M GGUF) has no float
+    // tier to compare with: score it without the KL.
+    fprintf(stderr, "gearbx perplexity: no KL: the file has no f32 or high tier to compare with\n");
+    want_kl = false;
+  }
   if (st == GB_OK && want_kl) {
     gb_session_options ro = so;
     gb_session_experimental rx = sx;

@@ -1,133 +1,28 @@
-// AVX2 GEMV of GGUF's IQ4_XS (layout in kernels.h), one position (gemv) and
-// several (gemvm): four rows and two 32-weight sub-blocks per step, four
-// steps per 256-weight super-block.
-//
-// A sub-block's 16 nibble bytes become its 32 codes in element order, one
-// byte each, in one 256-bit vector (low 128 bits: the low nibbles, weights
-// 0..15; high: 16..31), each the grid value of its nibble (vpshufb,
-// -127..113). The signed codes meet the activations through vpmaddubsw on
-// |code| with the activation carrying the code's sign (pairs <= 2 * 127 *
-// 128: exact in int16) and vpmaddwd by ones; a vphaddd tree reduces the
-// eight partial vectors of four rows and two sub-blocks to the exact int32
-// isum of every (row, sub-block), rows in lanes, sub-block s in the low half
-// and s+1 in the high half. Each is multiplied in int32 by its signed scale
-// ls - 32 (|product| < 2^24, so exact in float), then generic's expression
-// per lane with fused multiply-adds: acc += xd * (d * (ls - 32) * isum).
-// A row's two half-lanes are added at the end: the float part is
-// reassociated against gb_iq4xs_gemv__generic (the tests' tolerance).
-//
-// The gemv is the gemvm with one position: a step decodes the rows'
-// sub-blocks once and runs every position through the same operations, so
-// the gemvm is bit-identical per position to the gemv. Rows of a tail group
-// (R < 4) are computed on copies of row r and not stored. Nothing is read
-// past the rows' bytes (16-byte loads inside a super-block only).
-#include <immintrin.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-#include "avx2_common.h"
-#include "gguf_blocks.h"
-#include "kernels.h"
+// AVX2 GEMV of GGUF's IQ4_XS: arch/x86/iq4xs_gemv.h's driver with the
+// signed codes met through vpmaddubsw on |code|, the activation carrying the
+// code's sign (pairs <= 2 * 127 * 128: exact in int16), and vpmaddwd by
+// ones.
+#include "x86/iq4xs_gemv.h"
 
 namespace {
 
-using namespace gb_avx2;
-constexpr size_t kPrefetch = 4096;  // bytes ahead per row stream (avx2_common.h)
-constexpr size_t kBytes = GB_IQ4XS_BLOCK_BYTES;
-
-inline __m256i ld256(const void *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
-
-// The codes of the sub-block whose 16 nibble bytes are at qs.
-inline __m256i codes(const uint8_t *qs, __m256i grid) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(qs));
-  const __m256i n = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(15));
-  return _mm256_shuffle_epi8(grid, n);
-}
-
-// The exact int32 products of one sub-block's signed codes with activations
-// x, in eight partial lanes.
-__attribute__((always_inline)) inline __m256i dot(__m256i c, __m256i x) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(x, c)), _mm256_set1_epi16(1));
-}
-
-// The signed scale ls - 32 of sub-block s of the super-block at b.
-inline int32_t scale(const uint8_t *b, int s) {
-  const uint32_t sh = (uint32_t)b[2] | ((uint32_t)b[3] << 8);
-  return (int32_t)(((b[4 + s / 2] >> (4 * (s % 2))) & 15) | (((sh >> (2 * s)) & 3) << 4)) - 32;
-}
-
-// One step: sub-blocks s and s+1 (s even) of super-block sb, rows w[0..4)
-// (prefetching those below R), the m positions' accumulators (rows in
-// lanes, one half per sub-block).
-template <int R>
-__attribute__((always_inline)) inline void step(__m256 *acc, const uint8_t *const *w, const gb_q8x_block *XQ,
-                                                size_t ldxq, size_t m, size_t sb, int s, __m256 dw, size_t pf,
-                                                __m256i grid) {
-  const size_t off = sb * kBytes;
-  __m256i c0[4], c1[4];
-  int32_t ls[8];
-  for (int i = 0; i < 4; i++) {
-    if (i < R) _mm_prefetch(reinterpret_cast<const char *>(w[i] + off + 8 + 32 * (s / 2) + pf), _MM_HINT_T0);
-    c0[i] = codes(w[i] + off + 8 + 16 * s, grid);
-    c1[i] = codes(w[i] + off + 8 + 16 * (s + 1), grid);
-    ls[i] = scale(w[i] + off, s);
-    ls[4 + i] = scale(w[i] + off, s + 1);
+struct Dot {
+  static constexpr int kOffset = 0;
+  static __m256i grid() {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb_gguf::kIq4nlGrid)));
   }
-  const __m256i sc = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ls));
-  for (size_t p = 0; p < m; p++) {
-    const gb_q8x_block *xq = XQ + p * ldxq + sb * 8 + (size_t)s;
-    const __m256i x0 = ld256(xq[0].qs), x1 = ld256(xq[1].qs);
-    const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(dot(c0[0], x0), dot(c0[1], x0)),
-                                         _mm256_hadd_epi32(dot(c0[2], x0), dot(c0[3], x0)));
-    const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(dot(c1[0], x1), dot(c1[1], x1)),
-                                         _mm256_hadd_epi32(dot(c1[2], x1), dot(c1[3], x1)));
-    const __m256i isum =
-        _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
-    const __m256 dx = _mm256_set_m128(_mm_set1_ps(xq[1].d), _mm_set1_ps(xq[0].d));
-    const __m256 t = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_mullo_epi32(isum, sc)));
-    acc[p] = _mm256_fmadd_ps(dx, t, acc[p]);
+  static __attribute__((always_inline)) inline __m256i dot(__m256i c, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(x, c)), _mm256_set1_epi16(1));
   }
-}
-
-// Rows [r, r + R), R <= 4, times m positions.
-template <int R>
-inline void rows4(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t r,
-                  size_t nsb, const Prefetch &pf) {
-  const size_t rb = nsb * kBytes;
-  const uint8_t *w[4];
-  for (int i = 0; i < 4; i++) w[i] = W + (r + (i < R ? i : 0)) * rb;
-  const size_t split = (pf.split + kBytes - 1) / kBytes;  // first super-block at or past byte pf.split
-  const __m256i grid =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb_gguf::kIq4nlGrid)));
-  __m256 acc[GB_GEMVM_MAX_M];
-  for (size_t p = 0; p < m; p++) acc[p] = _mm256_setzero_ps();
-  for (size_t sb = 0; sb < nsb; sb++) {
-    uint64_t h = 0;
-    for (int i = 0; i < 4; i++) h |= ld16(w[i] + sb * kBytes) << (16 * i);
-    const __m256 dw = _mm256_cvtph_ps(_mm_set1_epi64x((long long)h));  // row i's d in lanes i and 4 + i
-    const size_t ahead = sb < split ? pf.near : pf.far;
-    for (int s = 0; s < 8; s += 2) step<R>(acc, w, XQ, ldxq, m, sb, s, dw, ahead, grid);
-  }
-  for (size_t p = 0; p < m; p++)
-    store_lanes<R>(Y + p * ldy + r, _mm_add_ps(_mm256_castps256_ps128(acc[p]), _mm256_extractf128_ps(acc[p], 1)));
-}
-
-inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
-                  size_t row_begin, size_t row_end, size_t cols) {
-  const size_t nsb = cols / GB_QK_K;
-  for_row_groups<kPrefetch>(row_begin, row_end, nsb * kBytes, [&](auto R, size_t r, Prefetch pf) {
-    rows4<decltype(R)::value>(Y, ldy, W, XQ, ldxq, m, r, nsb, pf);
-  });
-}
+};
 
 }  // namespace
 
 extern "C" void gb_iq4xs_gemv__avx2(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq, size_t row_begin,
                                     size_t row_end, size_t cols) {
-  gemvm(y, 0, W, xq, 0, 1, row_begin, row_end, cols);
+  gb_iq4xs::gemvm<Dot>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);
 }
 extern "C" void gb_iq4xs_gemvm__avx2(float *Y, size_t ldy, const uint8_t *W, const float *, size_t, const gb_q8x_block *XQ,
                                      size_t ldxq, size_t m, size_t row_begin, size_t row_end, size_t cols) {
-  gemvm(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+  gb_iq4xs::gemvm<Dot>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
 }
