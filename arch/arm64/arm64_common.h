@@ -29,6 +29,18 @@
 
 namespace gb_arm64 {
 
+// y[0..nr) = the first nr (1..4) lanes of v: a group of four rows' results,
+// of which a tail group stores only its own rows.
+static inline void store_rows(float *y, float32x4_t v, size_t nr) {
+  if (nr == 4) {
+    vst1q_f32(y, v);
+  } else {
+    float t[4];
+    vst1q_f32(t, v);
+    memcpy(y, t, nr * 4);
+  }
+}
+
 // The fp16 scale at p (unaligned) as f32. FCVTL: exact for every binary16.
 static inline float f16_scale(const uint8_t *p) {
   uint16_t h;

@@ -240,19 +240,24 @@ size_t m_granite_multi(const Piece &p, size_t i, size_t *) { return m_gpt4o_n(p,
 // tiny_aya's and youtu's second stage: their \p{Lu}..\p{Lo} classes collapse
 // to one letter class in llama.cpp, so a word is
 // [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+C?, then \p{N}{1,max}| ?[^\s\p{L}\p{N}]+[\r\n/]*|...
+// [^\r\n\p{L}\p{N}]?WORD+C? at c = p.at(i), WORD the characters `word` takes:
+// the end, or 0 when none starts there.
+template <class Pred>
+size_t prefixed_word(const Piece &p, size_t i, const Ch &c, Pred word) {
+  size_t e = 0;
+  if (word(c)) e = run(p, i, word);
+  else if (c.cp != '\r' && c.cp != '\n' && !c.letter() && !c.number() && word(p.at(i + c.len)))
+    e = run(p, i + c.len, word);
+  if (e && p.at(e).cp == '\'') {
+    const size_t k = contraction(p, e, true);
+    if (k) e = k;
+  }
+  return e;
+}
+
 size_t m_lm_words_n(const Piece &p, size_t i, size_t max_digits) {
   const Ch c = p.at(i);
-  size_t e = 0;
-  if (letter_or_mark(c)) e = run(p, i, letter_or_mark);
-  else if (c.cp != '\r' && c.cp != '\n' && !c.number() && letter_or_mark(p.at(i + c.len)))
-    e = run(p, i + c.len, letter_or_mark);
-  if (e) {
-    if (p.at(e).cp == '\'') {
-      const size_t k = contraction(p, e, true);
-      if (k) e = k;
-    }
-    return e;
-  }
+  if (const size_t e = prefixed_word(p, i, c, letter_or_mark)) return e;
   return numbers_symbols_spaces(p, i, c, Shape{max_digits, false, kTailNlSlash, false});
 }
 size_t m_aya(const Piece &p, size_t i, size_t *) { return m_lm_words_n(p, i, 3); }
@@ -546,17 +551,7 @@ bool letter_not_han(const Ch &x) { return x.letter() && !han(x.cp); }
 size_t m_kimi(const Piece &p, size_t i, size_t *) {
   const Ch c = p.at(i);
   if (han(c.cp)) return run(p, i, [](const Ch &x) { return x.cp != kNone && han(x.cp); });
-  size_t e = 0;
-  if (letter_not_han(c)) e = run(p, i, letter_not_han);
-  else if (c.cp != '\r' && c.cp != '\n' && !c.letter() && !c.number() && letter_not_han(p.at(i + c.len)))
-    e = run(p, i + c.len, letter_not_han);
-  if (e) {
-    if (p.at(e).cp == '\'') {
-      const size_t k = contraction(p, e, true);
-      if (k) e = k;
-    }
-    return e;
-  }
+  if (const size_t e = prefixed_word(p, i, c, letter_not_han)) return e;
   if (c.number()) return m_numbers3(p, i, nullptr);
   const size_t j = c.cp == ' ' ? i + 1 : i;
   const auto sym = [](const Ch &x) { return x.other() && x.cls != kUcUndefined; };

@@ -179,13 +179,7 @@ static inline void gemvm_blocks(float *Y, size_t ldy, const uint8_t *W, const gb
       }
     }
     for (size_t p = 0; p < m; p++) {
-      if (nr == 4) {
-        vst1q_f32(Y + p * ldy + r, acc[p]);
-      } else {
-        float t[4];
-        vst1q_f32(t, acc[p]);
-        memcpy(Y + p * ldy + r, t, nr * 4);
-      }
+      store_rows(Y + p * ldy + r, acc[p], nr);
     }
   }
 }

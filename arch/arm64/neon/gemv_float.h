@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arm64/arm64_common.h"
 #include "kernels.h"
 
 namespace gb_arm64 {
@@ -108,13 +109,7 @@ static inline void float_gemvm(float *Y, size_t ldy, const uint8_t *W, const flo
       }
       for (size_t p = 0; p < np; p++) {
         float *y = Y + (p0 + p) * ldy + r;
-        if (nr == 4) {
-          vst1q_f32(y, out[p]);
-        } else {
-          float t[4];
-          vst1q_f32(t, out[p]);
-          memcpy(y, t, nr * 4);
-        }
+        store_rows(y, out[p], nr);
       }
       p0 += np;
     }
