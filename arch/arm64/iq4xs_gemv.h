@@ -28,7 +28,9 @@
 #include "gguf_blocks.h"
 #include "kernels.h"
 
+// Internal linkage: a kernel folder's objects define no shared or weak symbols.
 namespace gb_iq4xs {
+namespace {
 
 using namespace gb_arm64;
 constexpr size_t kBytes = GB_IQ4XS_BLOCK_BYTES;
@@ -85,6 +87,7 @@ void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_
   }
 }
 
+}  // namespace
 }  // namespace gb_iq4xs
 
 #endif  // GEARBX_ARCH_ARM64_IQ4XS_GEMV_H

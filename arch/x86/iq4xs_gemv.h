@@ -35,7 +35,9 @@
 #include "kernels.h"
 #include "x86/avx2/avx2_common.h"
 
+// Internal linkage: a kernel folder's objects define no shared or weak symbols.
 namespace gb_iq4xs {
+namespace {
 
 using namespace gb_avx2;
 
@@ -141,6 +143,7 @@ inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
   });
 }
 
+}  // namespace
 }  // namespace gb_iq4xs
 
 #endif  // GEARBX_ARCH_X86_IQ4XS_GEMV_H
