@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define GB_VERSION_MAJOR 0
-#define GB_VERSION_MINOR 2
+#define GB_VERSION_MINOR 3
 #define GB_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define GB_VERSION_NUMBER (GB_VERSION_MAJOR * 10000 + GB_VERSION_MINOR * 100 + GB_VERSION_PATCH)
@@ -262,16 +262,23 @@ typedef struct gb_model_info {
                                       and classifier as stored (0 = absent) */
   char tier_formats[GB_GEAR_COUNT][32]; /* formats of the tier's matrices,
                                       e.g. "q4k+q6k", NUL-terminated       */
+  /* Since 0.3: */
+  uint32_t is_gguf;     /* 1: a GGUF file opened in place (its one tier, its
+                           own row-major layout); 0: a .gbx               */
 } gb_model_info;
 
-/* Open a .gbx model by mapping the file read-only (the platform's mmap).
+/* Open a model by mapping the file read-only (the platform's mmap): a .gbx,
+ * or a GGUF file as downloaded (recognised by its magic; opened in place,
+ * nothing converted or copied: its quantization is the one tier and the
+ * default gear, its tokenizer and chat template are the file's; a tensor
+ * type gearbx does not read is GB_ERR_UNSUPPORTED_TYPE, naming the tensor).
  * path: NUL-terminated. opts: NULL for defaults. On success *out owns the
  * mapping until gb_model_close(). Errors: GB_ERR_NULL_POINTER,
  * GB_ERR_FILE_NOT_FOUND, GB_ERR_IO, GB_ERR_UNAVAILABLE (port without files),
  * any 3xx for a malformed file, GB_ERR_OUT_OF_MEMORY. */
 gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out);
 
-/* Open a .gbx model that is already in memory (flash, execute-in-place, a
+/* Open a .gbx or GGUF model that is already in memory (flash, execute-in-place, a
  * caller's buffer). data must be 16-byte aligned (64 recommended) and stay
  * valid and unchanged until gb_model_close(); it is never written. Weights are
  * read in place, not copied. Errors as gb_model_open_file, plus

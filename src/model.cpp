@@ -13,6 +13,7 @@
 #include "bytes.h"
 #include "crc32.h"
 #include "f16.h"
+#include "gguf_view.h"
 #include "models/arch.h"
 
 namespace gb {
@@ -43,7 +44,7 @@ gb_status parse_header(const uint8_t *p, uint64_t size, const Logger &log, uint3
   GB_RETURN_IF(size < kHeaderFixedBytes, log,
                size < 8 || memcmp(p, kGbxMagic, size < 8 ? size : 8) == 0 ? GB_ERR_TRUNCATED : GB_ERR_BAD_MAGIC,
                "gbx: file of %llu bytes is too small for a header", (unsigned long long)size);
-  GB_RETURN_IF(memcmp(p, kGbxMagic, 8) != 0, log, GB_ERR_BAD_MAGIC, "gbx: bad magic (not a .gbx file)");
+  GB_RETURN_IF(memcmp(p, kGbxMagic, 8) != 0, log, GB_ERR_BAD_MAGIC, "model: bad magic (neither a .gbx nor a GGUF file)");
   const uint32_t version = ld_u32(p + 8);
   GB_RETURN_IF(version < kGbxMinVersion || version > kGbxVersion, log, GB_ERR_UNSUPPORTED_VERSION,
                "gbx: format version %u not supported (%u..%u)", version, kGbxMinVersion, kGbxVersion);
@@ -156,6 +157,13 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
     memset(m->tier_origin, 0, sizeof m->tier_origin);
     m->quantized_source = 0;
   }
+  return check_meta(m, log);
+}
+
+}  // namespace
+
+gb_status check_meta(const Meta *mp, const Logger &log) {
+  const Meta *m = mp;
   const uint32_t kMaxDim = 1u << 16;
   GB_RETURN_IF(m->dim == 0 || m->dim > kMaxDim || m->hidden_dim == 0 || m->hidden_dim > 4 * kMaxDim, log, GB_ERR_CORRUPT,
                "gbx: dim %u / hidden_dim %u out of range", m->dim, m->hidden_dim);
@@ -193,6 +201,8 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
                  ids[i]);
   return GB_OK;
 }
+
+namespace {
 
 gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const Logger &log, VocabView *v) {
   GB_RETURN_IF(size < 16, log, GB_ERR_CORRUPT, "gbx: VOCAB section too small");
@@ -351,6 +361,22 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
                  layer, tier);
     *slot = t;
   }
+  if (mt.version < 3) {
+    // Older files name no default tier: mid when present, else the lowest.
+    m->meta.default_gear = GB_GEAR_MID;
+    for (uint32_t g = 0; g < GB_GEAR_COUNT && !(m->gears >> GB_GEAR_MID & 1); g++)
+      if (m->gears >> g & 1) {
+        m->meta.default_gear = g;
+        break;
+      }
+  }
+  return check_model_tensors(m, log);
+}
+
+}  // namespace
+
+gb_status check_model_tensors(gb_model *m, const Logger &log) {
+  const Meta &mt = m->meta;
   // Completeness: common tensors, and every tensor of every tier present.
   GB_RETURN_IF(!m->embd.data || !m->out_norm.data, log, GB_ERR_MISSING_TENSOR, "gbx: token embedding or output norm missing");
   for (uint32_t l = 0; l < mt.n_layers; l++)
@@ -380,18 +406,8 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
   // Long-context factors replace the (short) factors beyond rope_orig_ctx.
   GB_RETURN_IF(m->rope_freqs_long.data && (!m->rope_freqs.data || mt.rope_orig_ctx == 0), log, GB_ERR_MISSING_TENSOR,
                "gbx: long-context RoPE factors without the short ones or without rope_orig_ctx");
-  if (mt.version < 3) {
-    // Older files name no default tier: mid when present, else the lowest.
-    m->meta.default_gear = GB_GEAR_MID;
-    for (uint32_t g = 0; g < GB_GEAR_COUNT && !(m->gears >> GB_GEAR_MID & 1); g++)
-      if (m->gears >> g & 1) {
-        m->meta.default_gear = g;
-        break;
-      }
-  } else {
-    GB_RETURN_IF(!(m->gears >> mt.default_gear & 1), log, GB_ERR_CORRUPT, "gbx: default tier %s is not in the file",
-                 gb_gear_name((gb_gear)mt.default_gear));
-  }
+  GB_RETURN_IF(!(m->gears >> mt.default_gear & 1), log, GB_ERR_CORRUPT, "gbx: default tier %s is not in the file",
+               gb_gear_name((gb_gear)mt.default_gear));
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     if (!(m->gears & (1u << g))) continue;
     GB_RETURN_IF(!m->classifier[g].data, log, GB_ERR_MISSING_TENSOR, "gbx: classifier of tier %u missing", g);
@@ -402,9 +418,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
   return GB_OK;
 }
 
-// Lay out the model struct and its arrays (counting or placing).
-// tok_bytes: the tokenizer's tables (tokenizer_mem_size or tok_mem_size).
-gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
+gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
   TensorRef *norms = a.array<TensorRef>(9ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms; post norms
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
@@ -431,13 +445,37 @@ gb_model *carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   return m;
 }
 
-}  // namespace
-
 gb_status verify_section(const gb_model &m, const SectionRef &s) {
   const uint32_t crc = crc32_update(0, m.base + s.offset, s.size);
   GB_RETURN_IF(crc != s.crc, m.log, GB_ERR_CHECKSUM, "gbx: section %s CRC mismatch (stored %08x, computed %08x)",
                section_name(s.kind), s.crc, crc);
   return GB_OK;
+}
+
+gb_status model_mem(const gb_model_options &opt, size_t bytes, const Logger &log, void **mem) {
+  if (opt.mem) {
+    GB_RETURN_IF((uintptr_t)opt.mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "model options: mem must be %zu-byte aligned",
+                 (size_t)Arena::kAlign);
+    GB_RETURN_IF(opt.mem_bytes < bytes, log, GB_ERR_ARENA_TOO_SMALL, "model options: mem_bytes %zu < the %zu bytes needed",
+                 opt.mem_bytes, bytes);
+    *mem = opt.mem;
+    return GB_OK;
+  }
+  *mem = gb_port_aligned_alloc(bytes, Arena::kAlign);
+  GB_RETURN_IF(!*mem, log, GB_ERR_OUT_OF_MEMORY, "model: cannot obtain %zu bytes for model metadata", bytes);
+  return GB_OK;
+}
+
+void model_count_params(gb_model *m) {
+  const Meta &meta = m->meta;
+  uint64_t params =
+      (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
+  for (uint32_t i = 0; i < kMatsPerLayer; i++) {
+    uint32_t r, c;
+    expected_shape(meta, kLayerMatrices[i], &r, &c);
+    params += (uint64_t)meta.n_layers * r * c;
+  }
+  m->n_params = params;
 }
 
 gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &opt, const gb_port_mapping *mapping, gb_model **out,
@@ -446,6 +484,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   log.fn = opt.log;
   log.user = opt.log_user;
   log.level = opt.log_level;
+  if (gguf_magic(p, size)) return model_open_gguf(p, size, opt, log, mapping, out, mem_bytes_out);
 
   uint32_t n_sections = 0, page_align = 0, version = 0;
   SectionRef secs[kMaxSections];
@@ -486,23 +525,15 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   const size_t tok_bytes = stok ? tok_mem_size(tv) : tokenizer_mem_size(meta.vocab_size);
   Arena counter;
   void *tok_mem = nullptr;
-  carve(counter, meta, tok_bytes, &tok_mem);
+  model_carve(counter, meta, tok_bytes, &tok_mem);
   if (mem_bytes_out) {  // gb_model_mem_size(): count only
     *mem_bytes_out = counter.used();
     return GB_OK;
   }
-  void *mem = opt.mem;
-  if (mem) {
-    GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "model options: mem must be %zu-byte aligned",
-                 (size_t)Arena::kAlign);
-    GB_RETURN_IF(opt.mem_bytes < counter.used(), log, GB_ERR_ARENA_TOO_SMALL,
-                 "model options: mem_bytes %zu < the %zu bytes needed", opt.mem_bytes, counter.used());
-  } else {
-    mem = gb_port_aligned_alloc(counter.used(), Arena::kAlign);
-    GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gbx: cannot obtain %zu bytes for model metadata", counter.used());
-  }
+  void *mem = nullptr;
+  GB_TRY(model_mem(opt, counter.used(), log, &mem));
   Arena arena(mem, counter.used());
-  gb_model *m = carve(arena, meta, tok_bytes, &tok_mem);
+  gb_model *m = model_carve(arena, meta, tok_bytes, &tok_mem);
   m->mem = opt.mem ? nullptr : mem;
   m->log = log;
   m->base = p;
@@ -528,14 +559,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;
   }
-  uint64_t params =
-      (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
-  for (uint32_t i = 0; i < kMatsPerLayer; i++) {
-    uint32_t r, c;
-    expected_shape(meta, kLayerMatrices[i], &r, &c);
-    params += (uint64_t)meta.n_layers * r * c;
-  }
-  m->n_params = params;
+  model_count_params(m);
   *out = m;
   return GB_OK;
 }
@@ -694,6 +718,7 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
     }
     r.tier_formats[g][len] = 0;
   }
+  r.is_gguf = m->gguf_meta_bytes ? 1 : 0;
   memcpy(info, &r, info->struct_size);
   return GB_OK;
 }
@@ -701,6 +726,11 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
 extern "C" gb_status gb_model_verify(const gb_model *m) {
   GB_TRY(gb::check_handle(m, gb::kHandleModel, "gb_model_verify"));
   GB_TRY(gb::model_check_file(*m, m->log, "gb_model_verify"));
+  if (m->gguf_meta_bytes) {
+    const gb_status st = gb::verify_gguf(*m);
+    GB_TRY(gb::model_check_file(*m, m->log, "gb_model_verify"));  // changed while it was read
+    return st;
+  }
   for (uint32_t i = 0; i < m->n_sections; i++) {
     const gb_status st = gb::verify_section(*m, m->sections[i]);
     if (st != GB_OK) {

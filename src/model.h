@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "common.h"
 #include "format.h"
 #include "gearbx_port.h"
@@ -89,6 +90,10 @@ struct gb_model {
   gb::TensorRef *mats[GB_GEAR_COUNT];
   gb::TensorRef classifier[GB_GEAR_COUNT];
   uint64_t n_params;
+  // A GGUF opened in place: its metadata is [0, gguf_meta_bytes), whose
+  // CRC is gguf_meta_crc (the state image's model identity); 0 for a .gbx.
+  uint64_t gguf_meta_bytes;
+  uint32_t gguf_meta_crc;
   void *mem;  // the one allocation holding this struct and its arrays
 };
 
@@ -112,4 +117,24 @@ gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn)
 inline bool model_mapped(const gb_model *m) { return m->mapping.data && !m->mapping.loaded; }
 // Check the CRC of one section; logs the section on mismatch.
 gb_status verify_section(const gb_model &m, const SectionRef &s);
+
+// The parts of opening that a .gbx and a GGUF share (model.cpp):
+// Lay out the model struct and its arrays (counting or placing); tok_bytes:
+// the tokenizer's tables.
+gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem);
+// Every hyper-parameter in range and consistent (GB_ERR_CORRUPT, or
+// GB_ERR_UNSUPPORTED_TYPE for a setting not run), with a log line.
+gb_status check_meta(const Meta *m, const Logger &log);
+// Every tensor the model needs is there, optional groups whole (every layer
+// or none), RoPE factors positive, the default tier present.
+gb_status check_model_tensors(gb_model *m, const Logger &log);
+// The model's memory: opt.mem (checked against bytes) or the port's.
+gb_status model_mem(const gb_model_options &opt, size_t bytes, const Logger &log, void **mem);
+void model_count_params(gb_model *m);
+// A GGUF opened in place (model_gguf.cpp): model_open's contract.
+gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_options &opt, const Logger &log,
+                          const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out);
+// gb_model_verify of a GGUF opened in place: the metadata's CRC taken at
+// open, and every stored scale and float of the tensors in use finite.
+gb_status verify_gguf(const gb_model &m);
 }  // namespace gb

@@ -211,7 +211,7 @@ echo "   stories260K at high on cortex-a53: $(QEMU_CPU=cortex-a53 $QEMU "$A64/ge
 
 # 4. none port ------------------------------------------------------------------------
 build none-port "$ROOT/build/none" -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/aarch64-none.cmake" -DCMAKE_BUILD_TYPE=Release \
-  -DGEARBX_WERROR=ON -DGEARBX_NONE_MODEL="$MODEL_DIR/s260k.gbx"
+  -DGEARBX_WERROR=ON -DGEARBX_NONE_MODEL="$MODEL_DIR/s260k.gbx" -DGEARBX_NONE_GGUF="$SHARED/models/stories260K.gguf"
 run_ctest none-port "$ROOT/build/none" -- -V
 grep -E "^[0-9]+: (PASS|FAIL|gear|none)" "$ROOT/build/none/ctest-none-port.log" | cut -c1-160 || true
 

@@ -9,7 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$cli" convert "$gguf" -o "$work/stories260K.gbx" --quiet
 cd "$src"
-GEARBX_LIBRARY="$so" GEARBX_TEST_MODEL="$work/stories260K.gbx" GEARBX_INCLUDE_DIR="$src/include" \
+GEARBX_LIBRARY="$so" GEARBX_TEST_MODEL="$work/stories260K.gbx" GEARBX_TEST_GGUF="$gguf" GEARBX_INCLUDE_DIR="$src/include" \
   PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$src/bindings/python" \
   "$py" -m unittest discover -s bindings/python/tests -v 2>&1 | tail -n 60
 exit "${PIPESTATUS[0]}"

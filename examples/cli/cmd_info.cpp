@@ -8,7 +8,7 @@
 
 namespace {
 const char kInfoUsage[] =
-    "usage: gearbx info MODEL.gbx [--ctx N] [--threads N] [KV options]\n"
+    "usage: gearbx info MODEL.gbx|MODEL.gguf [--ctx N] [--threads N] [KV options]\n"
     "  prints the model, its tiers, and per gear the session memory (one allocation, KV pool\n"
     "  included) and the weight bytes it maps, for a context of N tokens (default: the model's)\n" CLI_KV_USAGE;
 
@@ -39,14 +39,15 @@ int gb_cli_info(int argc, char **argv) {
       return cli_error(C, "unexpected argument '%s' (one model)", o);
     }
   }
-  if (!path) return cli_error(C, "usage: gearbx info MODEL.gbx [--ctx N] [KV options]");
+  if (!path) return cli_error(C, "usage: gearbx info MODEL.gbx|MODEL.gguf [--ctx N] [KV options]");
   gb_model *m = cli_open_model(C, path);
   if (!m) return 1;
   gb_model_info i;
   i.struct_size = sizeof i;
   gb_model_get_info(m, &i);
   printf("model        %s\n", i.name);
-  printf("file         %llu bytes\n", (unsigned long long)i.file_bytes);
+  printf("file         %llu bytes%s\n", (unsigned long long)i.file_bytes,
+         i.is_gguf ? ", GGUF opened in place (one tier, its own layout; `gearbx convert` adds gears and packed layouts)" : "");
   printf("params       %llu\n", (unsigned long long)i.n_params);
   printf("dim          %u\nhidden_dim   %u\nn_layers     %u\nn_heads      %u\nn_kv_heads   %u\nhead_dim     %u\n", i.dim,
          i.hidden_dim, i.n_layers, i.n_heads, i.n_kv_heads, i.head_dim);

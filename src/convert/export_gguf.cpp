@@ -197,6 +197,10 @@ gb_status export_gguf(const char *gbx_path, const char *out_path, int tier, cons
   mo.verify = GB_VERIFY_ALL;
   gb_model *m = nullptr;
   GB_TRY(gb_model_open_file(gbx_path, &mo, &m));
+  if (m->gguf_meta_bytes) {  // gearbx opens a GGUF in place: it is what the export would write
+    gb_model_close(m);
+    return fail(log, GB_ERR_BAD_MAGIC, "export: '%s' is a GGUF file already (the export reads a .gbx)", gbx_path);
+  }
   struct Close {
     gb_model *m;
     ~Close() { gb_model_close(m); }

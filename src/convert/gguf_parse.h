@@ -13,13 +13,9 @@
 #include "common.h"
 #include "convert_util.h"
 #include "ggml_types.h"
+#include "gguf_view.h"
 
 namespace gb {
-
-enum GgufValueType : uint32_t {
-  kGgufU8 = 0, kGgufI8 = 1, kGgufU16 = 2, kGgufI16 = 3, kGgufU32 = 4, kGgufI32 = 5, kGgufF32 = 6,
-  kGgufBool = 7, kGgufString = 8, kGgufArray = 9, kGgufU64 = 10, kGgufI64 = 11, kGgufF64 = 12,
-};
 
 
 // A scalar or string value kept from the metadata.

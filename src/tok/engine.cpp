@@ -63,22 +63,21 @@ int hex_value(uint8_t c) {
   return -1;
 }
 
-// Decoded text of token i into out (when not null), at most cap bytes of it;
-// returns its whole length.
-size_t decode_token(const TokView &v, uint32_t i, uint8_t *out, size_t cap) {
-  uint32_t n;
-  const uint8_t *s = v.piece(i, &n);
-  const uint8_t type = v.type(i);
+}  // namespace
+
+// Decoded text of one piece into out (when not null), at most cap bytes of
+// it; returns its whole length.
+size_t tok_decode_piece(uint32_t kind, uint8_t type, const uint8_t *s, uint32_t n, uint8_t *out, size_t cap) {
   size_t w = 0;
   auto put = [&](uint8_t b) {
     if (out && w < cap) out[w] = b;
     w++;
   };
-  if (type == kTokTypeControl || (type == kTokTypeUserDefined && v.kind == kTokKindBpe)) {
+  if (type == kTokTypeControl || (type == kTokTypeUserDefined && kind == kTokKindBpe)) {
     for (uint32_t k = 0; k < n; k++) put(s[k]);
     return w;
   }
-  if (v.kind == kTokKindSpm) {
+  if (kind == kTokKindSpm) {
     if (type == kTokTypeNormal || type == kTokTypeUserDefined) {
       for (uint32_t k = 0; k < n; k++) {
         if (k + 2 < n && s[k] == 0xE2 && s[k + 1] == 0x96 && s[k + 2] == 0x81) {
@@ -111,6 +110,15 @@ size_t decode_token(const TokView &v, uint32_t i, uint8_t *out, size_t cap) {
   return w;
 }
 
+namespace {
+
+// Decoded text of token i (tok_decode_piece).
+size_t decode_token(const TokView &v, uint32_t i, uint8_t *out, size_t cap) {
+  uint32_t n;
+  const uint8_t *s = v.piece(i, &n);
+  return tok_decode_piece(v.kind, v.type(i), s, n, out, cap);
+}
+
 struct Layout {
   int32_t *piece_hash;
   uint32_t piece_slots;
@@ -123,20 +131,25 @@ struct Layout {
   size_t total;
 };
 
-Layout carve(const TokView &v, uint8_t *base) {
+Layout carve_counts(uint32_t n_tokens, uint32_t n_merges, size_t dec_bytes, uint8_t *base) {
   Layout l;
   Carver c{base};
-  l.piece_slots = pow2_at_least(2ull * v.n_tokens);
+  l.piece_slots = pow2_at_least(2ull * n_tokens);
   l.piece_hash = c.take<int32_t>(l.piece_slots);
-  l.merge_slots = pow2_at_least(2ull * v.n_merges + 1);
+  l.merge_slots = pow2_at_least(2ull * n_merges + 1);
   l.merge_hash = c.take<int32_t>(l.merge_slots);
-  l.dec_off = c.take<uint32_t>((size_t)v.n_tokens + 1);
-  l.dec_bytes = 0;
-  for (uint32_t i = 0; i < v.n_tokens; i++) l.dec_bytes += decode_token(v, i, nullptr, 0);
+  l.dec_off = c.take<uint32_t>((size_t)n_tokens + 1);
+  l.dec_bytes = dec_bytes;
   l.dec = c.take<uint8_t>(l.dec_bytes);
-  l.special = c.take<int32_t>(v.n_tokens);
+  l.special = c.take<int32_t>(n_tokens);
   l.total = c.off;
   return l;
+}
+
+Layout carve(const TokView &v, uint8_t *base) {
+  size_t dec_bytes = 0;
+  for (uint32_t i = 0; i < v.n_tokens; i++) dec_bytes += decode_token(v, i, nullptr, 0);
+  return carve_counts(v.n_tokens, v.n_merges, dec_bytes, base);
 }
 
 bool is_special_candidate(uint8_t type) {
@@ -485,6 +498,10 @@ struct Enc {
 }  // namespace
 
 size_t tok_mem_size(const TokView &v) { return carve(v, nullptr).total; }
+
+size_t tok_mem_size_counts(uint32_t n_tokens, uint32_t n_merges, size_t decoded_bytes) {
+  return carve_counts(n_tokens, n_merges, decoded_bytes, nullptr).total;
+}
 
 gb_status tok_init(Tok *t, const TokView &v, void *mem, size_t mem_bytes, const Logger &log) {
   GB_RETURN_IF(!t || !mem, log, GB_ERR_NULL_POINTER, "tok_init: null tokenizer or memory");

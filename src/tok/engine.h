@@ -50,6 +50,14 @@ enum : uint32_t {
 
 // Bytes tok_init needs for this vocabulary (runs the same carving as tok_init).
 size_t tok_mem_size(const TokView &v);
+// The same from counts: n_merges at least the image's, decoded_bytes the
+// sum of tok_decode_piece over the tokens (an image built from a GGUF in
+// place is sized this way before it exists).
+size_t tok_mem_size_counts(uint32_t n_tokens, uint32_t n_merges, size_t decoded_bytes);
+// The decoded text of one piece of a tokenizer of `kind` (TokKind) with
+// GGUF token type `type`: bytes written to out (up to cap), the length
+// returned.
+size_t tok_decode_piece(uint32_t kind, uint8_t type, const uint8_t *s, uint32_t n, uint8_t *out, size_t cap);
 
 // Build the tables in mem (mem_bytes = tok_mem_size(v), 8-aligned). v must
 // come from tokdata_view (its counts and offsets are trusted here). Errors:

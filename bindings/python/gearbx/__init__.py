@@ -359,6 +359,7 @@ class ModelInfo:
     tier_origin: tuple
     tier_bits: tuple
     tier_formats: tuple
+    is_gguf: int  # 1: a GGUF file opened in place
 
     @property
     def tiers(self) -> tuple:

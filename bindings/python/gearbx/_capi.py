@@ -1,4 +1,4 @@
-"""Low-level ctypes mirror of include/gearbx.h (version 0.2).
+"""Low-level ctypes mirror of include/gearbx.h (version 0.3).
 
 Everything here follows the C header one to one: the enums as tables of
 ints, the structs as ctypes.Structure subclasses with the C field names in
@@ -18,7 +18,7 @@ import os
 import threading
 
 # The C API version this binding mirrors (GB_VERSION_MAJOR / _MINOR).
-BINDING_VERSION = (0, 2)
+BINDING_VERSION = (0, 3)
 
 # ---------------------------------------------------------------------------
 # Enums (values of include/gearbx.h; never renumbered there)
@@ -165,6 +165,7 @@ class gb_model_info(ctypes.Structure):
         ("tier_origin", ctypes.c_uint32 * GB_GEAR_COUNT),
         ("tier_bits", ctypes.c_float * GB_GEAR_COUNT),
         ("tier_formats", (ctypes.c_char * 32) * GB_GEAR_COUNT),
+        ("is_gguf", ctypes.c_uint32),
     ]
 
 

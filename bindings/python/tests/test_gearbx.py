@@ -5,6 +5,8 @@ Environment:
   GEARBX_TEST_MODEL   a .gbx converted from stories260K (the .gguf, or the
                       llama2.c .bin with tok512.bin); the model tests skip
                       without it
+  GEARBX_TEST_GGUF    stories260K.gguf itself (opened in place); its test
+                      skips without it
   GEARBX_INCLUDE_DIR  the folder of gearbx.h (default: the repository's include/)
   CC                  the C compiler of the layout test (default: cc)
 
@@ -34,6 +36,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 INCLUDE = os.environ.get("GEARBX_INCLUDE_DIR") or os.path.join(REPO, "include")
 HEADER = os.path.join(INCLUDE, "gearbx.h")
 MODEL = os.environ.get("GEARBX_TEST_MODEL")
+GGUF = os.environ.get("GEARBX_TEST_GGUF")
 
 TIERS = {"low", "mid", "high", "f32"}
 
@@ -466,6 +469,19 @@ class TestGenerate(ModelCase):
         self.assertEqual(len(a), 40)
         text = "".join(x.text for x in a)
         self.assertTrue(text.startswith("Once upon a time, there was a little girl named Lily."), text)
+
+    @unittest.skipUnless(GGUF, "GEARBX_TEST_GGUF not set")
+    def test_gguf_opens_in_place(self):
+        # The GGUF the .gbx was converted from, opened as it is: one tier
+        # (its own f32 values), and the same greedy text as that tier.
+        with gearbx.Model(GGUF) as g:
+            self.assertEqual(g.info.is_gguf, 1)
+            self.assertEqual(g.info.tiers, ("f32",))
+            self.assertEqual(self.model.info.is_gguf, 0)
+            with g.session(temperature=0) as s:
+                s.prefill([g.info.bos_id])
+                got = [x.token for x in s.generate(30)]
+        self.assertEqual(got, [x.token for x in self.run_greedy(30, gear="f32")])
 
     def test_loaded_copy_survives_the_file_changing(self):
         want = [x.token for x in self.run_greedy(12)]

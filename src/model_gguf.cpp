@@ -1,0 +1,525 @@
+// model_gguf.cpp — a GGUF file opened as a model in place: no conversion,
+// no copy of any weight. The hyper-parameters come from the architecture
+// table's readers over the file's keys, the tokenizer image is built from
+// its tokenizer.* keys into the model's memory, and every tensor view points
+// into the file's own bytes (row-major, its own block formats; a fused
+// attn_qkv or gate+up tensor is viewed as row ranges).
+//
+// The file's quantization is the model's one tier, in the gear slot nearest
+// its bits per weight (as `gearbx convert` would place it), and its default
+// gear. Validation follows a .gbx's: every count, offset, shape and type is
+// checked before it is used; what a .gbx's section CRCs give is given here
+// by a scan of every stored scale and float (GB_VERIFY_ALL, or AUTO up to
+// verify_auto_limit bytes), and the metadata's CRC identifies the model in
+// saved states.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "crc32.h"
+#include "f16.h"
+#include "gguf_view.h"
+#include "model.h"
+#include "models/arch.h"
+#include "tok/tokdata.h"
+#include "tok/tokdata_build.h"
+
+namespace gb {
+namespace {
+
+// The metadata as the architecture table's readers see it.
+class ViewKeys final : public GgufKeys {
+ public:
+  explicit ViewKeys(const GgufView &g) : g_(g) {}
+  bool u32(const char *key, uint32_t *out, gb_status *st) const override {
+    GgufScalar v;
+    if (!g_.value(key, &v)) return absent_or_array(key, st);
+    if (!v.is_int || v.big || v.i < 0 || v.i > 0xFFFFFFFFll) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    *out = (uint32_t)v.i;
+    return true;
+  }
+  bool f32(const char *key, float *out, gb_status *st) const override {
+    GgufScalar v;
+    if (!g_.value(key, &v)) return absent_or_array(key, st);
+    if (!v.is_float) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    *out = (float)v.f;
+    return true;
+  }
+  bool str(const char *key, char *out, size_t cap, gb_status *st) const override {
+    GgufScalar v;
+    if (!g_.value(key, &v)) return absent_or_array(key, st);
+    if (!v.is_str || v.len >= cap) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    memcpy(out, v.s, (size_t)v.len);
+    out[v.len] = 0;
+    return true;
+  }
+  bool has_tensor(const char *name) const override {
+    GgufTensorInfo t;
+    return g_.tensor(name, &t);
+  }
+
+ private:
+  // An array where a scalar is expected is a key of another type.
+  bool absent_or_array(const char *key, gb_status *st) const {
+    GgufArray a;
+    if (g_.array(key, &a)) *st = GB_ERR_CORRUPT;
+    return false;
+  }
+  const GgufView &g_;
+};
+
+// What the header and keys say, before any memory is placed.
+struct Plan {
+  const ArchDef *arch = nullptr;
+  Meta meta{};
+  float rope_linear = 0.0f;
+  TokBuildSizes tok;
+};
+
+gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
+  GgufScalar av;
+  GB_RETURN_IF(!g.value("general.architecture", &av) || !av.is_str, log, GB_ERR_CORRUPT,
+               "gguf: general.architecture is missing");
+  char aname[64];
+  const size_t an = av.len < sizeof aname - 1 ? (size_t)av.len : sizeof aname - 1;
+  memcpy(aname, av.s, an);
+  aname[an] = 0;
+  const ArchDef *a = av.len < sizeof aname && !memchr(aname, 0, an) ? arch_by_name(aname) : nullptr;
+  if (!a) {
+    char names[256];
+    arch_names(names, sizeof names);
+    return fail(log, GB_ERR_UNSUPPORTED_TYPE, "gguf: architecture '%s' not supported (%s)", aname, names);
+  }
+  ArchHparams hp;
+  GB_TRY(arch_read_hparams(*a, ViewKeys(g), &hp, log));
+  GgufTensorInfo embd;
+  GB_RETURN_IF(!g.tensor("token_embd.weight", &embd), log, GB_ERR_MISSING_TENSOR, "gguf: tensor 'token_embd.weight' is missing");
+  GB_RETURN_IF(embd.n_dims != 2 || embd.ne[1] == 0 || embd.ne[1] > (1u << 22), log, GB_ERR_CORRUPT,
+               "gguf: token_embd.weight is not a matrix of at most 4M rows");
+  Meta &m = pl->meta;
+  memset(&m, 0, sizeof m);
+  m.version = kGbxVersion;
+  m.arch = a->id;
+  m.dim = hp.dim;
+  m.hidden_dim = hp.hidden_dim;
+  m.n_layers = hp.n_layers;
+  m.n_heads = hp.n_heads;
+  m.n_kv_heads = hp.n_kv_heads;
+  m.head_dim = hp.head_dim;
+  m.vocab_size = (uint32_t)embd.ne[1];
+  m.seq_len = hp.seq_len;
+  m.rope_type = hp.rope_type;
+  m.rope_dim = hp.rope_dim;
+  m.rope_theta = hp.rope_theta;
+  m.norm_eps = hp.norm_eps;
+  m.bos = m.eos = m.unk = m.pad = -1;  // from the tokenizer, once built
+  m.source = kSourceGguf;
+  GgufScalar name;
+  if (g.value("general.name", &name) && name.is_str) {
+    const size_t k = name.len < sizeof m.name - 1 ? (size_t)name.len : sizeof m.name - 1;
+    memcpy(m.name, name.s, k);
+    for (size_t i = 0; i < k; i++)
+      if (m.name[i] == 0) m.name[i] = ' ';
+  }
+  m.nope_period = a->nope_period;
+  m.rope_orig_ctx = hp.rope_orig_ctx;
+  m.rope_attn_factor = hp.rope_attn_factor;
+  m.swa_window = hp.swa_window;
+  m.swa_period = hp.swa_period;
+  m.rope_theta_swa = hp.rope_theta_swa;
+  m.embed_scale = a->embed_scale_sqrt ? sqrtf((float)hp.dim) : 1.0f;
+  m.logit_softcap = hp.logit_softcap;
+  m.ffn_act = a->ffn_act;
+  m.default_gear = GB_GEAR_LOW;  // placed once the tier's bits are known
+  GB_TRY(check_meta(&m, log));
+  // The architecture's own vocabulary size, when the file states it.
+  char vkey[96];
+  snprintf(vkey, sizeof vkey, "%s.vocab_size", a->name);
+  uint32_t vk = m.vocab_size;
+  GB_TRY(arch_key_u32(ViewKeys(g), "", vkey, false, m.vocab_size, log, &vk));
+  GB_RETURN_IF(vk != m.vocab_size, log, GB_ERR_SHAPE_MISMATCH, "gguf: %s %u, but token_embd has %u rows", vkey, vk, m.vocab_size);
+  pl->arch = a;
+  pl->rope_linear = hp.rope_linear;
+  return tokdata_build(g, log, nullptr, nullptr, &pl->tok);
+}
+
+// Expected (rows, cols) of a tensor kind.
+void kind_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols) {
+  *rows = m.dim;
+  *cols = m.dim;
+  switch (kind) {
+    case kTokEmbd:
+    case kClassifier: *rows = m.vocab_size; break;
+    case kWq: *rows = m.q_dim(); break;
+    case kWk:
+    case kWv: *rows = m.kv_dim(); break;
+    case kWo: *cols = m.q_dim(); break;
+    case kW1:
+    case kW3: *rows = m.hidden_dim; break;
+    case kW2: *cols = m.hidden_dim; break;
+    case kBiasQ: *rows = 1; *cols = m.q_dim(); break;
+    case kBiasK:
+    case kBiasV: *rows = 1; *cols = m.kv_dim(); break;
+    case kRopeFreqs:
+    case kRopeFreqsLong: *rows = 1; *cols = m.rope_dim / 2; break;
+    case kQNorm:
+    case kKNorm: *rows = 1; *cols = m.head_dim; break;
+    default: *rows = 1; break;  // norms of dim
+  }
+}
+
+class Binder {
+ public:
+  Binder(const GgufView &g, gb_model *m, const Logger &log) : g_(g), m_(m), log_(log) {}
+  uint32_t tier = GB_GEAR_LOW;
+  uint64_t bound = 0;  // distinct GGUF tensors in use
+
+  bool has(const char *name) const {
+    GgufTensorInfo t;
+    return g_.tensor(name, &t);
+  }
+
+  // The tensor `name` holds `kinds` (one, or several whose row ranges follow
+  // one another), each of layer `layer`.
+  gb_status bind(const char *name, const uint32_t *kinds, uint32_t n_kinds, uint32_t layer) {
+    GgufTensorInfo t;
+    GB_RETURN_IF(!g_.tensor(name, &t), log_, GB_ERR_MISSING_TENSOR, "gguf: tensor '%s' is missing", name);
+    const uint32_t fmt = format_of_ggml(t.type);
+    GB_RETURN_IF(fmt >= kFmtCount || !t.nbytes, log_, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: tensor '%s' has ggml type %u, which gearbx does not read (convert the file with `gearbx convert`)",
+                 name, t.type);
+    uint32_t rows = 0, r, c;
+    for (uint32_t i = 0; i < n_kinds; i++) {
+      kind_shape(m_->meta, kinds[i], &r, &c);
+      rows += r;
+    }
+    kind_shape(m_->meta, kinds[0], &r, &c);
+    GB_RETURN_IF(t.ne[0] != c || t.ne[1] * t.ne[2] * t.ne[3] != rows || t.ne[2] != 1 || t.ne[3] != 1, log_,
+                 GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name,
+                 (unsigned long long)t.ne[0], (unsigned long long)t.ne[1], (unsigned long long)t.ne[2],
+                 (unsigned long long)t.ne[3], c, rows);
+    GB_RETURN_IF((uintptr_t)(g_.base + t.offset) % 4 != 0, log_, GB_ERR_ALIGNMENT,
+                 "gguf: tensor '%s' data at offset %llu is not 4-byte aligned (general.alignment below 4)", name,
+                 (unsigned long long)t.offset);
+    const uint64_t rb = row_bytes(fmt, c);
+    uint64_t row0 = 0;
+    for (uint32_t i = 0; i < n_kinds; i++) {
+      kind_shape(m_->meta, kinds[i], &r, &c);
+      TensorRef ref{g_.base + t.offset + row0 * rb, fmt, r, c, (uint64_t)r * rb};
+      GB_TRY(place(kinds[i], layer, ref, name));
+      row0 += r;
+    }
+    bound++;
+    return GB_OK;
+  }
+  gb_status bind1(const char *name, uint32_t kind, uint32_t layer) { return bind(name, &kind, 1, layer); }
+
+  // A fixed view (linear RoPE scaling made into frequency factors).
+  gb_status place(uint32_t kind, uint32_t layer, const TensorRef &ref, const char *name) {
+    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || kind == kBiasQ ||
+                        kind == kBiasK || kind == kBiasV || kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm ||
+                        kind == kPostFfnNorm || kind == kRopeFreqs || kind == kRopeFreqsLong;
+    GB_RETURN_IF(common && kind != kTokEmbd && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: tensor '%s' is stored as %s; norms, biases and RoPE factors must be F32", name, format_name(ref.format));
+    TensorRef *slot = nullptr;
+    switch (kind) {
+      case kTokEmbd: slot = &m_->embd; break;
+      case kAttnNorm: slot = &m_->attn_norm[layer]; break;
+      case kFfnNorm: slot = &m_->ffn_norm[layer]; break;
+      case kOutNorm: slot = &m_->out_norm; break;
+      case kBiasQ: slot = &m_->bias[0][layer]; break;
+      case kBiasK: slot = &m_->bias[1][layer]; break;
+      case kBiasV: slot = &m_->bias[2][layer]; break;
+      case kRopeFreqs: slot = &m_->rope_freqs; break;
+      case kRopeFreqsLong: slot = &m_->rope_freqs_long; break;
+      case kQNorm: slot = &m_->qk_norm[0][layer]; break;
+      case kKNorm: slot = &m_->qk_norm[1][layer]; break;
+      case kPostAttnNorm: slot = &m_->post_norm[0][layer]; break;
+      case kPostFfnNorm: slot = &m_->post_norm[1][layer]; break;
+      case kClassifier: slot = &m_->classifier[tier]; break;
+      default: {
+        int idx = -1;
+        for (int i = 0; i < kMatsPerLayer; i++)
+          if (kLayerMatrices[i] == kind) idx = i;
+        slot = &m_->mats[tier][(size_t)layer * kMatsPerLayer + idx];
+      }
+    }
+    *slot = ref;
+    return GB_OK;
+  }
+
+ private:
+  const GgufView &g_;
+  gb_model *m_;
+  const Logger &log_;
+};
+
+// Every tensor the architecture's row asks for, by llama.cpp's names.
+gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float *linear_factors, gb_model *m, Binder &b,
+                   const Logger &log) {
+  Meta &d = m->meta;
+  char name[64];
+  GB_TRY(b.bind1("token_embd.weight", kTokEmbd, 0));
+  GB_TRY(b.bind1("output_norm.weight", kOutNorm, 0));
+  const bool shared = !b.has("output.weight");
+  d.shared_classifier = shared;
+  if (shared) {
+    TensorRef cls = m->embd;
+    GB_TRY(b.place(kClassifier, 0, cls, "token_embd.weight"));
+  } else {
+    GB_TRY(b.bind1("output.weight", kClassifier, 0));
+  }
+  const bool fused_qkv = a.fused_qkv != kNever && b.has("blk.0.attn_qkv.weight");
+  GB_RETURN_IF(a.fused_qkv == kMust && !fused_qkv, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without blk.0.attn_qkv.weight",
+               a.name);
+  const bool fused_gate_up = a.fused_gate_up == kMust || (a.fused_gate_up == kMay && !b.has("blk.0.ffn_gate.weight"));
+  static const struct {
+    const char *suffix;
+    uint32_t kind;
+  } kLayer[] = {{"attn_norm", kAttnNorm}, {"attn_q", kWq},   {"attn_k", kWk},   {"attn_v", kWv}, {"attn_output", kWo},
+                {"ffn_norm", kFfnNorm},   {"ffn_gate", kW1}, {"ffn_down", kW2}, {"ffn_up", kW3}};
+  static const uint32_t kQkv[3] = {kWq, kWk, kWv}, kGateUp[2] = {kW1, kW3};
+  for (uint32_t l = 0; l < d.n_layers; l++) {
+    for (const auto &e : kLayer) {
+      if (fused_qkv && (e.kind == kWq || e.kind == kWk || e.kind == kWv)) continue;
+      if (fused_gate_up && (e.kind == kW1 || e.kind == kW3)) continue;
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
+      GB_TRY(b.bind1(name, e.kind, l));
+    }
+    if (fused_qkv) {
+      snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", l);
+      GB_TRY(b.bind(name, kQkv, 3, l));
+    }
+    if (fused_gate_up) {
+      snprintf(name, sizeof name, "blk.%u.ffn_up.weight", l);
+      GB_TRY(b.bind(name, kGateUp, 2, l));
+    }
+  }
+  const bool bias = a.qkv_bias != kNever && b.has("blk.0.attn_q.bias");
+  GB_RETURN_IF(a.qkv_bias == kMust && !bias, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without blk.0.attn_q.bias", a.name);
+  static const struct {
+    const char *suffix;
+    uint32_t kind;
+  } kBias[] = {{"attn_q", kBiasQ}, {"attn_k", kBiasK}, {"attn_v", kBiasV}};
+  for (uint32_t l = 0; bias && l < d.n_layers; l++)
+    for (const auto &e : kBias) {
+      snprintf(name, sizeof name, "blk.%u.%s.bias", l, e.suffix);
+      GB_TRY(b.bind1(name, e.kind, l));
+    }
+  // Pairs of per-layer norms: every layer, both, or none, as the row says.
+  auto pair = [&](ArchNeed need, const char *first, uint32_t k1, const char *second, uint32_t k2) -> gb_status {
+    snprintf(name, sizeof name, "blk.0.%s.weight", first);
+    const bool has = need != kNever && b.has(name);
+    GB_RETURN_IF(need == kMust && !has, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without %s", a.name, name);
+    for (uint32_t l = 0; has && l < d.n_layers; l++) {
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, first);
+      GB_TRY(b.bind1(name, k1, l));
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, second);
+      GB_TRY(b.bind1(name, k2, l));
+    }
+    return GB_OK;
+  };
+  GB_TRY(pair(a.qk_norm, "attn_q_norm", kQNorm, "attn_k_norm", kKNorm));
+  GB_TRY(pair(a.post_norms, "post_attention_norm", kPostAttnNorm, "post_ffw_norm", kPostFfnNorm));
+  // RoPE: LongRoPE's short and long factors, or frequency factors, or
+  // linear scaling made into factors.
+  const bool longrope = a.rope_freqs != kNever && (b.has("rope_factors_long.weight") || b.has("rope_factors_short.weight"));
+  if (longrope) {
+    GB_RETURN_IF(rope_linear > 0.0f || b.has("rope_freqs.weight"), log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: LongRoPE factors together with rope_freqs.weight or linear rope scaling (not supported together)");
+    GB_TRY(b.bind1("rope_factors_short.weight", kRopeFreqs, 0));
+    GB_TRY(b.bind1("rope_factors_long.weight", kRopeFreqsLong, 0));
+  } else if (a.rope_freqs != kNever && b.has("rope_freqs.weight")) {
+    GB_RETURN_IF(rope_linear > 0.0f, log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: both rope_freqs.weight and linear rope scaling (not supported together)");
+    GB_TRY(b.bind1("rope_freqs.weight", kRopeFreqs, 0));
+  } else if (rope_linear > 0.0f) {
+    for (uint32_t i = 0; i < d.rope_dim / 2; i++) linear_factors[i] = rope_linear;
+    TensorRef f{reinterpret_cast<const uint8_t *>(linear_factors), kFmtF32, 1, d.rope_dim / 2, 2ull * d.rope_dim};
+    GB_TRY(b.place(kRopeFreqs, 0, f, "rope scaling"));
+  }
+  if (b.bound < g.n_tensors)
+    log.log(GB_LOG_WARN, "gguf: ignoring %llu tensor(s) a %s model does not use", (unsigned long long)(g.n_tensors - b.bound),
+            a.name);
+  return GB_OK;
+}
+
+// Bits per weight of the tier matrices and classifier, and whether any is
+// block-quantized.
+void tier_bits(const gb_model &m, uint32_t tier, double *bits, bool *quantized) {
+  uint64_t bytes = 0, weights = 0;
+  *quantized = false;
+  const size_t nm = (size_t)m.meta.n_layers * kMatsPerLayer;
+  for (size_t i = 0; i <= nm; i++) {
+    const TensorRef &w = i < nm ? m.mats[tier][i] : m.classifier[tier];
+    bytes += w.nbytes;
+    weights += (uint64_t)w.rows * w.cols;
+    *quantized = *quantized || (w.format != kFmtF32 && w.format != kFmtF16);
+  }
+  *bits = weights ? (double)bytes * 8.0 / (double)weights : 32.0;
+}
+
+// Every stored scale (a block's f16 d and min) and every f32 / f16 value
+// of a tensor finite.
+bool tensor_finite(const TensorRef &t) {
+  if (!t.data) return true;
+  const FormatInfo &f = kFormats[t.format];
+  if (t.format == kFmtF32) {
+    for (uint64_t i = 0; i < t.nbytes / 4; i++)
+      if (!isfinite(ld_f32(t.data + 4 * i))) return false;
+    return true;
+  }
+  if (t.format == kFmtF16) {
+    for (uint64_t i = 0; i < t.nbytes / 2; i++)
+      if ((ld_u16(t.data + 2 * i) & 0x7C00) == 0x7C00) return false;
+    return true;
+  }
+  for (uint64_t b = 0; b < t.nbytes / f.bytes; b++) {
+    const uint8_t *blk = t.data + b * f.bytes;
+    if (f.d_at >= 0 && (ld_u16(blk + f.d_at) & 0x7C00) == 0x7C00) return false;
+    if (f.m_at >= 0 && (ld_u16(blk + f.m_at) & 0x7C00) == 0x7C00) return false;
+  }
+  return true;
+}
+
+gb_status scan_values(const gb_model &m, const Logger &log) {
+  const Meta &d = m.meta;
+  auto check = [&](const TensorRef &t, const char *what, uint32_t layer) -> gb_status {
+    GB_RETURN_IF(!tensor_finite(t), log, GB_ERR_CORRUPT, "gguf: %s of layer %u has a non-finite value or block scale", what, layer);
+    return GB_OK;
+  };
+  GB_TRY(check(m.embd, "the token embedding", 0));
+  GB_TRY(check(m.out_norm, "the output norm", 0));
+  GB_TRY(check(m.rope_freqs, "the RoPE factors", 0));
+  GB_TRY(check(m.rope_freqs_long, "the long RoPE factors", 0));
+  GB_TRY(check(m.classifier[d.default_gear], "the classifier", 0));
+  for (uint32_t l = 0; l < d.n_layers; l++) {
+    GB_TRY(check(m.attn_norm[l], "the attention norm", l));
+    GB_TRY(check(m.ffn_norm[l], "the FFN norm", l));
+    for (uint32_t k = 0; k < 3; k++) GB_TRY(check(m.bias[k][l], "a bias", l));
+    for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.qk_norm[k][l], "a Q/K norm", l));
+    for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.post_norm[k][l], "a post norm", l));
+    for (uint32_t k = 0; k < kMatsPerLayer; k++)
+      GB_TRY(check(m.mats[d.default_gear][(size_t)l * kMatsPerLayer + k], "a weight matrix", l));
+  }
+  return GB_OK;
+}
+
+}  // namespace
+
+gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_options &opt, const Logger &log,
+                          const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out) {
+  GgufView g;
+  GB_TRY(gguf_view_open(p, size, log, nullptr, nullptr, nullptr, &g));
+  Plan pl;
+  GB_TRY(read_plan(g, log, &pl));
+  const Meta &meta = pl.meta;
+  // The model, the tokenizer's tables, the view's tables, the tokenizer
+  // image, one scratch for the checks and the build, linear RoPE factors.
+  auto layout = [&](Arena &a, void **tok_mem, GgufKv **kv, GgufTensorInfo **ti, uint8_t **img, uint32_t **scratch,
+                    float **factors) {
+    gb_model *m = model_carve(a, meta, pl.tok.tables_bytes, tok_mem);
+    *kv = a.array<GgufKv>((size_t)g.n_kv);
+    *ti = a.array<GgufTensorInfo>((size_t)g.n_tensors);
+    *img = a.array<uint8_t>(pl.tok.image_bytes, 8);
+    const size_t sv = gguf_view_scratch_bytes(g.n_kv, g.n_tensors);
+    *scratch = a.array<uint32_t>((sv > pl.tok.scratch_bytes ? sv : pl.tok.scratch_bytes) / 4 + 1);
+    *factors = pl.rope_linear > 0.0f ? a.array<float>(meta.rope_dim / 2 + 1) : nullptr;
+    return m;
+  };
+  Arena counter;
+  void *tok_mem;
+  GgufKv *kv;
+  GgufTensorInfo *ti;
+  uint8_t *img;
+  uint32_t *scratch;
+  float *factors;
+  layout(counter, &tok_mem, &kv, &ti, &img, &scratch, &factors);
+  if (mem_bytes_out) {
+    *mem_bytes_out = counter.used();
+    return GB_OK;
+  }
+  void *mem = nullptr;
+  GB_TRY(model_mem(opt, counter.used(), log, &mem));
+  Arena arena(mem, counter.used());
+  gb_model *m = layout(arena, &tok_mem, &kv, &ti, &img, &scratch, &factors);
+  m->mem = opt.mem ? nullptr : mem;
+  m->log = log;
+  m->base = p;
+  m->size = size;
+  m->meta = meta;
+  if (mapping) m->mapping = *mapping;
+  gb_status st = gguf_view_open(p, size, log, kv, ti, scratch, &g);
+  TokView tv;
+  if (st == GB_OK) st = tokdata_build(g, log, img, scratch, &pl.tok);
+  if (st == GB_OK) st = tokdata_view(img, pl.tok.image_bytes, log, &tv);
+  if (st == GB_OK) {
+    m->meta.bos = tv.special[kTokBos];
+    m->meta.eos = tv.special[kTokEos];
+    m->meta.unk = tv.special[kTokUnk];
+    m->meta.pad = tv.special[kTokPad];
+    if (tv.n_tokens != meta.vocab_size)
+      st = fail(log, GB_ERR_SHAPE_MISMATCH, "gguf: %u tokens, but token_embd has %u rows", tv.n_tokens, meta.vocab_size);
+  }
+  if (st == GB_OK) st = tokenizer_obj_init_gguf(&m->tokenizer, tv, tok_mem, pl.tok.tables_bytes, log);
+  Binder b(g, m, log);
+  // A first pass at the low slot gives the tier's bits; the views then move
+  // to the slot `gearbx convert` would choose.
+  if (st == GB_OK) st = bind_all(g, *pl.arch, pl.rope_linear, factors, m, b, log);
+  if (st == GB_OK) {
+    double bits;
+    bool quantized;
+    tier_bits(*m, GB_GEAR_LOW, &bits, &quantized);
+    const uint32_t tier = bits < 6.5 ? GB_GEAR_LOW : bits < 12.0 ? GB_GEAR_MID : bits < 24.0 ? GB_GEAR_HIGH : GB_GEAR_F32;
+    if (tier != GB_GEAR_LOW) {
+      const size_t nm = (size_t)meta.n_layers * kMatsPerLayer;
+      for (size_t i = 0; i < nm; i++) {
+        m->mats[tier][i] = m->mats[GB_GEAR_LOW][i];
+        m->mats[GB_GEAR_LOW][i] = TensorRef();
+      }
+      m->classifier[tier] = m->classifier[GB_GEAR_LOW];
+      m->classifier[GB_GEAR_LOW] = TensorRef();
+    }
+    m->gears = 1u << tier;
+    m->meta.default_gear = tier;
+    m->meta.tier_origin[tier] = GB_TIER_ORIGIN_SOURCE;
+    m->meta.quantized_source = quantized ? 1 : 0;
+    // One section stands for the file's tensor data: the tier's range for
+    // residency hints and budgets (it holds the embedding and norms too),
+    // its CRC the metadata's (the model's identity in saved states).
+    m->gguf_meta_bytes = g.data_start < size ? g.data_start : size;
+    m->gguf_meta_crc = crc32_update(0, p, m->gguf_meta_bytes);
+    const SectionRef data{kSecGearBase + tier, m->gguf_meta_bytes, size - m->gguf_meta_bytes, m->gguf_meta_crc};
+    m->n_sections = 1;
+    m->sections[0] = data;
+    m->gear_section[tier] = data;
+    st = check_model_tensors(m, log);
+  }
+  const bool scan = opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit);
+  if (st == GB_OK && scan) st = scan_values(*m, log);
+  if (st != GB_OK) {
+    if (!opt.mem) gb_port_aligned_free(mem);
+    return st;
+  }
+  model_count_params(m);
+  *out = m;
+  return GB_OK;
+}
+
+gb_status verify_gguf(const gb_model &m) {
+  const uint32_t crc = crc32_update(0, m.base, m.gguf_meta_bytes);
+  GB_RETURN_IF(crc != m.gguf_meta_crc, m.log, GB_ERR_CHECKSUM, "gguf: the metadata changed since the model was opened");
+  return scan_values(m, m.log);
+}
+
+}  // namespace gb
