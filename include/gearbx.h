@@ -209,6 +209,26 @@ typedef enum gb_model_load {
   GB_MODEL_LOAD_MAX_ENUM = 0x7fffffff
 } gb_model_load;
 
+/* The layout a GGUF's 4-bit and 6-bit matrices (q4_0, q4_K, q6_K with rows
+ * a multiple of 16) run in. The file stores rows one after the other; the
+ * fastest kernels read 16 rows' blocks interleaved (what `gearbx convert`
+ * writes): on the 2-core x86 host of docs/RESULTS.md, 1.9x decode and 2.6x
+ * prefill for a 1.1B Q4_0 model. */
+typedef enum gb_gguf_layout {
+  /* gb_model_open_file: REPACK (GB_MODEL_LOAD_COPY: in place; a mapping:
+   * into the model's memory, unless gb_model_options.mem is given, then
+   * FILE); gb_model_open_memory and gb_model_mem_size: FILE. */
+  GB_GGUF_LAYOUT_AUTO = 0,
+  /* The file's rows, read in place: no memory beyond the model's tables. */
+  GB_GGUF_LAYOUT_FILE = 1,
+  /* Interleave those matrices once at open: in place in a loaded copy
+   * (GB_MODEL_LOAD_COPY), else into the model's memory, which
+   * gb_model_mem_size then counts (about the weights' size; a mapping's
+   * pages are released after they are copied). */
+  GB_GGUF_LAYOUT_REPACK = 2,
+  GB_GGUF_LAYOUT_MAX_ENUM = 0x7fffffff
+} gb_gguf_layout;
+
 typedef struct gb_model_options {
   uint32_t struct_size;       /* = sizeof(gb_model_options)              */
   gb_verify verify;           /* default GB_VERIFY_AUTO                  */
@@ -223,6 +243,8 @@ typedef struct gb_model_options {
   size_t mem_bytes;
   gb_model_load load;         /* gb_model_open_file only; default
                                  GB_MODEL_LOAD_MAP                         */
+  /* Since 0.3: */
+  gb_gguf_layout gguf_layout; /* GGUF files only; default GB_GGUF_LAYOUT_AUTO */
 } gb_model_options;
 
 void gb_model_options_init(gb_model_options *opts);

@@ -12,9 +12,8 @@
 #include "format.h"
 
 namespace gb {
-namespace {
 
-uint64_t scalar_size(uint32_t t) {
+uint64_t gguf_scalar_size(uint32_t t) {
   switch (t) {
     case kGgufU8: case kGgufI8: case kGgufBool: return 1;
     case kGgufU16: case kGgufI16: return 2;
@@ -24,12 +23,13 @@ uint64_t scalar_size(uint32_t t) {
   }
 }
 
-// Smallest encoding of one value of type t (bounds counts).
-uint64_t min_value_size(uint32_t t) {
+uint64_t gguf_min_value_size(uint32_t t) {
   if (t == kGgufString) return 8;
   if (t == kGgufArray) return 12;
-  return scalar_size(t);
+  return gguf_scalar_size(t);
 }
+
+namespace {
 
 struct Cur {
   const uint8_t *p;
@@ -80,7 +80,7 @@ gb_status skip_value(Cur &c, uint32_t type, uint32_t depth, const Logger &log) {
     uint32_t elem;
     uint64_t count;
     if (!c.u32(&elem) || !c.u64(&count)) return truncated(log, "an array header");
-    const uint64_t m = min_value_size(elem);
+    const uint64_t m = gguf_min_value_size(elem);
     GB_RETURN_IF(m == 0, log, GB_ERR_CORRUPT, "gguf: array element type %u unknown", elem);
     GB_RETURN_IF(count > c.left() / m, log, GB_ERR_TRUNCATED, "gguf: array of %llu elements runs past the end",
                  (unsigned long long)count);
@@ -91,7 +91,7 @@ gb_status skip_value(Cur &c, uint32_t type, uint32_t depth, const Logger &log) {
     for (uint64_t i = 0; i < count; i++) GB_TRY(skip_value(c, elem, depth + 1, log));
     return GB_OK;
   }
-  const uint64_t n = scalar_size(type);
+  const uint64_t n = gguf_scalar_size(type);
   GB_RETURN_IF(n == 0, log, GB_ERR_CORRUPT, "gguf: value type %u unknown", type);
   if (!c.skip(n)) return truncated(log, "a value");
   return GB_OK;
@@ -104,11 +104,11 @@ uint64_t skip_checked(const uint8_t *p, uint64_t pos, uint32_t type) {
     const uint32_t elem = ld_u32(p + pos);
     const uint64_t count = ld_u64(p + pos + 4);
     pos += 12;
-    if (elem != kGgufString && elem != kGgufArray) return pos + count * scalar_size(elem);
+    if (elem != kGgufString && elem != kGgufArray) return pos + count * gguf_scalar_size(elem);
     for (uint64_t i = 0; i < count; i++) pos = skip_checked(p, pos, elem);
     return pos;
   }
-  return pos + scalar_size(type);
+  return pos + gguf_scalar_size(type);
 }
 
 // One tensor info at c (names bounded, dimensions checked).
@@ -135,6 +135,28 @@ gb_status read_tensor_info(Cur &c, const Logger &log, GgufTensorInfo *t) {
 bool key_is(const uint8_t *p, uint64_t off, uint64_t len, const char *key) {
   const size_t n = strlen(key);
   return len == n && memcmp(p + off, key, n) == 0;
+}
+
+// The bytes an entry names (a key or a tensor's name).
+inline uint64_t name_off(const GgufKv &e) { return e.key_off; }
+inline uint32_t name_len(const GgufKv &e) { return e.key_len; }
+inline uint64_t name_off(const GgufTensorInfo &t) { return t.name_off; }
+inline uint32_t name_len(const GgufTensorInfo &t) { return t.name_len; }
+
+// The index of an entry whose name an earlier one has (sorted through idx,
+// n entries of scratch), or n when every name is once.
+template <class E>
+uint64_t first_repeat(const uint8_t *p, const E *e, uint64_t n, uint32_t *idx) {
+  for (uint64_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
+  auto less = [&](uint32_t a, uint32_t b) {
+    const uint32_t la = name_len(e[a]), lb = name_len(e[b]);
+    const int r = memcmp(p + name_off(e[a]), p + name_off(e[b]), la < lb ? la : lb);
+    return r < 0 || (r == 0 && la < lb);
+  };
+  std::sort(idx, idx + n, less);
+  for (uint64_t i = 1; i < n; i++)
+    if (!less(idx[i - 1], idx[i])) return idx[i];
+  return n;
 }
 
 }  // namespace
@@ -238,26 +260,12 @@ gb_status gguf_view_open(const uint8_t *p, uint64_t size, const Logger &log, Ggu
   if (kv && tensors && scratch) {
     // Keys and names appear once; tensor data do not overlap.
     uint32_t *idx = scratch;
-    for (uint64_t i = 0; i < v.n_kv; i++) idx[i] = (uint32_t)i;
-    auto key_less = [&](uint32_t a, uint32_t b) {
-      const GgufKv &x = kv[a], &y = kv[b];
-      const int r = memcmp(p + x.key_off, p + y.key_off, x.key_len < y.key_len ? x.key_len : y.key_len);
-      return r < 0 || (r == 0 && x.key_len < y.key_len);
-    };
-    std::sort(idx, idx + v.n_kv, key_less);
-    for (uint64_t i = 1; i < v.n_kv; i++)
-      GB_RETURN_IF(!key_less(idx[i - 1], idx[i]), log, GB_ERR_CORRUPT, "gguf: key '%.*s' appears twice",
-                   (int)kv[idx[i]].key_len, (const char *)p + kv[idx[i]].key_off);
+    const uint64_t dk = first_repeat(p, kv, v.n_kv, idx), dt = first_repeat(p, tensors, v.n_tensors, idx);
+    GB_RETURN_IF(dk < v.n_kv, log, GB_ERR_CORRUPT, "gguf: key '%.*s' appears twice", (int)kv[dk].key_len,
+                 (const char *)p + kv[dk].key_off);
+    GB_RETURN_IF(dt < v.n_tensors, log, GB_ERR_CORRUPT, "gguf: tensor '%.*s' appears twice", (int)tensors[dt].name_len,
+                 (const char *)p + tensors[dt].name_off);
     for (uint64_t i = 0; i < v.n_tensors; i++) idx[i] = (uint32_t)i;
-    auto name_less = [&](uint32_t a, uint32_t b) {
-      const GgufTensorInfo &x = tensors[a], &y = tensors[b];
-      const int r = memcmp(p + x.name_off, p + y.name_off, x.name_len < y.name_len ? x.name_len : y.name_len);
-      return r < 0 || (r == 0 && x.name_len < y.name_len);
-    };
-    std::sort(idx, idx + v.n_tensors, name_less);
-    for (uint64_t i = 1; i < v.n_tensors; i++)
-      GB_RETURN_IF(!name_less(idx[i - 1], idx[i]), log, GB_ERR_CORRUPT, "gguf: tensor '%.*s' appears twice",
-                   (int)tensors[idx[i]].name_len, (const char *)p + tensors[idx[i]].name_off);
     std::sort(idx, idx + v.n_tensors, [&](uint32_t a, uint32_t b) { return tensors[a].offset < tensors[b].offset; });
     uint64_t end = 0;
     for (uint64_t i = 0; i < v.n_tensors; i++) {
@@ -299,12 +307,12 @@ bool GgufView::find(const char *key, GgufKv *out) const {
   return false;
 }
 
-GgufTensorInfo GgufView::tensor_at(uint64_t i) const {
-  if (tensors) return tensors[i];
-  Cur c{base, size, ti_start};
+GgufTensorInfo GgufView::next_tensor(uint64_t *pos) const {
+  Cur c{base, size, *pos};
   GgufTensorInfo t;
   const Logger quiet;  // the walk was checked at open: nothing fails here
-  for (uint64_t k = 0; k <= i; k++) read_tensor_info(c, quiet, &t);
+  read_tensor_info(c, quiet, &t);
+  *pos = c.pos;
   t.offset += data_start;
   uint64_t rb;
   t.nbytes = gguf_row_bytes(t.type, t.ne[0], &rb) ? rb * t.ne[1] * t.ne[2] * t.ne[3] : 0;
@@ -322,15 +330,10 @@ bool GgufView::tensor(const char *name, GgufTensorInfo *out) const {
       }
     return false;
   }
-  Cur c{base, size, ti_start};
-  const Logger quiet;  // the walk was checked at open: nothing fails here
+  uint64_t pos = ti_start;
   for (uint64_t i = 0; i < n_tensors; i++) {
-    GgufTensorInfo t;
-    read_tensor_info(c, quiet, &t);
+    const GgufTensorInfo t = next_tensor(&pos);
     if (name_is(t, name)) {
-      t.offset += data_start;
-      uint64_t rb;
-      t.nbytes = gguf_row_bytes(t.type, t.ne[0], &rb) ? rb * t.ne[1] * t.ne[2] * t.ne[3] : 0;
       *out = t;
       return true;
     }

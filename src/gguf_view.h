@@ -23,6 +23,12 @@ enum GgufValueType : uint32_t {
   kGgufBool = 7, kGgufString = 8, kGgufArray = 9, kGgufU64 = 10, kGgufI64 = 11, kGgufF64 = 12,
 };
 
+// Bytes of one scalar of type t (0 for a string, an array or an unknown
+// type), and the fewest bytes any value of type t takes (0: unknown type):
+// what bounds a count against the bytes left.
+uint64_t gguf_scalar_size(uint32_t t);
+uint64_t gguf_min_value_size(uint32_t t);
+
 // "GGUF": the first four bytes of every GGUF file.
 inline bool gguf_magic(const uint8_t *p, uint64_t size) {
   return size >= 4 && p[0] == 'G' && p[1] == 'G' && p[2] == 'U' && p[3] == 'F';
@@ -82,8 +88,9 @@ struct GgufView {
   // The pair / tensor of this name; false when absent.
   bool find(const char *key, GgufKv *out) const;
   bool tensor(const char *name, GgufTensorInfo *out) const;
-  // Tensor i (i < n_tensors), from the table or by walking.
-  GgufTensorInfo tensor_at(uint64_t i) const;
+  // The tensor whose directory entry is at *pos (ti_start for the first);
+  // *pos moves to the next entry.
+  GgufTensorInfo next_tensor(uint64_t *pos) const;
   // A scalar or string value; false when the key is absent or an array.
   bool value(const char *key, GgufScalar *out) const;
   bool array(const char *key, GgufArray *out) const;

@@ -162,6 +162,30 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
 
 }  // namespace
 
+TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_t tier) {
+  switch (kind) {
+    case kTokEmbd: return &m->embd;
+    case kAttnNorm: return &m->attn_norm[layer];
+    case kFfnNorm: return &m->ffn_norm[layer];
+    case kOutNorm: return &m->out_norm;
+    case kBiasQ: return &m->bias[0][layer];
+    case kBiasK: return &m->bias[1][layer];
+    case kBiasV: return &m->bias[2][layer];
+    case kRopeFreqs: return &m->rope_freqs;
+    case kRopeFreqsLong: return &m->rope_freqs_long;
+    case kQNorm: return &m->qk_norm[0][layer];
+    case kKNorm: return &m->qk_norm[1][layer];
+    case kPostAttnNorm: return &m->post_norm[0][layer];
+    case kPostFfnNorm: return &m->post_norm[1][layer];
+    case kClassifier: return &m->classifier[tier];
+    default: {
+      for (int i = 0; i < kMatsPerLayer; i++)
+        if (kLayerMatrices[i] == kind) return &m->mats[tier][(size_t)layer * kMatsPerLayer + i];
+      return nullptr;
+    }
+  }
+}
+
 gb_status check_meta(const Meta *mp, const Logger &log) {
   const Meta *m = mp;
   const uint32_t kMaxDim = 1u << 16;
@@ -236,7 +260,8 @@ gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const L
   return GB_OK;
 }
 
-// Expected (rows, cols) of a tensor kind.
+}  // namespace
+
 void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols) {
   *rows = m.dim;
   *cols = m.dim;
@@ -269,6 +294,8 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
   if (kind == kRopeFreqs || kind == kRopeFreqsLong) *cols = m.rope_dim / 2;
   if (kind == kQNorm || kind == kKNorm) *cols = m.head_dim;
 }
+
+namespace {
 
 int mat_index(uint32_t kind) {
   for (int i = 0; i < kMatsPerLayer; i++)
@@ -339,24 +366,8 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     GB_RETURN_IF(off % 64 != 0 || !in_range(off, nbytes, s.size), log, GB_ERR_CORRUPT, "gbx: tensor %u lies outside its section",
                  i);
     TensorRef t{m->base + s.offset + off, layout == kLayoutRows16 ? rows16_format(fmt) : fmt, rows, cols, nbytes};
-    TensorRef *slot = nullptr;
-    switch (kind) {
-      case kTokEmbd: slot = &m->embd; break;
-      case kAttnNorm: slot = &m->attn_norm[layer]; break;
-      case kFfnNorm: slot = &m->ffn_norm[layer]; break;
-      case kOutNorm: slot = &m->out_norm; break;
-      case kBiasQ: slot = &m->bias[0][layer]; break;
-      case kBiasK: slot = &m->bias[1][layer]; break;
-      case kBiasV: slot = &m->bias[2][layer]; break;
-      case kRopeFreqs: slot = &m->rope_freqs; break;
-      case kRopeFreqsLong: slot = &m->rope_freqs_long; break;
-      case kQNorm: slot = &m->qk_norm[0][layer]; break;
-      case kKNorm: slot = &m->qk_norm[1][layer]; break;
-      case kPostAttnNorm: slot = &m->post_norm[0][layer]; break;
-      case kPostFfnNorm: slot = &m->post_norm[1][layer]; break;
-      case kClassifier: slot = &m->classifier[tier]; break;
-      default: slot = &m->mats[tier][(size_t)layer * kMatsPerLayer + mat_index(kind)]; break;
-    }
+    TensorRef *slot = model_tensor_slot(m, kind, layer, tier);
+    GB_RETURN_IF(!slot, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u, which has no place", i, kind);
     GB_RETURN_IF(slot->data != nullptr, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u layer %u tier %u) appears twice", i, kind,
                  layer, tier);
     *slot = t;
@@ -596,6 +607,8 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o, co
                fn, gb::raw_enum(o->verify));
   GB_RETURN_IF((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_COPY, log, GB_ERR_INVALID_ARGUMENT, "%s: load mode %d unknown", fn,
                gb::raw_enum(o->load));
+  GB_RETURN_IF((uint32_t)gb::raw_enum(o->gguf_layout) > GB_GGUF_LAYOUT_REPACK, log, GB_ERR_INVALID_ARGUMENT,
+               "%s: GGUF layout %d unknown", fn, gb::raw_enum(o->gguf_layout));
   return GB_OK;
 }
 }  // namespace gb

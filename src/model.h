@@ -122,6 +122,12 @@ gb_status verify_section(const gb_model &m, const SectionRef &s);
 // Lay out the model struct and its arrays (counting or placing); tok_bytes:
 // the tokenizer's tables.
 gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem);
+// The model's view of tensor kind (TensorKind) of a layer (0 for a global
+// one) and tier (for tier matrices and the classifier); nullptr for a kind
+// that is none of these.
+TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_t tier);
+// The (rows, cols) a tensor of kind (TensorKind) has in this model.
+void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols);
 // Every hyper-parameter in range and consistent (GB_ERR_CORRUPT, or
 // GB_ERR_UNSUPPORTED_TYPE for a setting not run), with a log line.
 gb_status check_meta(const Meta *m, const Logger &log);

@@ -20,8 +20,10 @@
 #include "crc32.h"
 #include "f16.h"
 #include "gguf_view.h"
+#include "krows16.h"
 #include "model.h"
 #include "models/arch.h"
+#include "quant.h"
 #include "tok/tokdata.h"
 #include "tok/tokdata_build.h"
 
@@ -153,31 +155,6 @@ gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
   return tokdata_build(g, log, nullptr, nullptr, &pl->tok);
 }
 
-// Expected (rows, cols) of a tensor kind.
-void kind_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols) {
-  *rows = m.dim;
-  *cols = m.dim;
-  switch (kind) {
-    case kTokEmbd:
-    case kClassifier: *rows = m.vocab_size; break;
-    case kWq: *rows = m.q_dim(); break;
-    case kWk:
-    case kWv: *rows = m.kv_dim(); break;
-    case kWo: *cols = m.q_dim(); break;
-    case kW1:
-    case kW3: *rows = m.hidden_dim; break;
-    case kW2: *cols = m.hidden_dim; break;
-    case kBiasQ: *rows = 1; *cols = m.q_dim(); break;
-    case kBiasK:
-    case kBiasV: *rows = 1; *cols = m.kv_dim(); break;
-    case kRopeFreqs:
-    case kRopeFreqsLong: *rows = 1; *cols = m.rope_dim / 2; break;
-    case kQNorm:
-    case kKNorm: *rows = 1; *cols = m.head_dim; break;
-    default: *rows = 1; break;  // norms of dim
-  }
-}
-
 class Binder {
  public:
   Binder(const GgufView &g, gb_model *m, const Logger &log) : g_(g), m_(m), log_(log) {}
@@ -200,10 +177,10 @@ class Binder {
                  name, t.type);
     uint32_t rows = 0, r, c;
     for (uint32_t i = 0; i < n_kinds; i++) {
-      kind_shape(m_->meta, kinds[i], &r, &c);
+      expected_shape(m_->meta, kinds[i], &r, &c);
       rows += r;
     }
-    kind_shape(m_->meta, kinds[0], &r, &c);
+    expected_shape(m_->meta, kinds[0], &r, &c);
     GB_RETURN_IF(t.ne[0] != c || t.ne[1] * t.ne[2] * t.ne[3] != rows || t.ne[2] != 1 || t.ne[3] != 1, log_,
                  GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name,
                  (unsigned long long)t.ne[0], (unsigned long long)t.ne[1], (unsigned long long)t.ne[2],
@@ -214,7 +191,7 @@ class Binder {
     const uint64_t rb = row_bytes(fmt, c);
     uint64_t row0 = 0;
     for (uint32_t i = 0; i < n_kinds; i++) {
-      kind_shape(m_->meta, kinds[i], &r, &c);
+      expected_shape(m_->meta, kinds[i], &r, &c);
       TensorRef ref{g_.base + t.offset + row0 * rb, fmt, r, c, (uint64_t)r * rb};
       GB_TRY(place(kinds[i], layer, ref, name));
       row0 += r;
@@ -231,29 +208,7 @@ class Binder {
                         kind == kPostFfnNorm || kind == kRopeFreqs || kind == kRopeFreqsLong;
     GB_RETURN_IF(common && kind != kTokEmbd && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: tensor '%s' is stored as %s; norms, biases and RoPE factors must be F32", name, format_name(ref.format));
-    TensorRef *slot = nullptr;
-    switch (kind) {
-      case kTokEmbd: slot = &m_->embd; break;
-      case kAttnNorm: slot = &m_->attn_norm[layer]; break;
-      case kFfnNorm: slot = &m_->ffn_norm[layer]; break;
-      case kOutNorm: slot = &m_->out_norm; break;
-      case kBiasQ: slot = &m_->bias[0][layer]; break;
-      case kBiasK: slot = &m_->bias[1][layer]; break;
-      case kBiasV: slot = &m_->bias[2][layer]; break;
-      case kRopeFreqs: slot = &m_->rope_freqs; break;
-      case kRopeFreqsLong: slot = &m_->rope_freqs_long; break;
-      case kQNorm: slot = &m_->qk_norm[0][layer]; break;
-      case kKNorm: slot = &m_->qk_norm[1][layer]; break;
-      case kPostAttnNorm: slot = &m_->post_norm[0][layer]; break;
-      case kPostFfnNorm: slot = &m_->post_norm[1][layer]; break;
-      case kClassifier: slot = &m_->classifier[tier]; break;
-      default: {
-        int idx = -1;
-        for (int i = 0; i < kMatsPerLayer; i++)
-          if (kLayerMatrices[i] == kind) idx = i;
-        slot = &m_->mats[tier][(size_t)layer * kMatsPerLayer + idx];
-      }
-    }
+    TensorRef *slot = model_tensor_slot(m_, kind, layer, tier);
     *slot = ref;
     return GB_OK;
   }
@@ -384,10 +339,23 @@ bool tensor_finite(const TensorRef &t) {
       if ((ld_u16(t.data + 2 * i) & 0x7C00) == 0x7C00) return false;
     return true;
   }
+  auto finite16 = [](const uint8_t *p) { return (ld_u16(p) & 0x7C00) != 0x7C00; };
+  if (t.format == kFmtQ4R16) {  // per group of 16 blocks: the 16 scales first
+    for (uint64_t g = 0; g < t.nbytes / (kRows16 * f.bytes); g++)
+      for (uint32_t i = 0; i < kRows16; i++)
+        if (!finite16(t.data + g * kRows16 * f.bytes + 2 * i)) return false;
+    return true;
+  }
+  uint8_t blk[256];  // one super-block gathered back (krows16.h)
+  const bool krows = t.format == kFmtQ4KR16 || t.format == kFmtQ6KR16;
   for (uint64_t b = 0; b < t.nbytes / f.bytes; b++) {
-    const uint8_t *blk = t.data + b * f.bytes;
-    if (f.d_at >= 0 && (ld_u16(blk + f.d_at) & 0x7C00) == 0x7C00) return false;
-    if (f.m_at >= 0 && (ld_u16(blk + f.m_at) & 0x7C00) == 0x7C00) return false;
+    const uint8_t *p = t.data + b * f.bytes;
+    if (krows) {
+      gb_krows16::gather(blk, t.data + b / kRows16 * kRows16 * f.bytes, f.bytes, b % kRows16);
+      p = blk;
+    }
+    if (f.d_at >= 0 && !finite16(p + f.d_at)) return false;
+    if (f.m_at >= 0 && !finite16(p + f.m_at)) return false;
   }
   return true;
 }
@@ -415,6 +383,102 @@ gb_status scan_values(const gb_model &m, const Logger &log) {
   return GB_OK;
 }
 
+// How the 4-bit and 6-bit matrices are laid out after open (gb_gguf_layout).
+enum Repack { kKeepRows = 0, kRepackInPlace = 1, kRepackIntoMemory = 2 };
+
+Repack repack_mode(const gb_model_options &opt, const gb_port_mapping *mapping) {
+  const bool loaded = mapping && mapping->loaded;
+  switch (opt.gguf_layout) {
+    case GB_GGUF_LAYOUT_FILE: return kKeepRows;
+    case GB_GGUF_LAYOUT_REPACK: return loaded ? kRepackInPlace : kRepackIntoMemory;
+    default: return !mapping ? kKeepRows : loaded ? kRepackInPlace : opt.mem ? kKeepRows : kRepackIntoMemory;
+  }
+}
+
+bool has_rows16(uint32_t ggml_type) { return rows16_format(format_of_ggml(ggml_type)) != kFmtCount; }
+
+// An upper bound of the bytes a repack into memory places: every tensor of
+// a type with a 16-row variant but the embedding, and the embedding again
+// when the classifier shares it (the copy is interleaved, the embedding's
+// row lookups keep the file's rows); each 64-byte aligned.
+uint64_t repack_bytes(const GgufView &g) {
+  uint64_t total = 0;
+  bool tied = true, embd_rows16 = false;
+  uint64_t embd_bytes = 0;
+  uint64_t pos = g.ti_start;
+  for (uint64_t i = 0; i < g.n_tensors; i++) {
+    const GgufTensorInfo t = g.next_tensor(&pos);
+    if (g.name_is(t, "output.weight")) tied = false;
+    if (!has_rows16(t.type) || !t.nbytes) continue;
+    if (g.name_is(t, "token_embd.weight")) {
+      embd_rows16 = true;
+      embd_bytes = t.nbytes;
+      continue;
+    }
+    total += align_up(t.nbytes, 64);
+  }
+  if (tied && embd_rows16) total += align_up(embd_bytes, 64);
+  return total;
+}
+
+// Interleaves every view of the tier (matrices, classifier) whose format
+// has a 16-row variant and whose rows are whole groups: in place (a loaded
+// copy, group by group through a 16-row scratch), or into region (a
+// mapping's pages are released once copied). A view the scratch cannot be
+// had for stays row-major (logged).
+void repack_tier(gb_model *m, Repack mode, uint8_t *region, uint64_t region_bytes, const Logger &log) {
+  const uint32_t tier = m->meta.default_gear;
+  const size_t nm = (size_t)m->meta.n_layers * kMatsPerLayer;
+  uint64_t used = 0, done = 0;
+  uint8_t *scratch = nullptr;
+  size_t scratch_bytes = 0;
+  for (size_t i = 0; i <= nm; i++) {
+    TensorRef &t = i < nm ? m->mats[tier][i] : m->classifier[tier];
+    const uint32_t f16 = rows16_format(t.format);
+    if (!t.data || f16 == kFmtCount || t.rows % kRows16 != 0) continue;
+    // A classifier tied to the embedding, in place: the embedding itself is
+    // interleaved (its row lookups decode the 16-row layout).
+    const bool shared_in_place = i == nm && t.data == m->embd.data && mode == kRepackInPlace;
+    const uint64_t rb = row_bytes(t.format, t.cols), group = kRows16 * rb;
+    auto interleave = [&](uint8_t *dst, const uint8_t *src, size_t rows) {
+      if (t.format == kFmtQ4) q4_rows16_from_rows(dst, src, rows, t.cols);
+      else gb_krows16::from_rows(dst, src, rows, t.cols, format_block_bytes(t.format));
+    };
+    uint8_t *dst;
+    if (mode == kRepackInPlace) {
+      if (scratch_bytes < group) {
+        gb_port_aligned_free(scratch);
+        scratch = static_cast<uint8_t *>(gb_port_aligned_alloc(group, 64));
+        scratch_bytes = scratch ? group : 0;
+      }
+      if (!scratch) {
+        log.log(GB_LOG_WARN, "gguf: no %llu bytes of scratch to interleave a matrix: it stays row-major",
+                (unsigned long long)group);
+        continue;
+      }
+      dst = const_cast<uint8_t *>(t.data);
+      for (uint32_t r = 0; r < t.rows; r += kRows16) {
+        memcpy(scratch, dst + (uint64_t)r * rb, group);
+        interleave(dst + (uint64_t)r * rb, scratch, kRows16);
+      }
+    } else {
+      used = align_up(used, 64);
+      if (used + t.nbytes > region_bytes) continue;  // cannot happen: the region is an upper bound
+      dst = region + used;
+      used += t.nbytes;
+      interleave(dst, t.data, t.rows);
+      if (model_mapped(m)) gb_port_advise(t.data, t.nbytes, GB_PORT_ADVISE_DONTNEED);
+    }
+    t.data = dst;
+    t.format = f16;
+    if (shared_in_place) m->embd = t;
+    done++;
+  }
+  gb_port_aligned_free(scratch);
+  log.log(GB_LOG_INFO, "gguf: %llu matrices interleaved in 16-row groups (%s)", (unsigned long long)done,
+          mode == kRepackInPlace ? "in place" : "into the model's memory");
+}
+
 }  // namespace
 
 gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_options &opt, const Logger &log,
@@ -424,11 +488,14 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   Plan pl;
   GB_TRY(read_plan(g, log, &pl));
   const Meta &meta = pl.meta;
+  const Repack repack = repack_mode(opt, mapping);
+  const uint64_t region_bytes = repack == kRepackIntoMemory ? repack_bytes(g) : 0;
   // The model, the tokenizer's tables, the view's tables, the tokenizer
   // image, one scratch for the checks and the build, linear RoPE factors.
   auto layout = [&](Arena &a, void **tok_mem, GgufKv **kv, GgufTensorInfo **ti, uint8_t **img, uint32_t **scratch,
-                    float **factors) {
+                    float **factors, uint8_t **region) {
     gb_model *m = model_carve(a, meta, pl.tok.tables_bytes, tok_mem);
+    *region = region_bytes ? a.array<uint8_t>((size_t)region_bytes) : nullptr;
     *kv = a.array<GgufKv>((size_t)g.n_kv);
     *ti = a.array<GgufTensorInfo>((size_t)g.n_tensors);
     *img = a.array<uint8_t>(pl.tok.image_bytes, 8);
@@ -444,7 +511,10 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   uint8_t *img;
   uint32_t *scratch;
   float *factors;
-  layout(counter, &tok_mem, &kv, &ti, &img, &scratch, &factors);
+  uint8_t *region;
+  GB_RETURN_IF(region_bytes > (uint64_t)SIZE_MAX / 2, log, GB_ERR_OUT_OF_MEMORY, "gguf: %llu bytes to interleave the weights into",
+               (unsigned long long)region_bytes);
+  layout(counter, &tok_mem, &kv, &ti, &img, &scratch, &factors, &region);
   if (mem_bytes_out) {
     *mem_bytes_out = counter.used();
     return GB_OK;
@@ -452,7 +522,7 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   void *mem = nullptr;
   GB_TRY(model_mem(opt, counter.used(), log, &mem));
   Arena arena(mem, counter.used());
-  gb_model *m = layout(arena, &tok_mem, &kv, &ti, &img, &scratch, &factors);
+  gb_model *m = layout(arena, &tok_mem, &kv, &ti, &img, &scratch, &factors, &region);
   m->mem = opt.mem ? nullptr : mem;
   m->log = log;
   m->base = p;
@@ -507,6 +577,7 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   }
   const bool scan = opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit);
   if (st == GB_OK && scan) st = scan_values(*m, log);
+  if (st == GB_OK && repack != kKeepRows) repack_tier(m, repack, region, region_bytes, log);
   if (st != GB_OK) {
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;

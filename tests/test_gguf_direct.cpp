@@ -61,13 +61,16 @@ std::vector<std::string> all_fixtures() {
   return v;
 }
 
-gb_model *open_quiet(const std::string &path, gb_status *st, Log *log = nullptr, gb_verify verify = GB_VERIFY_AUTO) {
+gb_model *open_quiet(const std::string &path, gb_status *st, Log *log = nullptr, gb_verify verify = GB_VERIFY_AUTO,
+                     gb_gguf_layout layout = GB_GGUF_LAYOUT_AUTO, gb_model_load load = GB_MODEL_LOAD_MAP) {
   gb_model_options o = gbt::quiet_model_options();
   if (log) {
     o.log = Log::fn;
     o.log_user = log;
   }
   o.verify = verify;
+  o.gguf_layout = layout;
+  o.load = load;
   gb_model *m = nullptr;
   *st = gb_model_open_file(path.c_str(), &o, &m);
   return m;
@@ -107,66 +110,113 @@ std::vector<int32_t> tokens_of(gb_model *m, const char *text) {
 
 }  // namespace
 
+// One fixture opened directly with `layout` / `load`, against the file
+// converted to the same tier with the matching layout (row-major for the
+// file's own layout, 16-row groups for the repacked one).
+void expect_same_as_converted(const std::string &path, gb_gguf_layout layout, gb_model_load load, bool full) {
+  SCOPED_TRACE(path + (layout == GB_GGUF_LAYOUT_FILE ? " (file layout)" : " (repacked)") +
+               (load == GB_MODEL_LOAD_COPY ? " copy" : " map"));
+  gb_status st;
+  gb_model *d = open_quiet(path, &st, nullptr, GB_VERIFY_AUTO, layout, load);
+  ASSERT_EQ(st, GB_OK);
+  gb_model_info di;
+  di.struct_size = sizeof di;
+  ASSERT_EQ(gb_model_get_info(d, &di), GB_OK);
+  // The file's own formats are the one tier, and the default gear.
+  EXPECT_EQ(di.is_gguf, 1u);
+  EXPECT_EQ(di.gears, 1u << di.default_gear);
+  EXPECT_EQ(di.tier_origin[di.default_gear], (uint32_t)GB_TIER_ORIGIN_SOURCE);
+  EXPECT_EQ(di.file_bytes, (uint64_t)gbt::read_file(path).size());
+
+  const std::string out = gbt::temp_dir() + "/direct-cmp.gbx";
+  gb::ConvertOptions co;
+  co.log.fn = gbt::quiet_log;
+  co.tiers = 1u << di.default_gear;
+  co.q4_layout = layout == GB_GGUF_LAYOUT_FILE ? gb::kLayoutRowMajor : gb::kLayoutRows16;
+  ASSERT_EQ(gb::convert_gguf(path.c_str(), out.c_str(), co), GB_OK);
+  gb_model *c = open_quiet(out, &st);
+  ASSERT_EQ(st, GB_OK);
+  gb_model_info ci;
+  ci.struct_size = sizeof ci;
+  ASSERT_EQ(gb_model_get_info(c, &ci), GB_OK);
+  EXPECT_EQ(ci.is_gguf, 0u);
+  EXPECT_EQ(di.gears, ci.gears);
+  EXPECT_EQ(di.default_gear, ci.default_gear);
+  EXPECT_STREQ(di.tier_formats[di.default_gear], ci.tier_formats[ci.default_gear]);
+  EXPECT_EQ(di.tier_bits[di.default_gear], ci.tier_bits[ci.default_gear]);
+  EXPECT_EQ(di.n_params, ci.n_params);
+  EXPECT_EQ(di.bos_id, ci.bos_id);
+  EXPECT_EQ(di.eos_id, ci.eos_id);
+  EXPECT_EQ(di.vocab_size, ci.vocab_size);
+  EXPECT_EQ(di.shared_classifier, ci.shared_classifier);
+  EXPECT_EQ(d->meta.rope_type, c->meta.rope_type);
+  EXPECT_EQ(d->meta.swa_window, c->meta.swa_window);
+  EXPECT_EQ(d->meta.embed_scale, c->meta.embed_scale);
+  // The same kernels run: every view in the same format (a layout included).
+  const size_t nm = (size_t)d->meta.n_layers * gb::kMatsPerLayer;
+  for (size_t i = 0; i < nm; i++)
+    EXPECT_EQ(d->mats[di.default_gear][i].format, c->mats[ci.default_gear][i].format) << "matrix " << i;
+  EXPECT_EQ(gb::file_format(d->embd.format), gb::file_format(c->embd.format));  // a tied one interleaved in place
+
+  const char *text = "Once upon a time, Lily said: \"Hello!\" 123 <|im_end|>\n";
+  const std::vector<int32_t> td = tokens_of(d, text), tc = tokens_of(c, text);
+  EXPECT_EQ(td, tc);
+  ASSERT_GE(td.size(), 8u);
+  size_t n_feed = std::min<size_t>(td.size(), full ? 32 : 8);
+  n_feed = std::min<size_t>(n_feed, di.seq_len - 1);
+  std::vector<int32_t> feed(td.begin(), td.begin() + (long)n_feed);
+  const std::vector<float> ld = logits_of(d, feed), lc = logits_of(c, feed);
+  ASSERT_EQ(ld.size(), lc.size());
+  ASSERT_EQ(ld.size(), feed.size() * di.vocab_size);
+  size_t differ = 0;
+  for (size_t i = 0; i < ld.size(); i++) differ += memcmp(&ld[i], &lc[i], 4) != 0;
+  EXPECT_EQ(differ, 0u) << "of " << ld.size() << " logits";
+  EXPECT_EQ(gb_model_verify(d), GB_OK);
+  gb_model_close(c);
+  gb_model_close(d);
+  unlink(out.c_str());
+}
+
 TEST(GgufDirect, EveryFixtureGivesTheLogitsOfItsConvertedFile) {
+  // Under emulation (GB_TEST_SCALE < 1) every third fixture, which still
+  // covers legacy, K-quant, non-uniform and float types and four
+  // architectures; the x86 run checks them all.
   const bool full = gbt::test_scale() >= 1.0;
-  size_t checked = 0;
-  for (const std::string &path : all_fixtures()) {
-    SCOPED_TRACE(path);
-    gb_status st;
-    gb_model *d = open_quiet(path, &st);
-    ASSERT_EQ(st, GB_OK);
-    gb_model_info di;
-    di.struct_size = sizeof di;
-    ASSERT_EQ(gb_model_get_info(d, &di), GB_OK);
-    // The file's own formats are the one tier, and the default gear.
-    EXPECT_EQ(di.gears, 1u << di.default_gear);
-    EXPECT_EQ(di.tier_origin[di.default_gear], (uint32_t)GB_TIER_ORIGIN_SOURCE);
-    EXPECT_EQ(di.file_bytes, (uint64_t)gbt::read_file(path).size());
-
-    // The same tier converted, row-major (the layout the file has).
-    const std::string out = gbt::temp_dir() + "/direct-cmp.gbx";
-    gb::ConvertOptions co;
-    co.log.fn = gbt::quiet_log;
-    co.tiers = 1u << di.default_gear;
-    co.q4_layout = gb::kLayoutRowMajor;
-    ASSERT_EQ(gb::convert_gguf(path.c_str(), out.c_str(), co), GB_OK);
-    gb_model *c = open_quiet(out, &st);
-    ASSERT_EQ(st, GB_OK);
-    gb_model_info ci;
-    ci.struct_size = sizeof ci;
-    ASSERT_EQ(gb_model_get_info(c, &ci), GB_OK);
-    EXPECT_EQ(di.gears, ci.gears);
-    EXPECT_EQ(di.default_gear, ci.default_gear);
-    EXPECT_STREQ(di.tier_formats[di.default_gear], ci.tier_formats[ci.default_gear]);
-    EXPECT_EQ(di.tier_bits[di.default_gear], ci.tier_bits[ci.default_gear]);
-    EXPECT_EQ(di.n_params, ci.n_params);
-    EXPECT_EQ(di.bos_id, ci.bos_id);
-    EXPECT_EQ(di.eos_id, ci.eos_id);
-    EXPECT_EQ(di.vocab_size, ci.vocab_size);
-    EXPECT_EQ(di.shared_classifier, ci.shared_classifier);
-    EXPECT_EQ(d->meta.rope_type, c->meta.rope_type);
-    EXPECT_EQ(d->meta.swa_window, c->meta.swa_window);
-    EXPECT_EQ(d->meta.embed_scale, c->meta.embed_scale);
-
-    const char *text = "Once upon a time, Lily said: \"Hello!\" 123 <|im_end|>\n";
-    const std::vector<int32_t> td = tokens_of(d, text), tc = tokens_of(c, text);
-    EXPECT_EQ(td, tc);
-    ASSERT_GE(td.size(), 8u);
-    size_t n_feed = std::min<size_t>(td.size(), full ? 32 : 8);
-    n_feed = std::min<size_t>(n_feed, di.seq_len - 1);
-    std::vector<int32_t> feed(td.begin(), td.begin() + (long)n_feed);
-    const std::vector<float> ld = logits_of(d, feed), lc = logits_of(c, feed);
-    ASSERT_EQ(ld.size(), lc.size());
-    ASSERT_EQ(ld.size(), feed.size() * di.vocab_size);
-    size_t differ = 0;
-    for (size_t i = 0; i < ld.size(); i++) differ += memcmp(&ld[i], &lc[i], 4) != 0;
-    EXPECT_EQ(differ, 0u) << "of " << ld.size() << " logits";
-    gb_model_close(c);
-    gb_model_close(d);
-    unlink(out.c_str());
-    checked++;
+  const std::vector<std::string> files = all_fixtures();
+  for (size_t i = 0; i < files.size(); i += full ? 1 : 3) {
+    ASSERT_NO_FATAL_FAILURE(expect_same_as_converted(files[i], GB_GGUF_LAYOUT_FILE, GB_MODEL_LOAD_MAP, full));
+    ASSERT_NO_FATAL_FAILURE(expect_same_as_converted(files[i], GB_GGUF_LAYOUT_AUTO, GB_MODEL_LOAD_MAP, full));
   }
-  EXPECT_EQ(checked, all_fixtures().size());
+}
+
+TEST(GgufDirect, RepackedInPlaceInALoadedCopy) {
+  // Q4_0 and a K-quant mix (q4k, q6k), with a classifier of its own and tied.
+  for (const std::string &path : {shared_fixture("stories5M-Q4_0.gguf"), shared_fixture("llama3-tiny-Q4_K_M.gguf"),
+                                   own_fixture("gemma3-tiny-Q4_0.gguf")})
+    ASSERT_NO_FATAL_FAILURE(expect_same_as_converted(path, GB_GGUF_LAYOUT_REPACK, GB_MODEL_LOAD_COPY, true));
+}
+
+TEST(GgufDirect, TheLayoutDecidesTheMemory) {
+  const std::vector<uint8_t> file = gbt::read_file(shared_fixture("llama3-tiny-Q4_K_M.gguf"));
+  void *buf = aligned_alloc(64, (file.size() + 63) / 64 * 64);
+  memcpy(buf, file.data(), file.size());
+  gb_model_options o = gbt::quiet_model_options();
+  size_t in_place = 0, repacked = 0;
+  ASSERT_EQ(gb_model_mem_size(buf, file.size(), &o, &in_place), GB_OK);  // AUTO from memory: the file's layout
+  o.gguf_layout = GB_GGUF_LAYOUT_REPACK;
+  ASSERT_EQ(gb_model_mem_size(buf, file.size(), &o, &repacked), GB_OK);
+  // Every q4k / q6k matrix is copied: the classifier, the layers, and the
+  // tied-or-not embedding is not (this file has output.weight).
+  EXPECT_GT(repacked, in_place + file.size() * 8 / 10);
+  EXPECT_LT(repacked, in_place + file.size());
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_memory(buf, file.size(), &o, &m), GB_OK);
+  EXPECT_EQ(m->mats[m->meta.default_gear][0].format, (uint32_t)gb::kFmtQ4KR16);
+  EXPECT_EQ(gb_model_verify(m), GB_OK);
+  gb_model_close(m);
+  o.gguf_layout = (gb_gguf_layout)3;
+  EXPECT_EQ(gb_model_open_memory(buf, file.size(), &o, &m), GB_ERR_INVALID_ARGUMENT);
+  free(buf);
 }
 
 TEST(GgufDirect, ATypeNoFormatReadsIsRefusedByName) {
@@ -199,8 +249,8 @@ TEST(GgufDirect, CallerMemoryIsSizedExactly) {
   gbt::alloc_count_start();
   ASSERT_EQ(gb_model_open_memory(buf, file.size(), &o, &m), GB_OK);
   EXPECT_EQ(gbt::alloc_count_stop(), 0u);  // nothing but the caller's memory
-  gb_status st;
-  gb_model *f = open_quiet(shared_fixture("llama3-tiny-Q4_K_M.gguf"), &st);
+  gb_status st;  // the same file mapped, in its own layout as from memory
+  gb_model *f = open_quiet(shared_fixture("llama3-tiny-Q4_K_M.gguf"), &st, nullptr, GB_VERIFY_AUTO, GB_GGUF_LAYOUT_FILE);
   ASSERT_EQ(st, GB_OK);
   const std::vector<int32_t> toks = {1, 300, 301, 302};
   EXPECT_EQ(logits_of(m, toks), logits_of(f, toks));
@@ -361,6 +411,17 @@ TEST(GgufDirect, PlantedFaultsGetTheirStatus) {
     EXPECT_EQ(gb_model_verify(m), GB_ERR_CORRUPT);
     gb_model_close(m);
     free(buf);
+    // The same file mapped and repacked: gb_model_verify reads the scales
+    // in their 16-row groups.
+    const std::string path = gbt::temp_dir() + "/direct-nan.gguf";
+    ASSERT_TRUE(gbt::write_file(path, b));
+    gb_status st;
+    gb_model *r = open_quiet(path, &st, nullptr, GB_VERIFY_METADATA, GB_GGUF_LAYOUT_REPACK);
+    ASSERT_EQ(st, GB_OK);
+    EXPECT_EQ(r->mats[r->meta.default_gear][0].format, (uint32_t)gb::kFmtQ4KR16);
+    EXPECT_EQ(gb_model_verify(r), GB_ERR_CORRUPT);
+    gb_model_close(r);
+    unlink(path.c_str());
   }
 }
 

@@ -39,22 +39,6 @@ constexpr uint64_t kMaxTokenBytes = 4 * kMaxPieceBytes;  // before U+2581 -> ' '
 constexpr uint64_t kMaxNameBytes = 1024;
 constexpr uint64_t kMaxTensors = 1u << 20;
 
-uint64_t scalar_size(uint32_t t) {
-  switch (t) {
-    case kGgufU8: case kGgufI8: case kGgufBool: return 1;
-    case kGgufU16: case kGgufI16: return 2;
-    case kGgufU32: case kGgufI32: case kGgufF32: return 4;
-    case kGgufU64: case kGgufI64: case kGgufF64: return 8;
-    default: return 0;
-  }
-}
-
-// Smallest encoding of one value of type t (used to bound counts).
-uint64_t min_value_size(uint32_t t) {
-  if (t == kGgufString) return 8;
-  if (t == kGgufArray) return 12;
-  return scalar_size(t);
-}
 
 class Parser {
  public:
@@ -107,7 +91,7 @@ gb_status Parser::chars(std::string *s, uint64_t len, const char *what) {
 
 gb_status Parser::array_header(uint32_t *elem, uint64_t *count, const char *key) {
   if (!c_.u32(elem) || !c_.u64(count)) return short_read("an array header");
-  const uint64_t m = min_value_size(*elem);
+  const uint64_t m = gguf_min_value_size(*elem);
   GB_RETURN_IF(m == 0, log_, GB_ERR_CORRUPT, "gguf: key '%s': array element type %u unknown", key, *elem);
   GB_RETURN_IF(*count > c_.remaining() / m, log_, GB_ERR_TRUNCATED, "gguf: key '%s': array of %llu elements runs past the end",
                key, (unsigned long long)*count);
@@ -127,13 +111,13 @@ gb_status Parser::skip_value(uint32_t type, uint32_t depth, const char *key) {
     uint64_t count;
     GB_TRY(array_header(&elem, &count, key));
     if (elem != kGgufString && elem != kGgufArray) {
-      if (!c_.skip(count * scalar_size(elem))) return short_read("an array");
+      if (!c_.skip(count * gguf_scalar_size(elem))) return short_read("an array");
       return GB_OK;
     }
     for (uint64_t i = 0; i < count; i++) GB_TRY(skip_value(elem, depth + 1, key));
     return GB_OK;
   }
-  const uint64_t n = scalar_size(type);
+  const uint64_t n = gguf_scalar_size(type);
   GB_RETURN_IF(n == 0, log_, GB_ERR_CORRUPT, "gguf: key '%s' has value type %u (unknown)", key, type);
   if (!c_.skip(n)) return short_read("a value");
   return GB_OK;
@@ -141,7 +125,7 @@ gb_status Parser::skip_value(uint32_t type, uint32_t depth, const char *key) {
 
 gb_status Parser::scalar(uint32_t type, GgufValue *v, const char *key) {
   uint8_t b[8] = {0};
-  const uint64_t n = scalar_size(type);
+  const uint64_t n = gguf_scalar_size(type);
   GB_RETURN_IF(n == 0, log_, GB_ERR_CORRUPT, "gguf: key '%s' has value type %u (unknown)", key, type);
   if (!c_.read(b, (size_t)n)) return short_read("a value");
   v->type = type;

@@ -514,7 +514,7 @@ class _Closable:
 
 
 class Model(_Closable):
-    """A .gbx model (gb_model_open_file). Immutable once open; any number of
+    """A .gbx or GGUF model (gb_model_open_file). Immutable once open; any number of
     sessions and threads may use it. Context manager; close() releases it
     (destroying the sessions still open on it first).
 
@@ -527,20 +527,22 @@ class Model(_Closable):
     truncated, rewritten or unreadable while open, including a change that
     lands during the call's forward pass; open the file again once it is
     complete) or "copy" (read into memory: later changes to the file cannot
-    reach it)."""
+    reach it).
+    gguf_layout (a GGUF file): "auto" (default), "file" or "repack"
+    (gb_gguf_layout)."""
 
-    def __init__(self, path, *, verify=None, log=None, log_level="warn", load="map"):
+    def __init__(self, path, *, verify=None, log=None, log_level="warn", load="map", gguf_layout="auto"):
         self._h = None
         self._sessions = weakref.WeakSet()
         self.path = os.fspath(path) if isinstance(path, os.PathLike) else path
         data = _cstr(path, "path")
         self._open(lambda opts, out: (_capi.lib().gb_model_open_file(data, opts, out), "gb_model_open_file"),
-                   verify, log, log_level, load)
+                   verify, log, log_level, load, gguf_layout)
 
     @classmethod
-    def from_bytes(cls, data, *, verify=None, log=None, log_level="warn") -> "Model":
-        """Open a .gbx image held in memory (gb_model_open_memory). The bytes
-        are copied once into a 64-byte aligned buffer the model keeps."""
+    def from_bytes(cls, data, *, verify=None, log=None, log_level="warn", gguf_layout="auto") -> "Model":
+        """Open a .gbx or GGUF image held in memory (gb_model_open_memory). The
+        bytes are copied once into a 64-byte aligned buffer the model keeps."""
         self = cls.__new__(cls)
         self._h = None
         self._sessions = weakref.WeakSet()
@@ -552,10 +554,10 @@ class Model(_Closable):
         _c.memmove(addr, data, len(data))
         self._image = buf  # must outlive the model
         self._open(lambda opts, out: (_capi.lib().gb_model_open_memory(addr, len(data), opts, out),
-                                      "gb_model_open_memory"), verify, log, log_level)
+                                      "gb_model_open_memory"), verify, log, log_level, "map", gguf_layout)
         return self
 
-    def _open(self, opener, verify, log, log_level, load="map"):
+    def _open(self, opener, verify, log, log_level, load="map", gguf_layout="auto"):
         lib = _capi.lib()
         self._lib = lib
         self._sink = _LogSink(log)
@@ -568,6 +570,7 @@ class Model(_Closable):
         opts.log_user = None
         opts.log_level = _table_value(log_level, "log level", {v: k for k, v in _capi.LOG_LEVELS.items()})
         opts.load = _table_value(load, "load mode", {v: k for k, v in _capi.LOAD_MODES.items()})
+        opts.gguf_layout = _table_value(gguf_layout, "GGUF layout", {v: k for k, v in _capi.GGUF_LAYOUTS.items()})
         h = _c.c_void_p()
         self._sink.clear()
         st, call = opener(_c.byref(opts), _c.byref(h))

@@ -72,6 +72,7 @@ TIER_ORIGIN_NAMES = {0: "unknown", 1: "rounded", 2: "source", 3: "requantized"}
 GB_VERIFY_AUTO, GB_VERIFY_ALL, GB_VERIFY_METADATA = 0, 1, 2
 VERIFY_MODES = {"auto": 0, "all": 1, "metadata": 2}
 LOAD_MODES = {"map": 0, "copy": 1}
+GGUF_LAYOUTS = {"auto": 0, "file": 1, "repack": 2}
 
 GB_ROPE_ADJACENT, GB_ROPE_NEOX = 0, 1
 ROPE_NAMES = {0: "adjacent", 1: "neox"}
@@ -133,6 +134,7 @@ class gb_model_options(ctypes.Structure):
         ("mem", ctypes.c_void_p),
         ("mem_bytes", ctypes.c_size_t),
         ("load", c_enum),
+        ("gguf_layout", c_enum),
     ]
 
 
