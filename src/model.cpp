@@ -332,8 +332,7 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     GB_RETURN_IF(!file_format_known(fmt, mt.version), log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
     const SectionRef &s = m->sections[sec];
-    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || bias || qk_norm ||
-                        kind == kRopeFreqs || kind == kRopeFreqsLong;
+    const bool common = is_common_kind(kind);
     if (common) {
       GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
       // The embedding may be in any format (rows are expanded on lookup);

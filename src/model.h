@@ -126,6 +126,13 @@ gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_m
 // one) and tier (for tier matrices and the classifier); nullptr for a kind
 // that is none of these.
 TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_t tier);
+// Tensors outside the tiers: the embedding, norms, biases, RoPE factors
+// (every one f32 but the embedding).
+inline bool is_common_kind(uint32_t kind) {
+  return kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || kind == kBiasQ || kind == kBiasK ||
+         kind == kBiasV || kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm || kind == kPostFfnNorm ||
+         kind == kRopeFreqs || kind == kRopeFreqsLong;
+}
 // The (rows, cols) a tensor of kind (TensorKind) has in this model.
 void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols);
 // Every hyper-parameter in range and consistent (GB_ERR_CORRUPT, or

@@ -203,10 +203,7 @@ class Binder {
 
   // A fixed view (linear RoPE scaling made into frequency factors).
   gb_status place(uint32_t kind, uint32_t layer, const TensorRef &ref, const char *name) {
-    const bool common = kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || kind == kBiasQ ||
-                        kind == kBiasK || kind == kBiasV || kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm ||
-                        kind == kPostFfnNorm || kind == kRopeFreqs || kind == kRopeFreqsLong;
-    GB_RETURN_IF(common && kind != kTokEmbd && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
+    GB_RETURN_IF(is_common_kind(kind) && kind != kTokEmbd && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: tensor '%s' is stored as %s; norms, biases and RoPE factors must be F32", name, format_name(ref.format));
     TensorRef *slot = model_tensor_slot(m_, kind, layer, tier);
     *slot = ref;
