@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define GB_VERSION_MAJOR 0
-#define GB_VERSION_MINOR 3
+#define GB_VERSION_MINOR 4
 #define GB_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define GB_VERSION_NUMBER (GB_VERSION_MAJOR * 10000 + GB_VERSION_MINOR * 100 + GB_VERSION_PATCH)
@@ -81,6 +81,13 @@ typedef enum gb_status {
                                     another kind of handle, or one destroyed
                                     in caller memory (a freed one cannot be
                                     told apart: do not reuse it)            */
+  GB_ERR_SYNTAX = 109,           /* a grammar or JSON schema text is
+                                    malformed; the log line names the line
+                                    and column                              */
+  GB_ERR_UNSUPPORTED_FEATURE = 110, /* well-formed grammar or schema text that
+                                    uses something this library does not do
+                                    (named in the log line): a left-recursive
+                                    rule, an unknown schema keyword, ...    */
 
   /* 2xx: files and the platform */
   GB_ERR_IO = 200,               /* open/read/map failed                    */
@@ -107,6 +114,11 @@ typedef enum gb_status {
   GB_ERR_CONTEXT_FULL = 500,     /* no room for another token in the context */
   GB_ERR_ABORTED = 501,          /* the abort callback asked to stop; the
                                     session is usable (see abort_callback) */
+  GB_ERR_GRAMMAR_LIMIT = 502,    /* the grammar's parse state would outgrow
+                                    the limits it was given (max_stacks,
+                                    max_depth); nothing changed             */
+  GB_ERR_GRAMMAR_NO_TOKEN = 503, /* no token of the vocabulary can continue
+                                    the grammar here; nothing changed       */
   GB_ERR_INTERNAL = 599,         /* a bug: please report                     */
   GB_STATUS_MAX_ENUM = 0x7fffffff
 } gb_status;
@@ -674,6 +686,28 @@ typedef struct gb_session_options {
                                   experimental section below); NULL = their
                                   defaults, the measured best. Read at
                                   creation only                               */
+  /* Since 0.4: constrained decoding (gb_grammar, below). A session that may hold a
+   * grammar reserves at creation: room for a compiled grammar of
+   * grammar_max_bytes, its parse state (about 16 x grammar_max_stacks x
+   * grammar_max_depth bytes), and an index of the vocabulary's token texts
+   * sorted by bytes (16 bytes per token plus the masks). Each
+   * gb_decode_step then lets the sampler pick only tokens whose text can
+   * continue the grammar, and end-of-generation tokens only where the
+   * grammar may end. gb_prefill and gb_feed do not move the grammar: it
+   * constrains the tokens gb_decode_step hands out, from the start of the
+   * grammar (creation, gb_session_set_grammar, gb_session_reset). */
+  const struct gb_grammar *grammar; /* NULL: none at creation. Copied into the
+                                  arena; the caller may destroy it after
+                                  gb_session_create                          */
+  uint32_t grammar_max_bytes;  /* room for grammars set later by
+                                  gb_session_set_grammar; 0 = the size of
+                                  `grammar` (none: no constrained decoding,
+                                  nothing reserved); at most 64 MiB          */
+  uint32_t grammar_max_stacks; /* parse stacks alive at once (alternatives
+                                  the grammar keeps open), 1..65536;
+                                  default 64                                 */
+  uint32_t grammar_max_depth;  /* rules nested in one stack, 1..65536;
+                                  default 128                                */
 } gb_session_options;
 
 void gb_session_options_init(gb_session_options *opts);
@@ -759,6 +793,11 @@ typedef struct gb_step_info {
   uint32_t stop_trim;         /* GB_STEP_END_STOP: bytes at the end of the
                                  generated text (this token's text included)
                                  that belong to the stop string: drop them */
+  /* Since 0.4, constrained decoding (0 without a grammar): */
+  uint64_t grammar_ns;        /* time this call spent finding the grammar's
+                                 token masks (all the positions of a
+                                 speculative round on the call that ran it) */
+  uint32_t grammar_allowed;   /* tokens the last mask of this call allowed */
 } gb_step_info;
 
 /* gb_step_info.end. */
@@ -1222,6 +1261,105 @@ typedef struct gb_session_experimental {
 /* Fill *x with the defaults (what a NULL gb_session_options.experimental
  * means). NULL is a no-op. */
 void gb_session_experimental_init(gb_session_experimental *x);
+
+/* ------------------------------------------------------------------------ */
+/* Constrained decoding: grammars                                            */
+/* ------------------------------------------------------------------------ */
+
+/* A compiled grammar in the GBNF notation llama.cpp users write:
+ *   name ::= alternative | alternative ...     (one rule per definition; a
+ *            newline ends it except after "|", "::=" or inside parentheses)
+ *   "literal" with escapes \n \r \t \\ \" \xHH \uHHHH \UHHHHHHHH,
+ *   [a-z0-9_] character classes with ranges, escapes and [^...] negation,
+ *   . (any character), rule names, ( groups ), and the repetitions x* x+ x?
+ *   x{m} x{m,} x{m,n} x{,n}; # starts a comment to the end of the line.
+ * Characters are Unicode code points; the grammar is compiled to an
+ * automaton over their UTF-8 bytes, so a token that ends inside a
+ * multi-byte character is allowed exactly when its bytes can still be
+ * completed. Left recursion (a rule that can reach itself before reading a
+ * character) is refused with GB_ERR_UNSUPPORTED_FEATURE. A gb_grammar is
+ * read-only after creation except for gb_grammar_match's work space: one
+ * thread at a time per grammar for that call; sessions copy the image. */
+typedef struct gb_grammar gb_grammar;
+
+typedef struct gb_grammar_options {
+  uint32_t struct_size; /* = sizeof(gb_grammar_options)                    */
+  const char *root;     /* NUL-terminated name of the start rule; NULL = "root" */
+  gb_log_fn log;        /* where syntax errors are reported; NULL: the default sink */
+  void *log_user;
+  uint32_t max_stacks;  /* gb_grammar_match's limits, as the session's
+                           grammar_max_stacks / _depth; defaults 64 / 128  */
+  uint32_t max_depth;
+} gb_grammar_options;
+
+void gb_grammar_options_init(gb_grammar_options *opts);
+
+/* Bytes of memory (8-byte aligned) gb_grammar_create needs for this text:
+ * the compiled image plus gb_grammar_match's work space. Parses and checks
+ * the whole grammar. Errors: GB_ERR_NULL_POINTER, GB_ERR_STRUCT_SIZE,
+ * GB_ERR_INVALID_ARGUMENT (limits out of range, text over 16 MiB),
+ * GB_ERR_SYNTAX (line and column in the log line: unknown escape, missing
+ * "::=", unclosed quote, class or group, an undefined rule, a rule defined
+ * twice, no root rule), GB_ERR_UNSUPPORTED_FEATURE (left recursion, a
+ * repetition count over 1000, a grammar over 16M words compiled). */
+gb_status gb_grammar_mem_size(const char *text, size_t len, const gb_grammar_options *opts, size_t *out_bytes);
+
+/* Compile text into mem (mem_bytes >= gb_grammar_mem_size, 8-byte aligned,
+ * owned by the caller and untouched after gb_grammar_destroy), or into
+ * memory the library obtains once when mem is NULL. The text is not kept.
+ * Errors: those of gb_grammar_mem_size, GB_ERR_ALIGNMENT,
+ * GB_ERR_ARENA_TOO_SMALL, GB_ERR_OUT_OF_MEMORY. */
+gb_status gb_grammar_create(const char *text, size_t len, const gb_grammar_options *opts, void *mem, size_t mem_bytes,
+                            gb_grammar **out);
+
+/* NULL is a no-op; frees the memory only if the library obtained it. */
+void gb_grammar_destroy(gb_grammar *g);
+
+/* Bytes of the compiled image (what a session's grammar_max_bytes must
+ * hold for it). Errors: GB_ERR_NULL_POINTER, GB_ERR_BAD_HANDLE. */
+gb_status gb_grammar_image_size(const gb_grammar *g, size_t *out_bytes);
+
+/* gb_grammar_match results. */
+typedef enum gb_grammar_match_result {
+  GB_GRAMMAR_MATCH_NONE = 0,     /* no string of the grammar starts with the text */
+  GB_GRAMMAR_MATCH_PREFIX = 1,   /* the text can be continued into one       */
+  GB_GRAMMAR_MATCH_COMPLETE = 2, /* the text is a string of the grammar (it may
+                                    also continue)                          */
+  GB_GRAMMAR_MATCH_MAX_ENUM = 0x7fffffff
+} gb_grammar_match_result;
+
+/* Whether text[0..len) (bytes) is in the grammar's language, or a prefix of
+ * a string in it: what the session's token mask is built from, for
+ * validating text outside a session. Errors: GB_ERR_NULL_POINTER,
+ * GB_ERR_BAD_HANDLE, GB_ERR_GRAMMAR_LIMIT (the parse state outgrew the
+ * grammar's max_stacks / max_depth). Not thread-safe on one grammar. */
+gb_status gb_grammar_match(gb_grammar *g, const char *text, size_t len, gb_grammar_match_result *out);
+
+/* Replace the session's grammar (NULL: none; decoding is unconstrained
+ * again). The image is copied into the room the session reserved
+ * (gb_session_options.grammar_max_bytes), and the grammar starts afresh:
+ * the next token gb_decode_step hands out is its first. A session of the
+ * speculative gear drops the tokens of its current round not handed out
+ * yet, as gb_prefill does. Errors: GB_ERR_BAD_HANDLE, GB_ERR_UNAVAILABLE
+ * (the session reserved no room: grammar_max_bytes 0 and no grammar at
+ * creation), GB_ERR_BUDGET_EXCEEDED (the image is larger than the room):
+ * then nothing changed; GB_ERR_GRAMMAR_LIMIT (the grammar's start outgrew
+ * the session's grammar_max_stacks / _depth): the session is left without
+ * a grammar. */
+gb_status gb_session_set_grammar(gb_session *s, const gb_grammar *g);
+
+/* Convert a JSON Schema (len bytes of JSON) into GBNF text for
+ * gb_grammar_create, whose root rule "root" matches JSON texts the schema
+ * accepts. See docs/GRAMMAR.md for the keywords covered. buf receives the
+ * text, NUL-terminated; *n_out its length. When cap is too small:
+ * GB_ERR_BUFFER_TOO_SMALL with *n_out = the capacity needed (length + 1)
+ * and nothing written (buf may be NULL with cap 0). Errors:
+ * GB_ERR_NULL_POINTER, GB_ERR_SYNTAX (malformed JSON: the log line names
+ * line and column), GB_ERR_UNSUPPORTED_FEATURE (a keyword or value it does
+ * not convert, named), GB_ERR_INVALID_ARGUMENT (an inconsistent schema:
+ * minItems > maxItems, a $ref that does not resolve). Uses the default log
+ * sink; thread-safe; does not allocate (recursion depth at most 64). */
+gb_status gb_grammar_from_json_schema(const char *schema, size_t len, char *buf, size_t cap, size_t *n_out);
 
 /* Cold-start prompt classifier (a cheap heuristic for the first gear before
  * any entropy is seen): score = 2*math symbols +

@@ -42,6 +42,7 @@ enum HandleKind : uint32_t {
   kHandleModel = 0x4d584247u,      // "GBXM"
   kHandleSession = 0x53584247u,    // "GBXS"
   kHandleTokenizer = 0x54584247u,  // "GBXT"
+  kHandleGrammar = 0x47584247u,    // "GBXG"
   kHandleDead = 0x44584247u,       // "GBXD": destroyed
 };
 // GB_OK when h is a live object of kind `want`; else GB_ERR_NULL_POINTER or

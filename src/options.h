@@ -45,6 +45,8 @@ struct SessionConfig {
   uint32_t n_stop_strings;
   gb_abort_fn abort_callback;
   void *abort_user;
+  const gb_grammar *grammar;
+  uint32_t grammar_max_bytes, grammar_max_stacks, grammar_max_depth;
   // Experimental.
   gb_managed_set managed;
   gb_gear base_gear;

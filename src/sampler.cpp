@@ -188,11 +188,13 @@ int32_t sampler_sample(Sampler *s, const float *logits) {
   }
   const float r = sampler_uniform(s);
   float cdf = 0;
+  size_t last = 0;  // the last candidate with weight (banned tokens have none)
   for (size_t j = 0; j < m; j++) {
+    if (c[j].p > 0.0f) last = j;
     cdf += c[j].p;
     if (r < cdf) return c[j].i;
   }
-  return c[m - 1].i;  // rounding: r landed past the last partial sum
+  return c[last].i;  // rounding: r landed past the last partial sum
 }
 
 void sampler_probs(Sampler *s, const float *logits, float *probs) {

@@ -11,6 +11,7 @@
 #include "format.h"
 #include "gearbx_port.h"
 #include "gears.h"
+#include "grammar/grammar_obj.h"
 
 namespace gb {
 namespace {
@@ -85,6 +86,7 @@ gb_status read_options(const gb_model *m, const gb_session_options *in, SessionC
                "session options: prefill_blas 2 needs OpenBLAS, and this library was built without it (GEARBX_WITH_OPENBLAS)");
   GB_TRY(sampler_validate(o->sampler, *log));
   GB_TRY(control_validate(*o, m->meta.vocab_size, *log));
+  GB_TRY(constraint_validate(*o, *log));
   GB_TRY(monitor_validate(o->monitor, *log));
   // Every tier the session may enter must be in the file (or built lazily).
   // The base tier serves the unmanaged matrices, so only a partial managed
@@ -155,6 +157,7 @@ gb_session *carve(Arena &a, const gb_model *m, const SessionConfig &o, const KvP
   void *smem = a.alloc(sampler_mem_size(c.vocab_size), 8);
   void *mmem = a.alloc(monitor_mem_size(o.monitor), 8);
   control_carve(&t->ctl, a, o, c.vocab_size, s != nullptr);
+  constraint_carve(&t->cons, a, m, o);
   if (!s) return nullptr;
   s->ex.pool = gb_port_pool_start(pmem, o.n_threads);
   sampler_init(&s->sampler, o.sampler, c.vocab_size, smem);
@@ -186,6 +189,8 @@ struct StepResult {
   uint64_t bytes, weights;                                         // weights read for it (0 when handed out of a spec round)
   uint32_t spec_drafted = 0, spec_accepted = 0, spec_round = 0;    // GB_GEAR_SPEC
   uint32_t end = GB_STEP_END_NONE, stop_index = 0, stop_trim = 0;  // generation control
+  uint64_t grammar_ns = 0;                                         // masks found by the call
+  uint32_t grammar_allowed = 0;
 };
 
 // Why generation should end at token `tok` handed out after `prev`: an
@@ -240,6 +245,8 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.end = sr.end;
   r.stop_index = sr.stop_index;
   r.stop_trim = sr.stop_trim;
+  r.grammar_ns = sr.grammar_ns;
+  r.grammar_allowed = sr.grammar_allowed;
   r.predicted_gear = s->monitor.predicted;
   r.catastrophic = s->monitor.catastrophic ? 1u : 0u;
   r.resident_weight_bytes = s->gears.resident_bytes;
@@ -258,6 +265,18 @@ void fill_info(gb_session *s, gb_step_info *info, int32_t token, uint32_t pos, c
   r.step_ns = gb_port_now_ns() - t0;
   memcpy(info, &r, size);
 }
+
+}  // namespace
+
+// The mask of the grammar's committed state, before a step runs anything.
+gb_status grammar_mask_first(gb_session *s) {
+  const gb_status st = constraint_mask(&s->cons, s->cons.m.cur, s->model->meta.vocab_size, 0);
+  GB_RETURN_IF(st == GB_ERR_GRAMMAR_NO_TOKEN, s->log, st,
+               "gb_decode_step: no token of the vocabulary can continue the grammar here (nothing ran)");
+  return st;
+}
+
+namespace {
 
 // Run `token` with logits, then the NaN guard, the entropy and the monitor.
 gb_status step(gb_session *s, int32_t token, StepResult *out) {
@@ -288,12 +307,18 @@ gb_status spec_step(gb_session *s, int32_t *token_out, gb_step_info *info, uint6
   int32_t tok = -1;
   const float *lg = nullptr;
   bool ran = false;
+  const uint64_t mask_ns = s->cons.mask_ns;
   GB_TRY(spec_next(s, &tok, &lg, &ran));
   GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));  // after the passes: no token read from a changed file
+  GB_TRY(constraint_accept(&s->cons, tok));
   if (token_out) *token_out = tok;
   StepResult sr;
   end_of(s, s->cur.last_out, tok, &sr);
   s->cur.last_out = tok;
+  if (s->cons.on) {
+    sr.grammar_ns = s->cons.mask_ns - mask_ns;
+    sr.grammar_allowed = s->cons.n_allowed;
+  }
   if (!info) return GB_OK;
   const uint32_t V = s->model->meta.vocab_size;
   sr.gear = s->spec.verify;
@@ -337,6 +362,8 @@ extern "C" void gb_session_options_init(gb_session_options *o) {
   o->prefill_batch = 64;
   o->repeat_penalty = 1.0f;
   o->penalty_window = 64;
+  o->grammar_max_stacks = 64;
+  o->grammar_max_depth = 128;
 }
 
 extern "C" void gb_session_experimental_init(gb_session_experimental *x) {
@@ -427,6 +454,10 @@ void session_config(const gb_session_options &o, const gb_session_experimental &
   c.n_stop_strings = o.n_stop_strings;
   c.abort_callback = o.abort_callback;
   c.abort_user = o.abort_user;
+  c.grammar = o.grammar;
+  c.grammar_max_bytes = o.grammar_max_bytes;
+  c.grammar_max_stacks = o.grammar_max_stacks;
+  c.grammar_max_depth = o.grammar_max_depth;
   c.managed = x.managed;
   c.base_gear = x.base_gear;
   c.monitor = x.monitor;
@@ -522,6 +553,13 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
     float *swa = const_cast<float *>(s->ex.rope_freq_swa);
     for (uint32_t i = 0; i < c.rope_dim / 2; i++) swa[i] = 1.0f / powf(c.rope_theta_swa, (float)(2 * i) / (float)c.rope_dim);
   }
+  const gb_status gs = constraint_init(&s->cons, m, o, &s->log);
+  if (gs != GB_OK) {  // the grammar's start outgrew its limits
+    gb_port_pool_stop(s->ex.pool);
+    s->handle = kHandleDead;
+    if (owns) gb_port_aligned_free(mem);
+    return gs;
+  }
   gb_session_reset(s);
   s->cur.pending = -1;
   s->cur.pos = 0;
@@ -542,6 +580,7 @@ extern "C" gb_status gb_session_reset(gb_session *s) {
   }
   spec_reset(s);
   control_reset(&s->ctl);
+  GB_TRY(constraint_restart(&s->cons));
   s->cur.last_out = -1;
   s->gears.prewarmed = GB_GEAR_COUNT;
   s->gears.release_pending = 0;
@@ -657,12 +696,23 @@ extern "C" gb_status gb_decode_step(gb_session *s, int32_t *token_out, gb_step_i
   if (s->spec.on) return spec_step(s, token_out, info, t0);
   if (s->cur.pos >= s->opt.n_ctx)
     return fail(s->log, GB_ERR_CONTEXT_FULL, "gb_decode_step: context of %u tokens is full", s->opt.n_ctx);
+  const uint32_t V = s->model->meta.vocab_size;
+  // The grammar's mask depends on its state only: found before the pass, so
+  // a state no token can continue changes nothing.
+  const uint64_t mask_ns = s->cons.mask_ns;
+  if (s->cons.on) GB_TRY(grammar_mask_first(s));
   const uint32_t pos = s->cur.pos;
   StepResult sr;
   GB_TRY(step(s, s->cur.pending, &sr));
   GB_TRY(model_check_file(*s->model, s->log, "gb_decode_step"));  // after the pass: no token read from a changed file
-  control_apply(&s->ctl, s->sc.logits, s->model->meta.vocab_size);
+  if (s->cons.on) {
+    sr.grammar_ns = s->cons.mask_ns - mask_ns;
+    sr.grammar_allowed = s->cons.n_allowed;
+  }
+  control_apply(&s->ctl, s->sc.logits, V);
+  if (s->cons.on) constraint_apply(s->cons, s->sc.logits, V);
   const int32_t next = sampler_sample(&s->sampler, s->sc.logits);
+  GB_TRY(constraint_accept(&s->cons, next));
   end_of(s, s->cur.pending, next, &sr);
   s->cur.pending = next;
   s->cur.last_out = next;
@@ -694,6 +744,18 @@ extern "C" gb_status gb_feed(gb_session *s, int32_t token, gb_step_info *info) {
   GB_TRY(model_check_file(*s->model, s->log, "gb_feed"));  // after the pass: a change it read is reported
   fill_info(s, info, -1, pos, sr, t0);
   return GB_OK;
+}
+
+extern "C" gb_status gb_session_set_grammar(gb_session *s, const gb_grammar *g) {
+  GB_TRY(check_handle(s, kHandleSession, "gb_session_set_grammar"));
+  GB_RETURN_IF(!s->cons.reserved, s->log, GB_ERR_UNAVAILABLE,
+               "gb_session_set_grammar: the session reserved no room for a grammar (gb_session_options.grammar_max_bytes)");
+  if (g) GB_TRY(check_handle(g, kHandleGrammar, "gb_session_set_grammar"));
+  if (g && g->n_words > s->cons.room)
+    return fail(s->log, GB_ERR_BUDGET_EXCEEDED, "gb_session_set_grammar: the grammar's image of %zu bytes is over the room of %zu",
+                g->n_words * sizeof(uint32_t), (size_t)s->cons.room * sizeof(uint32_t));
+  spec_settle(s);  // a round's tokens not handed out were drawn under the old grammar
+  return constraint_set(&s->cons, g ? g->words : nullptr, g ? g->n_words : 0, s->log);
 }
 
 extern "C" gb_status gb_session_position(const gb_session *s, uint32_t *pos, uint32_t *n_ctx) {

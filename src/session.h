@@ -10,6 +10,7 @@
 #include "forward.h"
 #include "gears.h"
 #include "gearbx_port.h"
+#include "grammar/constrain.h"
 #include "kernels.h"
 #include "kv.h"
 #include "model.h"
@@ -70,6 +71,7 @@ struct gb_session {
   gb::Control ctl;         // bias, penalties, stop strings, abort (control.h)
   gb::Prefill pf;
   gb::Spec spec;           // the speculative gear (spec.h)
+  gb::Constraint cons;     // the grammar the sampler follows (grammar/constrain.h)
 };
 
 

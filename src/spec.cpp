@@ -122,6 +122,17 @@ gb_status round(gb_session *s) {
   const Meta &c = s->model->meta;
   const uint32_t V = c.vocab_size, pos = s->cur.pos;
   const bool greedy = s->opt.sampler.temperature == 0.0f;
+  // Under a grammar every position of the round samples under the mask of
+  // the grammar's state after the drafts before it (st[j]: after j drafts;
+  // mask row j), the draft as the verifier, so the output is the
+  // constrained verifier's. Row 0 first: a state no token continues stops
+  // the round before anything runs.
+  Constraint &g = s->cons;
+  const bool gram = g.on;
+  if (gram) {
+    g.st[0] = g.m.cur;
+    GB_TRY(grammar_mask_first(s));
+  }
   s->spec.round_bytes = s->spec.round_weights = 0;
   s->spec.pos0 = pos;
   // 1. The draft length, then (when drafting) catch up and draft.
@@ -202,6 +213,14 @@ gb_status round(gb_session *s) {
     float *dl = s->sc.logits + (size_t)(mp - 1) * V;  // the draft's logits of its last position
     nan_guard(dl, V);
     if (s->opt.spec_stop_entropy > 0.0f && entropy_bits(dl, V) > s->opt.spec_stop_entropy) break;
+    if (gram) {
+      if (n > 0) {
+        const gb_status ms = constraint_mask(&g, g.st[n], V, n);
+        if (ms == GB_ERR_GRAMMAR_NO_TOKEN) break;  // a dead end: the verifier meets it at row n
+        GB_TRY(ms);
+      }
+      constraint_apply(g, dl, V, n);
+    }
     if (greedy) {
       cur = sampler_sample(&s->sampler, dl);
     } else {
@@ -210,7 +229,10 @@ gb_status round(gb_session *s) {
       cur = sampler_draw(&s->sampler, q);
     }
     s->spec.tok[++n] = cur;
+    if (gram) GB_TRY(constraint_after(&g, g.st[n - 1], cur, &g.st[n]));
   }
+  uint32_t masked = n;  // mask rows 0..masked-1 hold the drafts' masks (row 0 at least)
+  if (masked == 0) masked = 1;
   // 2. Verify the pending token and the n drafts in one pass (no drafts:
   // the verifier's ordinary decode step, the same logits bit for bit).
   PassCost cost;
@@ -224,7 +246,8 @@ gb_status round(gb_session *s) {
   uint32_t a = 0;
   int32_t bonus = -1;
   for (; a < n; a++) {
-    const float *L = s->sc.logits + (size_t)a * V;
+    float *L = s->sc.logits + (size_t)a * V;
+    if (gram) constraint_apply(g, L, V, a);
     const int32_t d = s->spec.tok[a + 1];
     if (greedy) {
       const int32_t best = sampler_sample(&s->sampler, L);
@@ -242,6 +265,31 @@ gb_status round(gb_session *s) {
     bonus = sampler_draw(&s->sampler, s->spec.p);
     break;
   }
+  if (bonus < 0 && gram) {
+    // Every draft kept: row n's mask (unless the drafting found it).
+    gb_status ms = masked > n ? GB_OK : constraint_mask(&g, g.st[n], V, n);
+    if (ms == GB_ERR_GRAMMAR_NO_TOKEN) {
+      // A dead end after the last draft: hand the drafts out and leave the
+      // last one pending, as decoding one token at a time would; the next
+      // step then reports it before running anything.
+      matcher_rollback(&g.m);
+      kv_truncate(&s->kv, pos + n);
+      s->cur.pos = pos + n;
+      if (s->spec.dpos > s->cur.pos) {
+        kv_truncate(&s->spec.dkv, s->cur.pos);
+        s->spec.dpos = s->cur.pos;
+      }
+      for (uint32_t i = 0; i < n; i++) s->spec.hist[pos + i] = s->spec.tok[i];
+      for (uint32_t i = 0; i < n; i++) s->spec.out[i] = s->spec.tok[i + 1];
+      s->spec.out_n = n;
+      s->spec.out_i = 0;
+      s->cur.pending = s->spec.tok[n];
+      s->spec.drafted = s->spec.accepted = n;
+      return GB_OK;
+    }
+    GB_TRY(ms);
+    constraint_apply(g, s->sc.logits + (size_t)n * V, V, n);
+  }
   if (bonus < 0) {
     const float *L = s->sc.logits + (size_t)n * V;
     if (greedy) {
@@ -251,6 +299,7 @@ gb_status round(gb_session *s) {
       bonus = sampler_draw(&s->sampler, s->spec.p);
     }
   }
+  if (gram) matcher_rollback(&g.m);  // the round's states; handed-out tokens advance the grammar
   // 4. Keep positions pos..pos+a (the pending token and the a kept drafts).
   kv_truncate(&s->kv, pos + a + 1);
   s->cur.pos = pos + a + 1;

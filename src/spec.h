@@ -58,6 +58,10 @@ void spec_carve(Spec *sp, Arena &a, const Meta &c, const SessionConfig &o, const
 // (draft, verify, accept, roll back). *logits: the verifier's distribution
 // that produced it; *ran_round: whether this call ran one.
 gb_status spec_next(gb_session *s, int32_t *token, const float **logits, bool *ran_round);
+// The grammar's mask of its committed state into mask row 0, before a
+// step runs anything (session.cpp). GB_ERR_GRAMMAR_NO_TOKEN, logged, when no
+// token can continue it.
+gb_status grammar_mask_first(gb_session *s);
 // Forget the spec state (reset).
 void spec_reset(gb_session *s);
 // Before new input (gb_prefill, gb_feed): the tokens of the last round not

@@ -23,6 +23,10 @@
 //           GB_KV_OPTIONS_FIELDS nested), then its contents (below)
 //     SPEC  only for GB_GEAR_SPEC: GB_SPEC_FIELDS; OWN: i32 hist[pos], then
 //           the draft's pool as a KVPL record
+//     GRAM  only for a session with room for a grammar: GB_CONSTRAINT_FIELDS;
+//           OWN: u32 on, u32 words, u32 image[words], u32 heads, per head
+//           u32 depth (0: the start rule complete) and depth x (u32 word,
+//           u32 partial character), top of the stack first
 //   Fields are written in list order, SAVE / MATCH / NEST entries only;
 //   scalars at their size (bool and u8 1 byte, enums 4), arrays element by
 //   element.
@@ -61,6 +65,7 @@
 #include "bytes.h"
 #include "crc32.h"
 #include "gears.h"
+#include "grammar/gbnf.h"
 #include "session.h"
 #include "state_fields.h"
 #include "state_io.h"
@@ -75,7 +80,7 @@ constexpr uint32_t kVersion = 3;
 constexpr size_t kHeadBytes = 32;
 
 constexpr uint32_t kTagModel = tag("MODL"), kTagCursor = tag("CURS"), kTagGears = tag("GEAR"), kTagMonitor = tag("MONI"),
-                   kTagSampler = tag("SAMP"), kTagControl = tag("CTRL"), kTagSpec = tag("SPEC");
+                   kTagSampler = tag("SAMP"), kTagControl = tag("CTRL"), kTagSpec = tag("SPEC"), kTagGrammar = tag("GRAM");
 
 uint32_t model_hash(const gb_model *m) {
   const Meta &c = m->meta;
@@ -124,6 +129,98 @@ GB_STATE_FIELDS(Monitor, GB_MONITOR_FIELDS)
 GB_STATE_FIELDS(Sampler, GB_SAMPLER_FIELDS)
 GB_STATE_FIELDS(Control, GB_CONTROL_FIELDS)
 GB_STATE_FIELDS(Spec, GB_SPEC_FIELDS)
+GB_STATE_FIELDS(Constraint, GB_CONSTRAINT_FIELDS)
+
+// A saved image's words, read in place (little-endian, any alignment).
+struct WordsLE {
+  const uint8_t *p;
+  uint32_t operator[](size_t i) const { return ld_u32(p + 4 * i); }
+};
+
+void save_grammar(W &w, const Constraint &c) {
+  const size_t r = w.begin(kTagGrammar);
+  put_fields(w, c);
+  w.u32(c.on ? 1u : 0u);
+  w.u32(c.words);
+  for (uint32_t i = 0; i < c.words; i++) w.u32(c.image[i]);
+  const GState st = c.on ? c.m.cur : GState{};
+  w.u32(st.n);
+  for (uint32_t i = 0; i < st.n; i++) {
+    const uint32_t h = c.m.head[st.h0 + i];
+    if (h == kGDone) {
+      w.u32(0);
+      continue;
+    }
+    w.u32(c.m.node[h].depth);
+    for (uint32_t x = h; x != kGNil; x = c.m.node[x].parent) w.u32(c.m.node[x].pos), w.u32(c.m.node[x].partial);
+  }
+  w.end(r);
+}
+
+// Check (apply false) or restore the GRAM record.
+gb_status load_grammar(R &body, Constraint *c, bool apply, const Logger &log) {
+  R r{nullptr, 0};
+  GB_TRY(open_record(body, kTagGrammar, &r, log, "grammar"));
+  Constraint cc = *c;
+  GB_TRY(read_fields(r, *c, &cc, log, "grammar"));
+  const uint32_t on = r.u32(), words = r.u32();
+  GB_RETURN_IF(r.bad || on > 1 || words > c->room || (on == 0) != (words == 0), log, GB_ERR_CORRUPT,
+               "session state: grammar record out of range (%u words, room %u)", words, c->room);
+  const uint8_t *img = r.take((size_t)words * 4);
+  GB_RETURN_IF(r.bad, log, GB_ERR_CORRUPT, "session state: grammar image truncated");
+  const WordsLE iw{img};
+  GB_RETURN_IF(on && gbnf_check(iw, words) != GB_OK, log, GB_ERR_CORRUPT, "session state: not a grammar image");
+  const uint32_t heads = r.u32();
+  GB_RETURN_IF(r.bad || heads > c->m.max_stacks || (on && heads == 0) || (!on && heads != 0), log, GB_ERR_CORRUPT,
+               "session state: %u grammar stacks (max_stacks %u)", heads, c->m.max_stacks);
+  const size_t heads_at = r.at;
+  uint64_t nodes = 0;
+  for (uint32_t i = 0; i < heads; i++) {
+    const uint32_t depth = r.u32();
+    GB_RETURN_IF(r.bad || depth > c->m.max_depth, log, GB_ERR_CORRUPT, "session state: grammar stack of depth %u (max_depth %u)",
+                 depth, c->m.max_depth);
+    nodes += depth;
+    for (uint32_t j = 0; j < depth; j++) {
+      const uint32_t pos = r.u32(), partial = r.u32();
+      GB_RETURN_IF(r.bad || !gbnf_element_start(iw, words, pos), log, GB_ERR_CORRUPT, "session state: grammar stack at word %u",
+                   pos);
+      const uint32_t k = gbnf_kind(iw[pos]);
+      const uint32_t total = partial >> 26, left = partial >> 24 & 3u;
+      GB_RETURN_IF(j == 0 && k != kGbByte && k != kGbClass, log, GB_ERR_CORRUPT,
+                   "session state: a grammar stack's top is not a character");
+      GB_RETURN_IF(partial != 0 && (j != 0 || k != kGbClass || total < 2 || total > 4 || left < 1 || left >= total), log,
+                   GB_ERR_CORRUPT, "session state: a grammar stack's partial character is out of range");
+    }
+  }
+  GB_RETURN_IF(nodes > c->m.node_cap, log, GB_ERR_CORRUPT, "session state: %llu grammar nodes (room for %u)",
+               (unsigned long long)nodes, c->m.node_cap);
+  GB_TRY(close_record(r, log, "grammar"));
+  if (!apply) return GB_OK;
+  for (uint32_t i = 0; i < words; i++) c->image[i] = iw[i];
+  c->words = words;
+  c->on = on != 0;
+  matcher_restore_begin(&c->m, c->on ? c->image : nullptr);
+  R hr{r.p, r.n, heads_at};
+  for (uint32_t i = 0; i < heads; i++) {
+    const uint32_t depth = hr.u32();
+    if (depth == 0) {
+      matcher_restore_head(&c->m, kGDone);
+      continue;
+    }
+    // The chain is stored top first: build it bottom first.
+    const size_t at = hr.at;
+    uint32_t below = kGNil;
+    for (uint32_t j = depth; j-- > 0;) {
+      R e{r.p, r.n, at + (size_t)j * 8};
+      const uint32_t pos = e.u32(), partial = e.u32();
+      below = matcher_restore_node(&c->m, pos, below, partial);
+    }
+    hr.at = at + (size_t)depth * 8;
+    matcher_restore_head(&c->m, below);
+  }
+  matcher_restore_end(&c->m);
+  return GB_OK;
+}
 
 inline bool gear_ok(int32_t g) { return g >= 0 && g < GB_GEAR_COUNT; }
 
@@ -173,6 +270,7 @@ void save_body(W &w, const gb_session *s) {
     save_kv(w, s->spec.dkv);
     w.end(r);
   }
+  if (s->cons.reserved) save_grammar(w, s->cons);
 }
 
 // Check (apply false) or restore (apply true) the body.
@@ -289,6 +387,7 @@ gb_status load_body(R &body, gb_session *s, bool apply) {
     GB_TRY(load_kv(r, &s->spec.dkv, apply, log, sp.dpos, "draft KV pool"));
     GB_TRY(close_record(r, log, "speculative gear"));
   }
+  if (s->cons.reserved) GB_TRY(load_grammar(body, &s->cons, apply, log));
   GB_RETURN_IF(body.at != body.n, log, GB_ERR_CORRUPT, "session state: %zu bytes after the last record", body.n - body.at);
   if (apply) {
     if (gear != (int32_t)s->gears.gear) shift_gear(s, (gb_gear)gear);
@@ -321,6 +420,9 @@ extern "C" gb_status gb_session_state_max_size(const gb_session *s, size_t *out_
                fields_bytes(s->gears) + 4 + fields_bytes(s->monitor) + 4 + 4ull * s->monitor.o.window + fields_bytes(s->sampler) +
                fields_bytes(s->ctl) + 4ull * s->ctl.window + 4 + s->ctl.stop_max + kv_max_bytes(s->kv);
   if (s->spec.on) n += kRecordHead + fields_bytes(s->spec) + 4ull * s->opt.n_ctx + kv_max_bytes(s->spec.dkv);
+  if (s->cons.reserved)
+    n += kRecordHead + fields_bytes(s->cons) + 12 + 4ull * s->cons.room +
+         4ull * s->cons.m.max_stacks * (1 + 2ull * s->cons.m.max_depth);
   *out_bytes = (size_t)n;
   return GB_OK;
 }

@@ -38,6 +38,8 @@ extern "C" const char *gb_status_str(gb_status s) {
     case GB_ERR_ALIGNMENT: return "pointer not aligned";
     case GB_ERR_UNAVAILABLE: return "feature not available";
     case GB_ERR_BAD_HANDLE: return "handle is not a live object of the expected kind";
+    case GB_ERR_SYNTAX: return "grammar or schema text malformed";
+    case GB_ERR_UNSUPPORTED_FEATURE: return "grammar or schema feature not supported";
     case GB_ERR_IO: return "I/O error";
     case GB_ERR_FILE_NOT_FOUND: return "file not found";
     case GB_ERR_FILE_CHANGED: return "model file changed after it was opened";
@@ -54,6 +56,8 @@ extern "C" const char *gb_status_str(gb_status s) {
     case GB_ERR_ARENA_TOO_SMALL: return "arena too small";
     case GB_ERR_CONTEXT_FULL: return "context full";
     case GB_ERR_ABORTED: return "aborted by the callback";
+    case GB_ERR_GRAMMAR_LIMIT: return "grammar parse state over its limits";
+    case GB_ERR_GRAMMAR_NO_TOKEN: return "no token can continue the grammar";
     case GB_ERR_INTERNAL: return "internal error";
   }
   return "unknown status";

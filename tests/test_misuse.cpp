@@ -96,6 +96,9 @@ class Misuse {
   gb_session *dead = nullptr;      // destroyed, in caller memory (still readable)
   gb_tokenizer *tok = nullptr;     // standalone (GGUF vocabulary)
   gb_tokenizer *dead_tok = nullptr;  // closed, in caller memory
+  gb_grammar *grammar = nullptr;       // library memory
+  gb_grammar *dead_grammar = nullptr;  // destroyed, in caller memory
+  std::vector<uint64_t> dead_grammar_mem;
   const gb_tokenizer *model_tok = nullptr;
   std::vector<uint8_t> dead_mem, dead_tok_mem, state;
   std::vector<uint8_t> gbx_image;  // the model file, 64-aligned copy
@@ -152,6 +155,12 @@ class Misuse {
     to.mem_bytes = need;
     if (gb_tokenizer_open_memory(tok_image, tok_image_size, &to, &dead_tok) != GB_OK) return false;
     gb_tokenizer_close(dead_tok);
+    const char gtext[] = "root ::= [a-z]+";
+    if (gb_grammar_create(gtext, sizeof gtext - 1, nullptr, nullptr, 0, &grammar) != GB_OK) return false;
+    if (gb_grammar_mem_size(gtext, sizeof gtext - 1, nullptr, &need) != GB_OK) return false;
+    dead_grammar_mem.assign(need / 8 + 1, 0);
+    if (gb_grammar_create(gtext, sizeof gtext - 1, nullptr, dead_grammar_mem.data(), need, &dead_grammar) != GB_OK) return false;
+    gb_grammar_destroy(dead_grammar);
     const std::vector<uint8_t> f = gbt::read_file(gbt::stories260k_gbx());
     gbx_image.assign(f.size() + 64, 0);
     memcpy(aligned_image(), f.data(), f.size());
@@ -169,6 +178,7 @@ class Misuse {
   ~Misuse() {
     gb_session_destroy(sess);
     gb_tokenizer_close(tok);
+    gb_grammar_destroy(grammar);
     gb_model_close(model);
     gb_convert_free(tok_image);
   }
@@ -805,6 +815,96 @@ void Misuse::build() {
   add("gb_convert_synthetic", kRange, "dim=0", GB_ERR_INVALID_ARGUMENT, [this, out] {
     gb_convert_options o = conv_opts();
     return gb_convert_synthetic("dim=0,layers=1,hidden=8,heads=1,kv_heads=1,vocab=16", out.c_str(), &o);
+  });
+  // Grammars. G: a live grammar in library memory; DG: one destroyed in caller memory.
+  static const char kG[] = "root ::= [a-z]+";
+  const size_t gl = sizeof kG - 1;
+  gb_grammar *G = grammar;
+  gb_grammar *DG = dead_grammar;
+  add("gb_grammar_options_init", kNoop, "NULL", GB_OK, [] {
+    gb_grammar_options_init(nullptr);
+    return GB_OK;
+  });
+  add("gb_grammar_mem_size", kNull, "out NULL", GB_ERR_NULL_POINTER, [gl] { return gb_grammar_mem_size(kG, gl, nullptr, nullptr); });
+  add("gb_grammar_mem_size", kNull, "text NULL with len 3", GB_ERR_NULL_POINTER, [] { return gb_grammar_mem_size(nullptr, 3, nullptr, &n); });
+  add("gb_grammar_mem_size", kStructSize, "options struct_size 3", GB_ERR_STRUCT_SIZE, [gl] {
+    gb_grammar_options o;
+    gb_grammar_options_init(&o);
+    o.struct_size = 3;
+    return gb_grammar_mem_size(kG, gl, &o, &n);
+  });
+  add("gb_grammar_mem_size", kRange, "max_stacks 0", GB_ERR_INVALID_ARGUMENT, [gl] {
+    gb_grammar_options o;
+    gb_grammar_options_init(&o);
+    o.max_stacks = 0;
+    return gb_grammar_mem_size(kG, gl, &o, &n);
+  });
+  add("gb_grammar_mem_size", kRange, "not a grammar", GB_ERR_SYNTAX, [] { return gb_grammar_mem_size("root = x", 8, nullptr, &n); });
+  add("gb_grammar_create", kNull, "out NULL", GB_ERR_NULL_POINTER, [gl] { return gb_grammar_create(kG, gl, nullptr, nullptr, 0, nullptr); });
+  add("gb_grammar_create", kRange, "memory too small", GB_ERR_ARENA_TOO_SMALL, [gl] {
+    gb_grammar *g = nullptr;
+    alignas(64) static uint8_t small[64];
+    return gb_grammar_create(kG, gl, nullptr, small, sizeof small, &g);
+  });
+  add("gb_grammar_create", kRange, "undefined rule", GB_ERR_SYNTAX, [] {
+    gb_grammar *g = nullptr;
+    return gb_grammar_create("root ::= x", 10, nullptr, nullptr, 0, &g);
+  });
+  add("gb_grammar_destroy", kNoop, "NULL", GB_OK, [] {
+    gb_grammar_destroy(nullptr);
+    return GB_OK;
+  });
+  add("gb_grammar_destroy", kDestroyed, "destroyed twice (caller memory)", GB_OK, [DG] {
+    gb_grammar_destroy(DG);
+    return GB_OK;
+  });
+  add("gb_grammar_destroy", kHandle, "a model as the grammar: refused, nothing freed", GB_OK, [M] {
+    gb_grammar_destroy(reinterpret_cast<gb_grammar *>(M));
+    return GB_OK;
+  });
+  add("gb_grammar_image_size", kNull, "out NULL", GB_ERR_NULL_POINTER, [G] { return gb_grammar_image_size(G, nullptr); });
+  add("gb_grammar_image_size", kHandle, "a session as the grammar", GB_ERR_BAD_HANDLE, [S] {
+    return gb_grammar_image_size(reinterpret_cast<gb_grammar *>(S), &n);
+  });
+  add("gb_grammar_match", kNull, "out NULL", GB_ERR_NULL_POINTER, [G] { return gb_grammar_match(G, "a", 1, nullptr); });
+  add("gb_grammar_match", kNull, "text NULL with len 2", GB_ERR_NULL_POINTER, [G] {
+    gb_grammar_match_result r;
+    return gb_grammar_match(G, nullptr, 2, &r);
+  });
+  add("gb_grammar_match", kDestroyed, "destroyed (caller memory)", GB_ERR_BAD_HANDLE, [DG] {
+    gb_grammar_match_result r;
+    return gb_grammar_match(DG, "a", 1, &r);
+  });
+  add("gb_grammar_match", kHandle, "zeros as the grammar", GB_ERR_BAD_HANDLE, [] {
+    gb_grammar_match_result r;
+    return gb_grammar_match(reinterpret_cast<gb_grammar *>(g_zeros), "a", 1, &r);
+  });
+  add("gb_grammar_from_json_schema", kNull, "n_out NULL", GB_ERR_NULL_POINTER, [] {
+    return gb_grammar_from_json_schema("{}", 2, nullptr, 0, nullptr);
+  });
+  add("gb_grammar_from_json_schema", kNull, "schema NULL with len 2", GB_ERR_NULL_POINTER, [] {
+    return gb_grammar_from_json_schema(nullptr, 2, nullptr, 0, &n);
+  });
+  add("gb_grammar_from_json_schema", kNull, "buf NULL with cap 8", GB_ERR_NULL_POINTER, [] {
+    return gb_grammar_from_json_schema("{}", 2, nullptr, 8, &n);
+  });
+  add("gb_grammar_from_json_schema", kRange, "not JSON", GB_ERR_SYNTAX, [] {
+    char b[256];
+    return gb_grammar_from_json_schema("{\"type\": ", 9, b, sizeof b, &n);
+  });
+  add("gb_grammar_from_json_schema", kRange, "an unknown keyword", GB_ERR_UNSUPPORTED_FEATURE, [] {
+    char b[256];
+    return gb_grammar_from_json_schema("{\"frobnicate\": 1}", 17, b, sizeof b, &n);
+  });
+  add("gb_session_set_grammar", kNull, "session NULL", GB_ERR_NULL_POINTER, [G] { return gb_session_set_grammar(nullptr, G); });
+  add("gb_session_set_grammar", kState, "a session without room for a grammar", GB_ERR_UNAVAILABLE, [S, G] {
+    return gb_session_set_grammar(S, G);
+  });
+  add("gb_session_set_grammar", kHandle, "a model as the session", GB_ERR_BAD_HANDLE, [M, G] {
+    return gb_session_set_grammar(as_session(M), G);
+  });
+  add("gb_session_set_grammar", kDestroyed, "destroyed session (caller memory)", GB_ERR_BAD_HANDLE, [this, G] {
+    return gb_session_set_grammar(dead, G);
   });
 }
 

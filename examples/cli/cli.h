@@ -62,6 +62,10 @@ gb_model *cli_open_model(const char *cmd, const char *path);
 // Read a whole file into a malloc'd buffer (NUL-terminated); NULL on error.
 char *cli_read_file(const char *path, size_t *len);
 
+// --grammar FILE (GBNF) or --json-schema FILE (converted to GBNF): the
+// compiled grammar (gb_grammar_destroy it), NULL with the error printed.
+gb_grammar *cli_load_grammar(const char *cmd, const char *grammar_path, const char *schema_path);
+
 // --plot (plot.cpp): one decode step of the SVG plot.
 struct CliPlotStep {
   int gear, next_gear;  // gb_gear of the step and of the next one

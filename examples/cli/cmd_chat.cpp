@@ -50,7 +50,9 @@ int chat_usage() {
           "                    (default: recognised from the model's own chat template)\n"
           "  -n N              most tokens per reply (default 256)\n"
           "  --deterministic   portable generic kernels only: the same replies on every CPU\n"
-          "  --show-prompt     write the text fed to the model and how each reply ended to stderr\n",
+          "  --show-prompt     write the text fed to the model and how each reply ended to stderr\n"
+          "  --grammar FILE    every reply is text of the GBNF grammar in FILE (its rule 'root')\n"
+          "  --json-schema FILE  every reply is JSON that the JSON Schema in FILE accepts\n",
           kTemplates);
   return 1;
 }
@@ -86,6 +88,7 @@ struct Chat {
   bool show = false;
   uint32_t n_max = 256;
   const char *system = nullptr;
+  gb_grammar *grammar = nullptr;  // --grammar / --json-schema: every reply follows it
 
   std::vector<Msg> msgs;
   std::string last_render;   // the render fed up to the previous turn ("" when the cache is empty)
@@ -96,6 +99,7 @@ struct Chat {
   ~Chat() {
     gb_session_destroy(s);
     gb_model_close(model);
+    gb_grammar_destroy(grammar);
   }
 
   void reset_conversation() {
@@ -263,6 +267,8 @@ struct Chat {
       fresh = true;
     }
     if (ids.empty()) return true;
+    // Each reply starts the grammar afresh.
+    if (grammar && (st = gb_session_set_grammar(s, grammar)) != GB_OK) return cli_status_error(C, st, path), false;
 
     // Generate the reply.
     gb_utf8_stream u8;
@@ -345,7 +351,7 @@ struct Chat {
 int gb_cli_chat(int argc, char **argv) {
   Chat c;
   const char *C = c.C;
-  const char *model = nullptr, *tname = nullptr;
+  const char *model = nullptr, *tname = nullptr, *gpath = nullptr, *spath = nullptr;
   uint32_t ctx = 0, threads = 1;
   gb_session_options so;
   gb_session_options_init(&so);
@@ -369,6 +375,8 @@ int gb_cli_chat(int argc, char **argv) {
     else if (!strcmp(o, "--ctx")) ok = cli_parse_u32(C, o, v, &ctx);
     else if (!strcmp(o, "--threads")) ok = cli_parse_u32(C, o, v, &threads);
     else if (!strcmp(o, "--gear")) ok = cli_parse_gear(C, v, &so.gear);
+    else if (!strcmp(o, "--grammar")) gpath = v;
+    else if (!strcmp(o, "--json-schema")) spath = v;
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
@@ -378,6 +386,8 @@ int gb_cli_chat(int argc, char **argv) {
     return cli_error(C, "unknown chat template '%s' (%s)", tname, kTemplates);
   so.n_ctx = ctx;
   so.n_threads = threads;
+  if ((gpath || spath) && !(c.grammar = cli_load_grammar(C, gpath, spath))) return 1;
+  so.grammar = c.grammar;
 
   c.path = model;
   c.model = cli_open_model(C, model);

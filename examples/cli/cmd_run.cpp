@@ -22,6 +22,7 @@ namespace {
 struct RunArgs {
   const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
   const char *save_state = nullptr, *load_state = nullptr;  // --save-state / --load-state FILE
+  const char *grammar = nullptr, *schema = nullptr;           // --grammar / --json-schema FILE
   uint32_t n = 256, ctx = 0, threads = 1;
   uint64_t budget = 0;  // --budget: plan the session (gb_plan)
   bool quiet = false, json = false;
@@ -88,6 +89,8 @@ int run_usage() {
           "                    penalize tokens of the last N (default 64) that ran (off: 1, 0, 0)\n"
           "  --logit-bias TOKEN=BIAS  add BIAS to TOKEN's logit (-inf bans it); repeatable\n"
           "  --stop TEXT       end when the generated text contains TEXT (not printed); repeatable\n"
+          "  --grammar FILE    generate only text of the GBNF grammar in FILE (its rule 'root')\n"
+          "  --json-schema FILE  generate only JSON that the JSON Schema in FILE accepts\n"
           "  --save-state FILE after generating, write the session state to FILE (via FILE.tmp)\n"
           "  --load-state FILE restore a saved state instead of prefilling a prompt, then decode on\n"
           "                    (same model and options; -p then appends its text, without BOS)\n"
@@ -193,6 +196,8 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--penalty-window")) ok = cli_parse_u32(C, o, v, &so.penalty_window);
     else if (!strcmp(o, "--stop")) a.stops.push_back(v);
     else if (!strcmp(o, "--save-state")) a.save_state = v;
+    else if (!strcmp(o, "--grammar")) a.grammar = v;
+    else if (!strcmp(o, "--json-schema")) a.schema = v;
     else if (!strcmp(o, "--load-state")) a.load_state = v;
     else if (!strcmp(o, "--logit-bias")) {
       char *end = nullptr;
@@ -240,12 +245,19 @@ int gb_cli_run(int argc, char **argv) {
     plot.f = nullptr;
   }
 
+  gb_grammar *grammar = nullptr;
+  if ((a.grammar || a.schema) && !(grammar = cli_load_grammar(C, a.grammar, a.schema))) return 1;
+  so.grammar = grammar;
   gb_model *m = cli_open_model(C, a.model);
-  if (!m) return 1;
+  if (!m) {
+    gb_grammar_destroy(grammar);
+    return 1;
+  }
   // --budget: gear, KV pool and prefill batch chosen to fit (the other
   // options as given).
   if (a.budget && !cli_plan(C, m, a.budget, a.ctx, &so, a.quiet)) {
     gb_model_close(m);
+    gb_grammar_destroy(grammar);
     return 1;
   }
   gb_model_info mi;
@@ -484,6 +496,7 @@ int gb_cli_run(int argc, char **argv) {
   }
   gb_session_destroy(s);
   gb_model_close(m);
+  gb_grammar_destroy(grammar);
   free(prompt);
   free(strip);
   return rc;

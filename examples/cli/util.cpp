@@ -137,6 +137,36 @@ char *cli_read_file(const char *path, size_t *len) {
   return buf;
 }
 
+gb_grammar *cli_load_grammar(const char *cmd, const char *grammar_path, const char *schema_path) {
+  if (grammar_path && schema_path) return cli_error(cmd, "--grammar and --json-schema: give one"), nullptr;
+  const char *path = grammar_path ? grammar_path : schema_path;
+  size_t len = 0;
+  char *text = cli_read_file(path, &len);
+  if (!text) return cli_error(cmd, "cannot read '%s': %s", path, strerror(errno)), nullptr;
+  g_last_error[0] = 0;
+  if (schema_path) {
+    // The schema's grammar, sized by a first call.
+    size_t need = 0;
+    gb_status st = gb_grammar_from_json_schema(text, len, nullptr, 0, &need);
+    char *gbnf = st == GB_ERR_BUFFER_TOO_SMALL ? static_cast<char *>(malloc(need)) : nullptr;
+    if (gbnf) st = gb_grammar_from_json_schema(text, len, gbnf, need, &len);
+    free(text);
+    if (st != GB_OK) {
+      free(gbnf);
+      return cli_error(cmd, "JSON schema '%s': %s", path, cli_detail(st)), nullptr;
+    }
+    text = gbnf;
+  }
+  gb_grammar_options o;
+  gb_grammar_options_init(&o);
+  o.log = cli_log;
+  gb_grammar *g = nullptr;
+  const gb_status st = gb_grammar_create(text, len, &o, nullptr, 0, &g);
+  free(text);
+  if (st != GB_OK) return cli_error(cmd, "grammar '%s': %s", path, cli_detail(st)), nullptr;
+  return g;
+}
+
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *s, uint64_t *out) {
   char *end = nullptr;
   const double v = s ? strtod(s, &end) : 0.0;

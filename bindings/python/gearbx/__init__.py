@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -48,7 +49,8 @@ from ._capi import (  # noqa: F401  (re-exported)
 )
 
 __all__ = [
-    "GearbxError", "ClosedError", "LibraryError", "Model", "Session", "Step", "StepInfo", "ModelInfo",
+    "GearbxError", "ClosedError", "LibraryError", "Model", "Session", "Step", "StepInfo", "ModelInfo", "Grammar",
+    "json_schema_to_grammar",
     "TokenizerInfo", "Utf8Stream", "apply_chat_template", "chat_eot_strings", "detect_chat_template",
     "classify_prompt", "version", "version_number", "load", "library_path", "status_name",
     "GEAR_NAMES", "KV_POLICY_NAMES", "CHAT_TEMPLATE_NAMES", "STATUS_NAMES",
@@ -216,6 +218,95 @@ def _table_value(value, what: str, table: Mapping[int, str]) -> int:
         if v == value:
             return k
     raise ValueError("unknown %s %r: expected one of %s" % (what, value, ", ".join(table.values())))
+
+
+def json_schema_to_grammar(schema) -> str:
+    """The GBNF text of a JSON Schema (gb_grammar_from_json_schema): schema
+    is JSON text (str / bytes) or a JSON-serializable object (dict)."""
+    if not isinstance(schema, (str, bytes)):
+        schema = json.dumps(schema)
+    data = _cstr(schema, "schema")
+    lib = _capi.lib()
+    n = _c.c_size_t()
+    st = lib.gb_grammar_from_json_schema(data, len(data), None, 0, _c.byref(n))
+    if st != _capi.GB_ERR_BUFFER_TOO_SMALL:
+        _check(st, "gb_grammar_from_json_schema")
+    buf = _c.create_string_buffer(n.value)
+    _check(lib.gb_grammar_from_json_schema(data, len(data), buf, len(buf), _c.byref(n)), "gb_grammar_from_json_schema")
+    return buf.raw[: n.value].decode("utf-8")
+
+
+class Grammar:
+    """A compiled GBNF grammar (gb_grammar_create): Grammar(text) or
+    Grammar.from_json_schema(schema). root: the start rule ("root").
+    Sessions copy it (Session.set_grammar, Session.generate(grammar=...),
+    Model.session(grammar=...)); match() validates text against it. Raises
+    GearbxError (GB_ERR_SYNTAX, GB_ERR_UNSUPPORTED_FEATURE, with the line and
+    column in .detail) for a grammar it cannot compile."""
+
+    def __init__(self, text, root: str = "root", *, max_stacks: int | None = None, max_depth: int | None = None):
+        self._h = None
+        self._sink = _LogSink(None)
+        data = _cstr(text, "grammar text")
+        self._root = _cstr(root, "root")  # read during the call only; kept for clarity
+        lib = _capi.lib()
+        self._lib = lib
+        o = _capi.gb_grammar_options()
+        lib.gb_grammar_options_init(_c.byref(o))
+        o.root = self._root
+        o.log = self._sink.cfn
+        if max_stacks is not None:
+            o.max_stacks = max_stacks
+        if max_depth is not None:
+            o.max_depth = max_depth
+        h = _c.c_void_p()
+        self._sink.clear()
+        _check(lib.gb_grammar_create(data, len(data), _c.byref(o), None, 0, _c.byref(h)), "gb_grammar_create", self._sink)
+        self._h = h
+        self.text = data.decode("utf-8", "replace")
+
+    @classmethod
+    def from_json_schema(cls, schema, **kw) -> "Grammar":
+        """The grammar of JSON texts a JSON Schema accepts (str, bytes or dict)."""
+        return cls(json_schema_to_grammar(schema), **kw)
+
+    def _handle(self):
+        if self._h is None:
+            raise ClosedError("gearbx.Grammar")
+        return self._h
+
+    @property
+    def image_bytes(self) -> int:
+        """Bytes of the compiled image (what a session's grammar_max_bytes must hold)."""
+        n = _c.c_size_t()
+        _check(self._lib.gb_grammar_image_size(self._handle(), _c.byref(n)), "gb_grammar_image_size")
+        return n.value
+
+    def match(self, text) -> str:
+        """"complete" (text is a string of the grammar), "prefix" (it can be
+        continued into one) or "none" (gb_grammar_match)."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        r = _c.c_int()
+        self._sink.clear()
+        _check(self._lib.gb_grammar_match(self._handle(), data, len(data), _c.byref(r)), "gb_grammar_match", self._sink)
+        return {0: "none", 1: "prefix", 2: "complete"}[r.value]
+
+    def close(self) -> None:
+        if self._h is not None:
+            self._lib.gb_grammar_destroy(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 def apply_chat_template(template, messages: Iterable, add_assistant: bool = True) -> str:
@@ -459,6 +550,8 @@ class StepInfo:
     spec_drafted: int
     spec_accepted: int
     spec_round: bool
+    grammar_ns: int = 0
+    grammar_allowed: int = 0
 
     @classmethod
     def _from_c(cls, c: _capi.gb_step_info) -> "StepInfo":
@@ -737,7 +830,8 @@ class Model(_Closable):
 
     def _session_options(self, gear="default", n_ctx=None, temperature=None, top_k=None, top_p=None, min_p=None,
                          seed=None, sample_method=None, threads=None, kv_policy=None, kv_budget=None, kv_beta=None,
-                         mem_budget=None, deterministic=None, prefill_batch=None, options=None):
+                         mem_budget=None, deterministic=None, prefill_batch=None, options=None, grammar=None,
+                         grammar_max_bytes=None):
         o = _capi.gb_session_options()
         self._lib.gb_session_options_init(_c.byref(o))
         o.struct_size = _c.sizeof(o)
@@ -764,6 +858,11 @@ class Model(_Closable):
             o.deterministic = 1 if deterministic else 0
         for path, v in (options or {}).items():
             _set_option(o, path, v)
+        if grammar is not None:
+            o._grammar = grammar  # read by gb_session_create, which copies it
+            o.grammar = grammar._handle()
+        if grammar_max_bytes is not None:
+            o.grammar_max_bytes = grammar_max_bytes
         return o
 
     def session(self, gear="default", *, n_ctx: int | None = None, temperature: float | None = None,
@@ -771,7 +870,8 @@ class Model(_Closable):
                 seed: int | None = None, sample_method=None, threads: int | None = None, kv_policy=None,
                 kv_budget: int | None = None, kv_beta: float | None = None, mem_budget: int | None = None,
                 deterministic: bool | None = None, prefill_batch: int | None = None,
-                options: Mapping | None = None) -> "Session":
+                options: Mapping | None = None, grammar: "Grammar | None" = None,
+                grammar_max_bytes: int | None = None) -> "Session":
         """Create a session (gb_session_create); the library's defaults
         (gb_session_options_init) for every argument left None.
 
@@ -786,10 +886,14 @@ class Model(_Closable):
         path, e.g. {"kv.window": 32, "spec_verify_gear": "mid"}, or a research
         control of gb_session_experimental by its path there, e.g.
         {"monitor.theta_low": 2.0, "kv.gamma": 0.8} (gear, policy, managed and
-        sample-method fields take names). Raises ValueError for an unknown name, GearbxError
+        sample-method fields take names). grammar: a Grammar the generated
+        text follows (copied); grammar_max_bytes: room for grammars set later
+        (Session.set_grammar, generate(grammar=...)); without either the
+        session reserves nothing for grammars. Raises ValueError for an unknown name, GearbxError
         from the library (e.g. GB_ERR_UNAVAILABLE for a tier not in the file)."""
         o = self._session_options(gear, n_ctx, temperature, top_k, top_p, min_p, seed, sample_method, threads,
-                                  kv_policy, kv_budget, kv_beta, mem_budget, deterministic, prefill_batch, options)
+                                  kv_policy, kv_budget, kv_beta, mem_budget, deterministic, prefill_batch, options,
+                                  grammar, grammar_max_bytes)
         return Session(self, o)
 
     def session_mem_size(self, gear="default", **kw) -> int:
@@ -1001,17 +1105,35 @@ class Session(_Closable):
         self._handle()
         return self._stream.flush()
 
-    def generate(self, n: int, stop_at_eog: bool = True, flush: bool = True) -> Iterator[Step]:
+    def set_grammar(self, grammar: "Grammar | None") -> None:
+        """Follow `grammar` from the next token on (None: free text again)
+        (gb_session_set_grammar). The session needs room for it: created
+        with grammar= or grammar_max_bytes=."""
+        self._model._call("gb_session_set_grammar", self._handle(), grammar._handle() if grammar is not None else None)
+
+    def generate(self, n: int, stop_at_eog: bool = True, flush: bool = True, *, grammar=None,
+                 json_schema=None) -> Iterator[Step]:
         """Iterate up to n decode steps. stop_at_eog: the end-of-generation
         token's step (Step.eog) is yielded, then iteration stops. flush: the
         last step's text also carries the end of the stream (U+FFFD for a
         character left unfinished), so the texts of one generate() joined are
         always complete; flush=False keeps it held for the next call (as does
         leaving the loop early: flush_text() ends it). Raises GearbxError like
-        step() (GB_ERR_CONTEXT_FULL when the context is full)."""
+        step() (GB_ERR_CONTEXT_FULL when the context is full).
+        grammar (a Grammar or GBNF text) or json_schema (JSON text or a dict):
+        the generated text follows it, from its start (set_grammar); it stays
+        in force after the call."""
         if n < 0:
             raise ValueError("n must be >= 0")
         self._handle()  # fail now, not at the first next()
+        if grammar is not None and json_schema is not None:
+            raise ValueError("give grammar or json_schema, not both")
+        if json_schema is not None:
+            grammar = Grammar.from_json_schema(json_schema)
+        elif grammar is not None and not isinstance(grammar, Grammar):
+            grammar = Grammar(grammar)
+        if grammar is not None:
+            self.set_grammar(grammar)
         return self._generate(n, stop_at_eog, flush)
 
     def _generate(self, n, stop_at_eog, flush):

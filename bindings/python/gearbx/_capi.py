@@ -1,4 +1,4 @@
-"""Low-level ctypes mirror of include/gearbx.h (version 0.3).
+"""Low-level ctypes mirror of include/gearbx.h (version 0.4).
 
 Everything here follows the C header one to one: the enums as tables of
 ints, the structs as ctypes.Structure subclasses with the C field names in
@@ -18,7 +18,7 @@ import os
 import threading
 
 # The C API version this binding mirrors (GB_VERSION_MAJOR / _MINOR).
-BINDING_VERSION = (0, 3)
+BINDING_VERSION = (0, 4)
 
 # ---------------------------------------------------------------------------
 # Enums (values of include/gearbx.h; never renumbered there)
@@ -36,6 +36,8 @@ STATUS_NAMES = {
     106: "GB_ERR_ALIGNMENT",
     107: "GB_ERR_UNAVAILABLE",
     108: "GB_ERR_BAD_HANDLE",
+    109: "GB_ERR_SYNTAX",
+    110: "GB_ERR_UNSUPPORTED_FEATURE",
     200: "GB_ERR_IO",
     201: "GB_ERR_FILE_NOT_FOUND",
     202: "GB_ERR_FILE_CHANGED",
@@ -52,6 +54,8 @@ STATUS_NAMES = {
     402: "GB_ERR_ARENA_TOO_SMALL",
     500: "GB_ERR_CONTEXT_FULL",
     501: "GB_ERR_ABORTED",
+    502: "GB_ERR_GRAMMAR_LIMIT",
+    503: "GB_ERR_GRAMMAR_NO_TOKEN",
     599: "GB_ERR_INTERNAL",
 }
 STATUS_VALUES = {name: value for value, name in STATUS_NAMES.items()}
@@ -303,6 +307,10 @@ class gb_session_options(ctypes.Structure):
         ("abort_callback", gb_abort_fn),
         ("abort_user", ctypes.c_void_p),
         ("experimental", ctypes.POINTER(gb_session_experimental)),
+        ("grammar", ctypes.c_void_p),
+        ("grammar_max_bytes", ctypes.c_uint32),
+        ("grammar_max_stacks", ctypes.c_uint32),
+        ("grammar_max_depth", ctypes.c_uint32),
     ]
 
 
@@ -341,6 +349,8 @@ class gb_step_info(ctypes.Structure):
         ("end", ctypes.c_uint32),
         ("stop_index", ctypes.c_uint32),
         ("stop_trim", ctypes.c_uint32),
+        ("grammar_ns", ctypes.c_uint64),
+        ("grammar_allowed", ctypes.c_uint32),
     ]
 
 
@@ -359,6 +369,17 @@ class gb_plan_report(ctypes.Structure):
         ("prefill_batch", ctypes.c_uint32),
         ("gave_up", ctypes.c_uint32),
         ("candidates_tried", ctypes.c_uint32),
+    ]
+
+
+class gb_grammar_options(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("root", ctypes.c_char_p),
+        ("log", gb_log_fn),
+        ("log_user", ctypes.c_void_p),
+        ("max_stacks", ctypes.c_uint32),
+        ("max_depth", ctypes.c_uint32),
     ]
 
 
@@ -381,7 +402,7 @@ STRUCTS = {
     for cls in (
         gb_model_options, gb_model_info, gb_tokenizer_info, gb_sampler_options, gb_monitor_options,
         gb_kv_options, gb_kv_experimental, gb_session_experimental, gb_logit_bias, gb_session_options, gb_step_info,
-        gb_plan_report, gb_chat_message, gb_utf8_stream,
+        gb_plan_report, gb_grammar_options, gb_chat_message, gb_utf8_stream,
     )
 }
 
@@ -449,6 +470,14 @@ PROTOTYPES = {
     "gb_chat_template_detect": (_st, [_ccp, _sz, _P(c_enum)]),
     "gb_chat_apply": (_st, [c_enum, _P(gb_chat_message), _sz, ctypes.c_int, _vp, _sz, _P(_sz)]),
     "gb_chat_eot_strings": (_st, [c_enum, _P(_P(_ccp)), _P(_sz)]),
+    "gb_grammar_options_init": (None, [_P(gb_grammar_options)]),
+    "gb_grammar_mem_size": (_st, [_ccp, _sz, _P(gb_grammar_options), _P(_sz)]),
+    "gb_grammar_create": (_st, [_ccp, _sz, _P(gb_grammar_options), _vp, _sz, _P(_vp)]),
+    "gb_grammar_destroy": (None, [_vp]),
+    "gb_grammar_image_size": (_st, [_vp, _P(_sz)]),
+    "gb_grammar_match": (_st, [_vp, _ccp, _sz, _P(c_enum)]),
+    "gb_session_set_grammar": (_st, [_vp, _vp]),
+    "gb_grammar_from_json_schema": (_st, [_ccp, _sz, _vp, _sz, _P(_sz)]),
     "gb_utf8_stream_init": (None, [_P(gb_utf8_stream)]),
     "gb_utf8_stream_push": (_st, [_P(gb_utf8_stream), _ccp, _sz, _vp, _sz, _P(_sz)]),
     "gb_utf8_stream_flush": (_st, [_P(gb_utf8_stream), _vp, _sz, _P(_sz)]),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import math
 import os
 import random
@@ -102,6 +103,7 @@ def expected_ctype(ctype: str, enums: set):
         "const gb_logit_bias *": ctypes.POINTER(_capi.gb_logit_bias),
         "const char *const *": ctypes.POINTER(ctypes.c_char_p),
         "const struct gb_session_experimental *": ctypes.POINTER(_capi.gb_session_experimental),
+        "const struct gb_grammar *": ctypes.c_void_p,
     }
     if ctype in scalar:
         return scalar[ctype]
@@ -482,6 +484,39 @@ class TestGenerate(ModelCase):
                 s.prefill([g.info.bos_id])
                 got = [x.token for x in s.generate(30)]
         self.assertEqual(got, [x.token for x in self.run_greedy(30, gear="f32")])
+
+    def test_generation_under_a_grammar_and_a_json_schema(self):
+        g = gearbx.Grammar('root ::= "Tim is " [0-9]{1,2} " years old."')
+        self.assertEqual(g.match("Tim is 7 years old."), "complete")
+        self.assertEqual(g.match("Tim is 7"), "prefix")
+        self.assertEqual(g.match("Tom"), "none")
+        schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                                    "happy": {"type": "boolean"}},
+                  "required": ["name", "happy"]}
+        js = gearbx.Grammar.from_json_schema(schema)
+        prompt = self.model.tokenize("Once upon a time")
+        for seed in range(5):
+            with self.model.session(temperature=1.0, seed=seed, grammar=g, grammar_max_bytes=64 * 1024) as s:
+                s.prefill(prompt)
+                text = "".join(x.text for x in s.generate(40))
+                self.assertEqual(g.match(text), "complete", text)
+                # The next answer under a schema, from its start.
+                s.prefill(self.model.tokenize(" The end.", add_bos=False))
+                steps = list(s.generate(300, json_schema=schema))
+                text = "".join(x.text for x in steps)
+                self.assertTrue(steps[-1].eog, text)
+                self.assertEqual(js.match(text), "complete", text)
+                obj = json.loads(text)
+                self.assertIsInstance(obj["happy"], bool)
+                self.assertLessEqual(len(obj["name"]), 8)
+                self.assertGreater(steps[0].info.grammar_allowed, 0)
+        with self.assertRaises(gearbx.GearbxError) as e:
+            gearbx.Grammar("root ::= missing")
+        self.assertEqual(e.exception.name, "GB_ERR_SYNTAX")
+        self.assertIn("line 1", e.exception.detail or "")
+        with self.model.session() as s, self.assertRaises(gearbx.GearbxError) as e:
+            s.set_grammar(g)  # no room reserved
+        self.assertEqual(e.exception.name, "GB_ERR_UNAVAILABLE")
 
     def test_loaded_copy_survives_the_file_changing(self):
         want = [x.token for x in self.run_greedy(12)]
