@@ -185,10 +185,13 @@ gb_status load_grammar(R &body, Constraint *c, bool apply, const Logger &log) {
       GB_RETURN_IF(r.bad || !gbnf_element_start(iw, words, pos), log, GB_ERR_CORRUPT, "session state: grammar stack at word %u",
                    pos);
       const uint32_t k = gbnf_kind(iw[pos]);
-      const uint32_t total = partial >> 26, left = partial >> 24 & 3u;
+      const bool free = (partial & kGPartialFree) != 0;
+      const uint32_t total = free ? 4 : partial >> 26, left = partial >> 24 & 3u;
       GB_RETURN_IF(j == 0 && k != kGbByte && k != kGbClass, log, GB_ERR_CORRUPT,
                    "session state: a grammar stack's top is not a character");
-      GB_RETURN_IF(partial != 0 && (j != 0 || k != kGbClass || total < 2 || total > 4 || left < 1 || left >= total), log,
+      GB_RETURN_IF(partial != 0 && (j != 0 || k != kGbClass || total < 2 || total > 4 || left < 1 || left >= total ||
+                                    (free && (partial & ~(kGPartialFree | 3u << 24)) != 0)),
+                   log,
                    GB_ERR_CORRUPT, "session state: a grammar stack's partial character is out of range");
     }
   }

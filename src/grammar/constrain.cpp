@@ -27,6 +27,38 @@ bool token_text(const gb_tokenizer *tk, int32_t id, const uint8_t **p, size_t *n
   return true;
 }
 
+bool all_plain(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!gb_plain_byte(p[i])) return false;
+  return true;
+}
+
+// Sort a list whose entries point at their whole texts; then each entry's
+// shared prefix with the one before, its suffix pointer (still into the
+// tokenizer's text), its plain flag, and the first-byte ranges.
+void sort_list(VocabList *list) {
+  VocabEntry *e = list->e;
+  const uint32_t n = list->n;
+  std::sort(e, e + n, [](const VocabEntry &x, const VocabEntry &y) {
+    const int r = memcmp(x.sfx, y.sfx, x.len < y.len ? x.len : y.len);
+    return r != 0 ? r < 0 : (x.len != y.len ? x.len < y.len : x.id < y.id);
+  });
+  for (uint32_t i = n; i-- > 1;) {  // back to front: e[i - 1] still points at its whole text
+    const uint32_t m = e[i].len < e[i - 1].len ? e[i].len : e[i - 1].len;
+    uint32_t l = 0;
+    while (l < m && e[i].sfx[l] == e[i - 1].sfx[l]) l++;
+    e[i].lcp = (uint16_t)l;
+    e[i].sfx += l;
+    e[i].plain = all_plain(e[i].sfx, e[i].len - l) ? 1u : 0u;
+  }
+  if (n) e[0].plain = all_plain(e[0].sfx, e[0].len) ? 1u : 0u;
+  for (uint32_t b = 0; b <= 256; b++) list->first[b] = n;
+  for (uint32_t i = n; i-- > 0;)
+    if (e[i].lcp == 0) list->first[e[i].sfx[0]] = i;
+  for (uint32_t b = 256; b-- > 0;)  // a byte no text starts with: the next one's start
+    if (list->first[b] > list->first[b + 1]) list->first[b] = list->first[b + 1];
+}
+
 }  // namespace
 
 gb_status constraint_validate(const SessionConfig &o, const Logger &log) {
@@ -52,12 +84,13 @@ void constraint_carve(Constraint *c, Arena &a, const gb_model *model, const Sess
   const size_t room = o.grammar_max_bytes ? ((size_t)o.grammar_max_bytes + 3) / 4 : gwords;
   c->room = (uint32_t)room;
   c->image = a.array<uint32_t>(room);
-  // The index: every token with text (control tokens have none), and the
-  // end-of-generation tokens apart.
+  // The index: every token with text (control tokens have none), those
+  // that are not all plain bytes, and the end-of-generation tokens apart.
   const gb_tokenizer *tk = &model->tokenizer;
   c->tk = tk;
   const uint32_t V = model->meta.vocab_size;
-  uint32_t n = 0, n_eog = 0, max_len = 0;
+  uint32_t n = 0, n_rest = 0, n_eog = 0, max_len = 0;
+  size_t text_bytes = 0;
   for (uint32_t id = 0; id < V; id++) {
     int eog = 0;
     if (gb_tokenizer_is_eog(tk, (int32_t)id, &eog) == GB_OK && eog) {
@@ -68,12 +101,19 @@ void constraint_carve(Constraint *c, Arena &a, const gb_model *model, const Sess
     size_t len;
     if (!token_text(tk, (int32_t)id, &p, &len) || len == 0 || len > kMaxTextLen) continue;
     n++;
+    n_rest += all_plain(p, len) ? 0 : 1;
+    text_bytes += len;
     if (len > max_len) max_len = (uint32_t)len;
   }
-  c->vi.n = n;
+  c->vi.all.n = n;
+  c->vi.rest.n = n_rest;
+  c->vi.n_plain = n - n_rest;
   c->vi.n_eog = n_eog;
   c->vi.max_len = max_len;
-  c->vi.e = a.array<VocabEntry>(n);
+  c->vi.all.e = a.array<VocabEntry>(n);
+  c->vi.rest.e = a.array<VocabEntry>(n_rest);
+  c->vi.sfx = a.array<uint8_t>(text_bytes, 8);  // the suffixes need at most the texts' bytes
+  c->vi.plain = a.array<uint32_t>(V / 32 + 1);
   c->vi.eog = a.array<int32_t>(n_eog ? n_eog : 1);
   c->rows = o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 1;
   c->row_words = V / 32 + 1;
@@ -87,8 +127,9 @@ gb_status constraint_init(Constraint *c, const gb_model *model, const SessionCon
   c->m.log = log;
   if (!c->reserved) return GB_OK;
   const gb_tokenizer *tk = c->tk;
-  const uint32_t V = model->meta.vocab_size, n = c->vi.n;
-  uint32_t k = 0, ke = 0;
+  const uint32_t V = model->meta.vocab_size, n = c->vi.all.n;
+  uint32_t k = 0, kr = 0, ke = 0;
+  memset(c->vi.plain, 0, ((size_t)V / 32 + 1) * sizeof(uint32_t));
   for (uint32_t id = 0; id < V; id++) {
     int eog = 0;
     if (gb_tokenizer_is_eog(tk, (int32_t)id, &eog) == GB_OK && eog) {
@@ -98,18 +139,20 @@ gb_status constraint_init(Constraint *c, const gb_model *model, const SessionCon
     const uint8_t *p;
     size_t len;
     if (!token_text(tk, (int32_t)id, &p, &len) || len == 0 || len > kMaxTextLen) continue;
-    c->vi.e[k++] = VocabEntry{p, (uint16_t)len, 0, (int32_t)id};
+    c->vi.all.e[k++] = VocabEntry{p, (uint16_t)len, 0, id, 0};
+    if (!all_plain(p, len)) c->vi.rest.e[kr++] = VocabEntry{p, (uint16_t)len, 0, id, 0};
+    else c->vi.plain[id >> 5] |= 1u << (id & 31);
   }
-  VocabEntry *e = c->vi.e;
-  std::sort(e, e + n, [](const VocabEntry &x, const VocabEntry &y) {
-    const int r = memcmp(x.text, y.text, x.len < y.len ? x.len : y.len);
-    return r != 0 ? r < 0 : (x.len != y.len ? x.len < y.len : x.id < y.id);
-  });
-  for (uint32_t i = 1; i < n; i++) {
-    const uint32_t m = e[i].len < e[i - 1].len ? e[i].len : e[i - 1].len;
-    uint32_t l = 0;
-    while (l < m && e[i].text[l] == e[i - 1].text[l]) l++;
-    e[i].lcp = (uint16_t)l;
+  sort_list(&c->vi.all);
+  sort_list(&c->vi.rest);
+  // all's suffixes copied after one another, in walk order.
+  VocabEntry *e = c->vi.all.e;
+  size_t at = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const size_t bytes = (size_t)e[i].len - e[i].lcp;
+    memcpy(c->vi.sfx + at, e[i].sfx, bytes);
+    e[i].sfx = c->vi.sfx + at;
+    at += bytes;
   }
   return constraint_set(c, o.grammar ? o.grammar->words : nullptr, o.grammar ? o.grammar->n_words : 0, *log);
 }

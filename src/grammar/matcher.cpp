@@ -113,6 +113,19 @@ bool in_class(const uint32_t *e, uint32_t cp) {
   return false;
 }
 
+// Whether one range of the class holds all of [lo, hi].
+bool class_holds(const uint32_t *e, uint32_t lo, uint32_t hi) {
+  const uint32_t n = gbnf_arg(e[0]);
+  uint32_t a = 0, b = n;
+  while (a < b) {
+    const uint32_t mid = (a + b) / 2;
+    if (lo < e[1 + 2 * mid]) b = mid;
+    else if (lo > e[2 + 2 * mid]) a = mid + 1;
+    else return hi <= e[2 + 2 * mid];
+  }
+  return false;
+}
+
 bool class_meets(const uint32_t *e, uint32_t lo, uint32_t hi) {
   const uint32_t n = gbnf_arg(e[0]);
   for (uint32_t j = 0; j < n; j++) {
@@ -156,6 +169,8 @@ void matcher_carve(Matcher *m, Arena &a, uint32_t max_stacks, uint32_t max_depth
   m->level = a.array<Matcher::Level>(m->level_cap);
   m->known = a.array<Matcher::Known>(kGKnownMax);
   m->next = a.array<uint16_t>((size_t)kGKnownMax * 256);
+  m->plain_loop = a.array<uint8_t>(kGKnownMax);
+  m->kst = a.array<uint16_t>(m->level_cap);
   if (m->fwd)
     for (uint32_t i = 0; i < m->node_cap; i++) m->fwd[i] = kGNil;
 }
@@ -209,6 +224,19 @@ gb_status matcher_advance(Matcher *m, GState st, uint8_t b, GState *out) {
       else if (b >= 0xF0 && b <= 0xF4) total = 4, v = b & 0x07u;
       else continue;  // a continuation byte or one no UTF-8 form starts with
       left = total - 1;
+    } else if (nd.partial & kGPartialFree) {
+      // Every completion is a valid character of the class: only the
+      // number of continuation bytes matters.
+      if ((b & 0xC0) != 0x80) continue;
+      left = (nd.partial >> 24 & 3u) - 1;
+      if (left == 0) {
+        GB_TRY(expand(m, next, nd.parent, &ns));
+      } else {
+        uint32_t h2;
+        GB_TRY(new_node(m, nd.pos, nd.parent, kGPartialFree | left << 24, &h2));
+        GB_TRY(add_head(m, &ns, h2));
+      }
+      continue;
     } else {
       if ((b & 0xC0) != 0x80) continue;
       total = nd.partial >> 26, left = (nd.partial >> 24 & 3u) - 1, v = (nd.partial & 0xFFFFFFu) << 6 | (b & 0x3Fu);
@@ -218,8 +246,14 @@ gb_status matcher_advance(Matcher *m, GState st, uint8_t b, GState *out) {
     if (left == 0) {
       GB_TRY(expand(m, next, nd.parent, &ns));  // lo == hi == v, in the class
     } else {
+      // When every completion of these bytes is a valid character in the
+      // class, the bytes read so far no longer matter: one state for all
+      // of them (so a walk over a vocabulary meets few distinct states).
+      const uint32_t a = v << (6 * left), z = a | ((1u << (6 * left)) - 1);
+      static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+      const bool free = a >= kMin[total] && z <= 0x10FFFF && !(a <= 0xDFFF && z >= 0xD800) && class_holds(e, a, z);
       uint32_t h2;
-      GB_TRY(new_node(m, nd.pos, nd.parent, total << 26 | left << 24 | v, &h2));
+      GB_TRY(new_node(m, nd.pos, nd.parent, free ? kGPartialFree | left << 24 : total << 26 | left << 24 | v, &h2));
       GB_TRY(add_head(m, &ns, h2));
     }
   }
@@ -308,7 +342,7 @@ void matcher_rollback(Matcher *m) {
 namespace {
 
 // The walk without the memo (when the states outgrow it).
-gb_status mask_plain(Matcher *m, GState st, const VocabIndex &vi, uint32_t vocab_size, uint32_t *allowed,
+gb_status mask_plain(Matcher *m, GState st, const VocabList &vi, uint32_t vocab_size, uint32_t *allowed,
                      uint32_t *n_allowed) {
   memset(allowed, 0, ((size_t)vocab_size + 31) / 32 * sizeof(uint32_t));
   uint32_t count = 0;
@@ -327,7 +361,7 @@ gb_status mask_plain(Matcher *m, GState st, const VocabIndex &vi, uint32_t vocab
     if (dead != 0xFFFFFFFFu) continue;  // starts with a refused prefix
     while (cur < e.len) {
       GState ns;
-      gb_status s = matcher_advance(m, m->level[cur].st, e.text[cur], &ns);
+      gb_status s = matcher_advance(m, m->level[cur].st, e.sfx[cur - e.lcp], &ns);
       if (s != GB_OK) {
         m->node_top = node0, m->head_top = head0;
         return s;
@@ -389,54 +423,118 @@ uint32_t know(Matcher *m, GState st, bool *added) {
   const uint32_t k = m->n_known++;
   m->known[k] = Matcher::Known{st, h};
   for (uint32_t b = 0; b < 256; b++) m->next[(size_t)k * 256 + b] = kGNextUnknown;
+  m->plain_loop[k] = 0;
   *added = true;
   return k;
+}
+
+// The state known state k goes to on byte b (a known state's number or
+// kGNextDead), computing and remembering it when new.
+gb_status step_known(Matcher *m, uint32_t k, uint8_t b, uint16_t *out) {
+  uint16_t &nx = m->next[(size_t)k * 256 + b];
+  if (nx == kGNextUnknown) {
+    const uint32_t node_mark = m->node_top, head_mark = m->head_top;
+    GState ns;
+    GB_TRY(matcher_advance(m, m->known[k].st, b, &ns));
+    if (ns.n == 0) {
+      nx = kGNextDead;
+      m->node_top = node_mark, m->head_top = head_mark;
+    } else {
+      bool added;
+      const uint32_t kn = know(m, ns, &added);
+      if (kn == kGNil) return GB_ERR_GRAMMAR_LIMIT;
+      if (!added) m->node_top = node_mark, m->head_top = head_mark;  // equal to a known state
+      nx = (uint16_t)kn;
+    }
+  }
+  *out = nx;
+  return GB_OK;
+}
+
+// Whether every plain byte leads known state k back to k.
+gb_status loops_on_plain(Matcher *m, uint32_t k, bool *out) {
+  if (m->plain_loop[k] == 0) {
+    bool all = true;
+    for (uint32_t b = 0x20; b <= 0x7E && all; b++) {
+      if (!gb_plain_byte((uint8_t)b)) continue;
+      uint16_t nx;
+      GB_TRY(step_known(m, k, (uint8_t)b, &nx));
+      all = nx == k;
+    }
+    m->plain_loop[k] = all ? 1 : 2;
+  }
+  *out = m->plain_loop[k] == 1;
+  return GB_OK;
 }
 
 // The walk with the memo. Known states stay in the pools until the walk
 // ends; a state found equal to a known one gives its nodes back at once.
 // GB_ERR_GRAMMAR_LIMIT when the memo or the pools are outgrown (the caller
 // then walks without the memo).
-gb_status mask_memo(Matcher *m, GState st, const VocabIndex &vi, uint32_t *allowed, uint32_t *n_allowed) {
+gb_status mask_memo(Matcher *m, GState st, const VocabIndex &vx, uint32_t vocab_size, uint32_t *allowed,
+                    uint32_t *n_allowed) {
   uint32_t count = 0;
   m->n_known = 0;
   bool added;
   const uint32_t k0 = know(m, st, &added);
   if (k0 == kGNil) return GB_ERR_GRAMMAR_LIMIT;
-  m->level[0] = Matcher::Level{st, 0, 0, k0};
-  uint32_t cur = 0;
-  uint32_t dead = 0xFFFFFFFFu;
-  for (uint32_t i = 0; i < vi.n; i++) {
+  // A start state that every plain byte leads back to takes every plain
+  // token as it is: their bits at once, then the walk over the others.
+  bool loops0;
+  GB_TRY(loops_on_plain(m, k0, &loops0));
+  const VocabList &vi = loops0 ? vx.rest : vx.all;
+  if (loops0) {
+    memcpy(allowed, vx.plain, ((size_t)vocab_size + 31) / 32 * sizeof(uint32_t));
+    count = vx.n_plain;
+  }
+  uint16_t *kst = m->kst;  // known state after each byte of the current text (kst[0]: st)
+  kst[0] = (uint16_t)k0;
+  uint32_t cur = 0;                // kst[0..cur] hold the current text's states
+  uint32_t dead = 0xFFFFFFFFu;     // a depth <= cur whose state is empty
+  // A plain text read in one go leaves its depths (run_lo, run_hi] at
+  // state run_k without writing them; the next text writes the ones it
+  // shares.
+  bool run = false;
+  uint32_t run_lo = 0, run_hi = 0;
+  uint16_t run_k = 0;
+  const uint32_t n = vi.n;
+  for (uint32_t i = 0; i < n; i++) {
     const VocabEntry &e = vi.e[i];
-    if (e.lcp < cur) {
-      cur = e.lcp;
+    const uint32_t lcp = e.lcp;
+    if (run) {
+      const uint32_t to = lcp < run_hi ? lcp : run_hi;
+      for (uint32_t d = run_lo + 1; d <= to; d++) kst[d] = run_k;
+      run = false;
+    }
+    if (lcp < cur) {
+      cur = lcp;
       if (dead > cur) dead = 0xFFFFFFFFu;
     }
     if (dead != 0xFFFFFFFFu) continue;
-    while (cur < e.len) {
-      const uint32_t k = m->level[cur].known;
-      const uint8_t b = e.text[cur];
-      uint16_t &nx = m->next[(size_t)k * 256 + b];
-      if (nx == kGNextUnknown) {
-        const uint32_t node_mark = m->node_top, head_mark = m->head_top;
-        GState ns;
-        GB_TRY(matcher_advance(m, m->known[k].st, b, &ns));
-        if (ns.n == 0) {
-          nx = kGNextDead;
-          m->node_top = node_mark, m->head_top = head_mark;
-        } else {
-          const uint32_t kn = know(m, ns, &added);
-          if (kn == kGNil) return GB_ERR_GRAMMAR_LIMIT;
-          if (!added) m->node_top = node_mark, m->head_top = head_mark;  // equal to a known state
-          nx = (uint16_t)kn;
-        }
+    // Plain bytes from a state they all lead back to: the text is read
+    // without looking at its bytes.
+    if (e.plain && cur < e.len) {
+      bool loops;
+      GB_TRY(loops_on_plain(m, kst[cur], &loops));
+      if (loops) {
+        run = true, run_lo = cur, run_hi = e.len, run_k = kst[cur];
+        cur = e.len;
       }
+    }
+    while (cur < e.len) {
+      uint16_t nx;
+      GB_TRY(step_known(m, kst[cur], e.sfx[cur - lcp], &nx));
       cur++;
       if (nx == kGNextDead) {
         dead = cur;
         break;
       }
-      m->level[cur].known = nx;
+      kst[cur] = nx;
+    }
+    if (dead == 1) {
+      // A first byte no stack takes: skip every text that starts with it.
+      i = vi.first[e.sfx[0] + 1] - 1;
+      continue;
     }
     if (dead == 0xFFFFFFFFu) {
       allowed[(uint32_t)e.id >> 5] |= 1u << (e.id & 31);
@@ -455,10 +553,10 @@ gb_status matcher_mask(Matcher *m, GState st, const VocabIndex &vi, uint32_t voc
   memset(allowed, 0, ((size_t)vocab_size + 31) / 32 * sizeof(uint32_t));
   const Logger *log = m->log;
   m->log = nullptr;  // the memo's overflow is not an error
-  gb_status s = mask_memo(m, st, vi, allowed, n_allowed);
+  gb_status s = mask_memo(m, st, vi, vocab_size, allowed, n_allowed);
   m->log = log;
   m->node_top = node0, m->head_top = head0;
-  if (s == GB_ERR_GRAMMAR_LIMIT) s = mask_plain(m, st, vi, vocab_size, allowed, n_allowed);
+  if (s == GB_ERR_GRAMMAR_LIMIT) s = mask_plain(m, st, vi.all, vocab_size, allowed, n_allowed);
   GB_TRY(s);
   if (matcher_done(*m, st))
     for (uint32_t j = 0; j < vi.n_eog; j++) {

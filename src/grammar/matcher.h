@@ -23,7 +23,11 @@
 // distinct states (inside a JSON string every ordinary character leads back
 // to the same one), so it remembers them, up to kGKnownMax, with the state
 // each byte leads to: after the first few tokens most bytes cost one table
-// read instead of running the stacks.
+// read instead of running the stacks. A state that every plain byte
+// (printable ASCII but the quote and the backslash) leads back to allows
+// every token made of them at once (a precomputed bit set), and the walk
+// then reads only the other tokens. A first byte no stack takes skips every
+// token that starts with it.
 #pragma once
 
 #include <stddef.h>
@@ -38,13 +42,16 @@ struct GNode {
   uint32_t pos;      // word of the image: the element this stack matches next
   uint32_t parent;   // node below, kGNil at the bottom
   uint32_t partial;  // UTF-8 character being read at a class: 0, or
-                     // (total bytes << 26) | (bytes left << 24) | bits so far
+                     // (total bytes << 26) | (bytes left << 24) | bits so far,
+                     // or kGPartialFree | (bytes left << 24) when every
+                     // completion is a character of the class
   uint32_t depth;    // nodes in the chain, this one included
 };
 constexpr uint32_t kGNil = 0xFFFFFFFFu;
 constexpr uint32_t kGKnownMax = 128;            // states a mask walk remembers
 constexpr uint16_t kGNextUnknown = 0xFFFF, kGNextDead = 0xFFFE;
 constexpr uint32_t kGDone = 0xFFFFFFFEu;  // a head: the start rule is complete
+constexpr uint32_t kGPartialFree = 1u << 31;
 
 // A state: heads [h0, h0 + n) of Matcher::head.
 struct GState {
@@ -53,17 +60,35 @@ struct GState {
 
 // One token of the vocabulary index.
 struct VocabEntry {
-  const uint8_t *text;
-  uint16_t len;
-  uint16_t lcp;  // bytes shared with the previous entry's text
-  int32_t id;
+  const uint8_t *sfx;  // text[lcp..len): the bytes after the shared prefix
+  uint16_t len;        // of the whole text
+  uint16_t lcp;        // bytes shared with the previous entry's text
+  uint32_t id : 31;
+  uint32_t plain : 1;  // every byte of sfx is printable ASCII other than " and \ (kGPlain)
+};
+
+// The bytes a "plain" suffix is made of: printable ASCII except the quote
+// and the backslash, which is what the text inside a JSON string, or any
+// loop over a negated class, repeats without leaving its state.
+inline bool gb_plain_byte(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
+
+// Tokens sorted by text, for the mask walk.
+struct VocabList {
+  VocabEntry *e = nullptr;   // (n) sorted by text bytes
+  uint32_t n = 0;
+  uint32_t first[257] = {};  // entries whose text starts with byte b: [first[b], first[b + 1])
 };
 
 struct VocabIndex {
-  VocabEntry *e = nullptr;  // (n) sorted by text bytes
-  uint32_t n = 0;
-  uint32_t max_len = 0;     // longest text
-  int32_t *eog = nullptr;   // (n_eog) end-of-generation tokens
+  VocabList all;             // every token with text (control tokens have none)
+  VocabList rest;            // those whose text is not all plain bytes; their
+                             // suffixes point into the tokenizer's texts
+  uint8_t *sfx = nullptr;    // all's suffixes back to back, in order (the
+                             // walk reads them front to back)
+  uint32_t *plain = nullptr; // (vocab / 32 + 1) bits: tokens whose text is all plain bytes
+  uint32_t n_plain = 0;
+  uint32_t max_len = 0;      // longest text
+  int32_t *eog = nullptr;    // (n_eog) end-of-generation tokens
   uint32_t n_eog = 0;
 };
 
@@ -92,6 +117,8 @@ struct Matcher {
     uint64_t hash;
   } *known = nullptr;        // (kGKnownMax)
   uint16_t *next = nullptr;  // (kGKnownMax, 256) a known state's number, kGNextUnknown or kGNextDead
+  uint8_t *plain_loop = nullptr;  // (kGKnownMax) 0 unknown, 1: every plain byte leads the state to itself, 2: not
+  uint16_t *kst = nullptr;        // (level_cap) the memo walk's known state per byte depth
   uint32_t n_known = 0;
   GState cur;                // the committed state: heads [0, n), nodes [0, base_nodes)
   uint32_t base_nodes = 0;
