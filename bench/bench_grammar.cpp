@@ -26,9 +26,9 @@ int usage() {
   fprintf(stderr,
           "usage: gearbx-bench-grammar -m MODEL (--grammar FILE | --json-schema FILE) [--prompt TEXT]\n"
           "                            [--tokens N] [--reps R] [--threads T] [--temp T] [--load map|copy]\n"
-          "                            [--json FILE]\n"
+          "                            [--seed S] [--json FILE]\n"
           "  --tokens N   most tokens per generation (default 64)\n"
-          "  --reps R     generations with and without the grammar, each seed once (default 5)\n");
+          "  --reps R     generations with and without the grammar, seeds S, S+1, ... (default 5, S 1000)\n");
   return 1;
 }
 
@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
   const char *model = nullptr, *gpath = nullptr, *spath = nullptr, *json = nullptr;
   std::string prompt = "Write a JSON object describing a person:";
   uint32_t tokens = 64, reps = 5, threads = 1;
+  uint64_t seed0 = 1000;
   float temp = 1.0f;
   gb_model_load load = GB_MODEL_LOAD_COPY;
   for (int i = 1; i < argc; i++) {
@@ -106,6 +107,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--reps")) reps = (uint32_t)atoi(v);
     else if (!strcmp(o, "--threads")) threads = (uint32_t)atoi(v);
     else if (!strcmp(o, "--temp")) temp = (float)atof(v);
+    else if (!strcmp(o, "--seed")) seed0 = strtoull(v, nullptr, 10);
     else if (!strcmp(o, "--json")) json = v;
     else if (!strcmp(o, "--load")) load = strcmp(v, "map") ? GB_MODEL_LOAD_COPY : GB_MODEL_LOAD_MAP;
     else return usage();
@@ -141,17 +143,22 @@ int main(int argc, char **argv) {
 
   // Interleaved: each seed without, then with the grammar.
   std::vector<double> free_us, gram_us, mask_us, allowed;
-  uint32_t complete = 0, free_complete = 0;
+  uint32_t complete = 0, free_complete = 0, at_limit = 0, invalid = 0;
   for (uint32_t r = 0; r < reps; r++) {
     Gen a, b;
-    if (!generate(m, nullptr, ids, tokens, 1000 + r, threads, temp, &a)) return fprintf(stderr, "generation failed\n"), 1;
-    if (!generate(m, g, ids, tokens, 1000 + r, threads, temp, &b)) return fprintf(stderr, "generation failed\n"), 1;
+    if (!generate(m, nullptr, ids, tokens, seed0 + r, threads, temp, &a)) return fprintf(stderr, "generation failed\n"), 1;
+    if (!generate(m, g, ids, tokens, seed0 + r, threads, temp, &b)) return fprintf(stderr, "generation failed\n"), 1;
     free_us.insert(free_us.end(), a.step_us.begin(), a.step_us.end());
     gram_us.insert(gram_us.end(), b.step_us.begin(), b.step_us.end());
     mask_us.insert(mask_us.end(), b.mask_us.begin(), b.mask_us.end());
     allowed.insert(allowed.end(), b.allowed.begin(), b.allowed.end());
     gb_grammar_match_result res;
-    if (b.eog && gb_grammar_match(g, b.text.data(), b.text.size(), &res) == GB_OK && res == GB_GRAMMAR_MATCH_COMPLETE) complete++;
+    // Constrained: complete when it ended; otherwise the token limit cut a
+    // valid prefix. Anything else would be a bug.
+    if (gb_grammar_match(g, b.text.data(), b.text.size(), &res) != GB_OK) res = GB_GRAMMAR_MATCH_NONE;
+    if (b.eog && res == GB_GRAMMAR_MATCH_COMPLETE) complete++;
+    else if (!b.eog && res != GB_GRAMMAR_MATCH_NONE) at_limit++;
+    else invalid++;
     if (gb_grammar_match(g, a.text.data(), a.text.size(), &res) == GB_OK && res == GB_GRAMMAR_MATCH_COMPLETE) free_complete++;
   }
   const double step = gbbench::median(free_us), gstep = gbbench::median(gram_us), mask = gbbench::median(mask_us);
@@ -162,19 +169,20 @@ int main(int argc, char **argv) {
   allowed_mean /= allowed.empty() ? 1 : (double)allowed.size();
   printf("model %s (vocab %u), grammar %s, %u threads, %u generations of up to %u tokens each way, T = %.2f\n\n", model,
          mi.vocab_size, gpath ? gpath : spath, threads, reps, tokens, (double)temp);
-  printf("| step us (free) | step us (grammar) | mask us median | mask us mean | mask / step | allowed tokens (mean) | complete | free complete |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  printf("| %.0f | %.0f | %.1f | %.1f | %.2f %% | %.0f | %u / %u | %u / %u |\n", step, gstep, mask, mask_mean,
-         100.0 * mask / step, allowed_mean, complete, reps, free_complete, reps);
+  printf("| step us (free) | step us (grammar) | mask us median | mask us mean | mask / step | allowed tokens (mean) | complete | cut at the limit | invalid | free complete |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| %.0f | %.0f | %.1f | %.1f | %.2f %% | %.0f | %u / %u | %u | %u | %u / %u |\n", step, gstep, mask, mask_mean,
+         100.0 * mask / step, allowed_mean, complete, reps, at_limit, invalid, free_complete, reps);
   if (json) {
     FILE *f = fopen(json, "w");
     if (!f) return 1;
     fprintf(f,
             "[{\"model\": %s, \"vocab\": %u, \"grammar\": %s, \"threads\": %u, \"tokens\": %u, \"reps\": %u, "
             "\"step_us\": %.1f, \"step_grammar_us\": %.1f, \"mask_us\": %.2f, \"mask_mean_us\": %.2f, \"mask_share\": %.5f, "
-            "\"allowed_mean\": %.1f, \"complete\": %u, \"free_complete\": %u, \"steps\": %zu}]\n",
+            "\"allowed_mean\": %.1f, \"complete\": %u, \"at_limit\": %u, \"invalid\": %u, \"free_complete\": %u, \"steps\": %zu}]\n",
             gbbench::json_str(model).c_str(), mi.vocab_size, gbbench::json_str(gpath ? gpath : spath).c_str(), threads, tokens,
-            reps, step, gstep, mask, mask_mean, mask / step, allowed_mean, complete, free_complete, mask_us.size());
+            reps, step, gstep, mask, mask_mean, mask / step, allowed_mean, complete, at_limit, invalid, free_complete,
+            mask_us.size());
     fclose(f);
   }
   gb_model_close(m);

@@ -53,6 +53,14 @@ gb_status check_handle(const void *h, HandleKind want, const char *fn);
 // than GB_ERR_BUFFER_TOO_SMALL (the size query) gets the line "fn: what"
 // (what: NULL for the status's description) through the default sink.
 gb_status api_result(const char *fn, gb_status st, const char *what = nullptr);
+// The memory an object with a lifetime is carved from: the caller's `mem`
+// (at least `need` bytes, `align`-aligned: else GB_ERR_ALIGNMENT or
+// GB_ERR_ARENA_TOO_SMALL, logged naming `what`), or, when mem is NULL, need
+// bytes obtained once from the port (GB_ERR_OUT_OF_MEMORY). *owned: the
+// library obtained it (and frees it with the object).
+gb_status obtain_memory(const Logger &log, const char *what, void *mem, size_t mem_bytes, size_t need, size_t align,
+                        void **out, bool *owned);
+
 // A required argument missing: GB_ERR_NULL_POINTER and "fn: what is NULL".
 gb_status null_arg(const Logger &log, const char *fn, const char *what);
 

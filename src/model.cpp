@@ -463,17 +463,8 @@ gb_status verify_section(const gb_model &m, const SectionRef &s) {
 }
 
 gb_status model_mem(const gb_model_options &opt, size_t bytes, const Logger &log, void **mem) {
-  if (opt.mem) {
-    GB_RETURN_IF((uintptr_t)opt.mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "model options: mem must be %zu-byte aligned",
-                 (size_t)Arena::kAlign);
-    GB_RETURN_IF(opt.mem_bytes < bytes, log, GB_ERR_ARENA_TOO_SMALL, "model options: mem_bytes %zu < the %zu bytes needed",
-                 opt.mem_bytes, bytes);
-    *mem = opt.mem;
-    return GB_OK;
-  }
-  *mem = gb_port_aligned_alloc(bytes, Arena::kAlign);
-  GB_RETURN_IF(!*mem, log, GB_ERR_OUT_OF_MEMORY, "model: cannot obtain %zu bytes for model metadata", bytes);
-  return GB_OK;
+  bool owned;
+  return obtain_memory(log, "model options (mem)", opt.mem, opt.mem_bytes, bytes, Arena::kAlign, mem, &owned);
 }
 
 void model_count_params(gb_model *m) {

@@ -511,16 +511,8 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   const size_t need = counter.used();
   GB_TRY(check_budget(m, o, need, kvp.pool_bytes, log));
   bool owns = false;
-  if (mem) {
-    GB_RETURN_IF((uintptr_t)mem % Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "gb_session_create: memory must be 64-byte aligned");
-    GB_RETURN_IF(mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "gb_session_create: %zu bytes given, %zu needed", mem_bytes,
-                 need);
-  } else {
-    mem = gb_port_aligned_alloc(need, Arena::kAlign);
-    GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gb_session_create: cannot obtain %zu bytes", need);
-    mem_bytes = need;
-    owns = true;
-  }
+  GB_TRY(obtain_memory(log, "gb_session_create", mem, mem_bytes, need, Arena::kAlign, &mem, &owns));
+  if (owns) mem_bytes = need;
   Arena arena(mem, mem_bytes);
   gb_session *s = carve(arena, m, o, kvp);
   s->model = m;

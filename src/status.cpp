@@ -148,3 +148,22 @@ gb_status fail(const Logger &log, gb_status s, const char *fmt, ...) {
 }
 
 }  // namespace gb
+
+namespace gb {
+
+gb_status obtain_memory(const Logger &log, const char *what, void *mem, size_t mem_bytes, size_t need, size_t align,
+                        void **out, bool *owned) {
+  if (mem) {
+    GB_RETURN_IF((uintptr_t)mem % align != 0, log, GB_ERR_ALIGNMENT, "%s: memory must be %zu-byte aligned", what, align);
+    GB_RETURN_IF(mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "%s: %zu bytes given, %zu needed", what, mem_bytes, need);
+    *out = mem;
+    *owned = false;
+    return GB_OK;
+  }
+  *out = gb_port_aligned_alloc(need, align > 64 ? align : 64);
+  GB_RETURN_IF(!*out, log, GB_ERR_OUT_OF_MEMORY, "%s: cannot obtain %zu bytes", what, need);
+  *owned = true;
+  return GB_OK;
+}
+
+}  // namespace gb

@@ -365,8 +365,13 @@ TEST(JsonSchema, AnyValue) {
 
 TEST(JsonSchema, WhitespaceIsBounded) {
   Schema s(R"({"type": "array", "items": {"type": "integer"}})");
-  EXPECT_TRUE(s.accepts("[" + std::string(20, ' ') + "1]"));
-  EXPECT_FALSE(s.accepts("[" + std::string(21, ' ') + "1]"));
+  // Nothing, one space, or a line break and up to 20 blanks of indentation:
+  // a small model cannot spend its tokens on white space.
+  EXPECT_TRUE(s.accepts("[1, 2]"));
+  EXPECT_TRUE(s.accepts("[\n" + std::string(20, ' ') + "1,\n\t2\n]"));
+  EXPECT_FALSE(s.accepts("[\n" + std::string(21, ' ') + "1]"));
+  EXPECT_FALSE(s.accepts("[  1]"));
+  EXPECT_FALSE(s.accepts("[\n\n1]"));
   EXPECT_FALSE(s.accepts(" [1]"));  // none around the value
 }
 

@@ -82,15 +82,8 @@ extern "C" gb_status gb_grammar_create(const char *text, size_t len, const gb_gr
   size_t words = 0, need = 0;
   GB_TRY(size_of(text, len, o, log, "gb_grammar_create", &words, &need));
   bool owned = false;
-  if (mem) {
-    GB_RETURN_IF((uintptr_t)mem % 8 != 0, log, GB_ERR_ALIGNMENT, "gb_grammar_create: memory must be 8-byte aligned");
-    GB_RETURN_IF(mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "gb_grammar_create: %zu bytes given, %zu needed", mem_bytes, need);
-  } else {
-    mem = gb_port_aligned_alloc(need, Arena::kAlign);
-    GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "gb_grammar_create: cannot obtain %zu bytes", need);
-    mem_bytes = need;
-    owned = true;
-  }
+  GB_TRY(obtain_memory(log, "gb_grammar_create", mem, mem_bytes, need, 8, &mem, &owned));
+  if (owned) mem_bytes = need;
   Arena arena(mem, mem_bytes);
   gb_grammar *g = carve(arena, words, o);
   size_t image = 0;

@@ -24,7 +24,8 @@
 // `json-*`.
 //
 // What the grammar accepts:
-//   - whitespace: `ws` (at most 20 of space, tab, newline) after '{', '[',
+//   - whitespace: `ws` (nothing, one space, or a line break and at most 20
+//     spaces or tabs: a small model cannot spend its tokens on it) after '{', '[',
 //     ':' and ',' and after every member value or element; none before or
 //     after the whole value;
 //   - strings: any character but '"', '\' and controls, or the JSON escapes;
@@ -613,7 +614,7 @@ struct PrimDef {
 // The integer part of every number: at most 15 digits, so that a model
 // cannot write digits forever; fractions at most 15 digits, exponents 3.
 const PrimDef kPrims[kPCount] = {
-    {"ws", "[ \\t\\n]{0,20}", 0},
+    {"ws", "(\" \" | \"\\n\" [ \\t]{0,20})?", 0},
     {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})", 0},
     {"json-string", "\"\\\"\" json-char* \"\\\"\"", bit(kPChar)},
     {"json-integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,14})", 0},

@@ -107,16 +107,9 @@ extern "C" gb_status gb_tokenizer_open_memory(const void *image, size_t size, co
   counter.array<gb_tokenizer>(1);
   counter.alloc(tables_bytes, 8);
   const size_t need = counter.used();
-  void *mem = o.mem;
-  if (mem) {
-    GB_RETURN_IF((uintptr_t)mem % gb::Arena::kAlign != 0, log, GB_ERR_ALIGNMENT, "tokenizer options: mem must be %zu-byte aligned",
-                 (size_t)gb::Arena::kAlign);
-    GB_RETURN_IF(o.mem_bytes < need, log, GB_ERR_ARENA_TOO_SMALL, "tokenizer options: mem_bytes %zu < the %zu bytes needed",
-                 o.mem_bytes, need);
-  } else {
-    mem = gb_port_aligned_alloc(need, gb::Arena::kAlign);
-    GB_RETURN_IF(!mem, log, GB_ERR_OUT_OF_MEMORY, "tokenizer: cannot obtain %zu bytes", need);
-  }
+  void *mem = nullptr;
+  bool owned;
+  GB_TRY(gb::obtain_memory(log, "tokenizer options (mem)", o.mem, o.mem_bytes, need, gb::Arena::kAlign, &mem, &owned));
   gb::Arena arena(mem, need);
   gb_tokenizer *t = new (arena.array<gb_tokenizer>(1)) gb_tokenizer();
   void *tables = arena.alloc(tables_bytes, 8);

@@ -236,79 +236,6 @@ def json_schema_to_grammar(schema) -> str:
     return buf.raw[: n.value].decode("utf-8")
 
 
-class Grammar:
-    """A compiled GBNF grammar (gb_grammar_create): Grammar(text) or
-    Grammar.from_json_schema(schema). root: the start rule ("root").
-    Sessions copy it (Session.set_grammar, Session.generate(grammar=...),
-    Model.session(grammar=...)); match() validates text against it. Raises
-    GearbxError (GB_ERR_SYNTAX, GB_ERR_UNSUPPORTED_FEATURE, with the line and
-    column in .detail) for a grammar it cannot compile."""
-
-    def __init__(self, text, root: str = "root", *, max_stacks: int | None = None, max_depth: int | None = None):
-        self._h = None
-        self._sink = _LogSink(None)
-        data = _cstr(text, "grammar text")
-        self._root = _cstr(root, "root")  # read during the call only; kept for clarity
-        lib = _capi.lib()
-        self._lib = lib
-        o = _capi.gb_grammar_options()
-        lib.gb_grammar_options_init(_c.byref(o))
-        o.root = self._root
-        o.log = self._sink.cfn
-        if max_stacks is not None:
-            o.max_stacks = max_stacks
-        if max_depth is not None:
-            o.max_depth = max_depth
-        h = _c.c_void_p()
-        self._sink.clear()
-        _check(lib.gb_grammar_create(data, len(data), _c.byref(o), None, 0, _c.byref(h)), "gb_grammar_create", self._sink)
-        self._h = h
-        self.text = data.decode("utf-8", "replace")
-
-    @classmethod
-    def from_json_schema(cls, schema, **kw) -> "Grammar":
-        """The grammar of JSON texts a JSON Schema accepts (str, bytes or dict)."""
-        return cls(json_schema_to_grammar(schema), **kw)
-
-    def _handle(self):
-        if self._h is None:
-            raise ClosedError("gearbx.Grammar")
-        return self._h
-
-    @property
-    def image_bytes(self) -> int:
-        """Bytes of the compiled image (what a session's grammar_max_bytes must hold)."""
-        n = _c.c_size_t()
-        _check(self._lib.gb_grammar_image_size(self._handle(), _c.byref(n)), "gb_grammar_image_size")
-        return n.value
-
-    def match(self, text) -> str:
-        """"complete" (text is a string of the grammar), "prefix" (it can be
-        continued into one) or "none" (gb_grammar_match)."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        r = _c.c_int()
-        self._sink.clear()
-        _check(self._lib.gb_grammar_match(self._handle(), data, len(data), _c.byref(r)), "gb_grammar_match", self._sink)
-        return {0: "none", 1: "prefix", 2: "complete"}[r.value]
-
-    def close(self) -> None:
-        if self._h is not None:
-            self._lib.gb_grammar_destroy(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
 def apply_chat_template(template, messages: Iterable, add_assistant: bool = True) -> str:
     """Render chat messages with a built-in template (gb_chat_apply).
 
@@ -604,6 +531,68 @@ class _Closable:
             self.close()
         except Exception:
             pass
+
+
+class Grammar(_Closable):
+    """A compiled GBNF grammar (gb_grammar_create): Grammar(text) or
+    Grammar.from_json_schema(schema). root: the start rule ("root").
+    Sessions copy it (Session.set_grammar, Session.generate(grammar=...),
+    Model.session(grammar=...)); match() validates text against it. Raises
+    GearbxError (GB_ERR_SYNTAX, GB_ERR_UNSUPPORTED_FEATURE, with the line and
+    column in .detail) for a grammar it cannot compile."""
+
+    def __init__(self, text, root: str = "root", *, max_stacks: int | None = None, max_depth: int | None = None):
+        self._h = None
+        self._sink = _LogSink(None)
+        data = _cstr(text, "grammar text")
+        self._root = _cstr(root, "root")  # read during the call only; kept for clarity
+        lib = _capi.lib()
+        self._lib = lib
+        o = _capi.gb_grammar_options()
+        lib.gb_grammar_options_init(_c.byref(o))
+        o.root = self._root
+        o.log = self._sink.cfn
+        if max_stacks is not None:
+            o.max_stacks = max_stacks
+        if max_depth is not None:
+            o.max_depth = max_depth
+        h = _c.c_void_p()
+        self._sink.clear()
+        _check(lib.gb_grammar_create(data, len(data), _c.byref(o), None, 0, _c.byref(h)), "gb_grammar_create", self._sink)
+        self._h = h
+        self.text = data.decode("utf-8", "replace")
+
+    @classmethod
+    def from_json_schema(cls, schema, **kw) -> "Grammar":
+        """The grammar of JSON texts a JSON Schema accepts (str, bytes or dict)."""
+        return cls(json_schema_to_grammar(schema), **kw)
+
+    def _handle(self):
+        if self._h is None:
+            raise ClosedError("gearbx.Grammar")
+        return self._h
+
+    @property
+    def image_bytes(self) -> int:
+        """Bytes of the compiled image (what a session's grammar_max_bytes must hold)."""
+        n = _c.c_size_t()
+        _check(self._lib.gb_grammar_image_size(self._handle(), _c.byref(n)), "gb_grammar_image_size")
+        return n.value
+
+    def match(self, text) -> str:
+        """"complete" (text is a string of the grammar), "prefix" (it can be
+        continued into one) or "none" (gb_grammar_match)."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        r = _c.c_int()
+        self._sink.clear()
+        _check(self._lib.gb_grammar_match(self._handle(), data, len(data), _c.byref(r)), "gb_grammar_match", self._sink)
+        return {0: "none", 1: "prefix", 2: "complete"}[r.value]
+
+    def close(self) -> None:
+        if self._h is not None:
+            self._lib.gb_grammar_destroy(self._h)
+            self._h = None
+
 
 
 class Model(_Closable):
