@@ -178,7 +178,6 @@ gb_status constraint_set(Constraint *c, const uint32_t *img, size_t words, const
 
 gb_status constraint_restart(Constraint *c) {
   if (!c->reserved) return GB_OK;
-  c->masks = 0;
   c->mask_ns = 0;
   return matcher_start(&c->m, c->on ? c->image : nullptr);
 }
@@ -187,7 +186,6 @@ gb_status constraint_mask(Constraint *c, GState st, uint32_t vocab, uint32_t row
   const uint64_t t0 = gb_port_now_ns();
   GB_TRY(matcher_mask(&c->m, st, c->vi, vocab, c->allowed + (size_t)row * c->row_words, &c->n_allowed));
   c->mask_ns += gb_port_now_ns() - t0;
-  c->masks++;
   return c->n_allowed == 0 ? GB_ERR_GRAMMAR_NO_TOKEN : GB_OK;
 }
 

@@ -28,7 +28,6 @@ struct Constraint {
   GState *st = nullptr;         // (rows) a speculative round's states
   uint32_t n_allowed = 0;
   uint64_t mask_ns = 0;         // time spent on masks since creation / reset
-  uint64_t masks = 0;
 };
 // What a saved session state holds of it (state.cpp): every field once, in
 // order; SAVE written and restored, MATCH configuration a state must have
@@ -36,7 +35,7 @@ struct Constraint {
 // part's own code in state.cpp writes, SKIP not part of the state.
 #define GB_CONSTRAINT_FIELDS(F)                                                                                    \
   F(MATCH, reserved) F(OWN, image) F(SKIP, room) F(OWN, words) F(OWN, on) F(OWN, m) F(SKIP, vi) F(SKIP, tk) F(SKIP, allowed) F(SKIP, rows) F(SKIP, row_words) F(SKIP, st) \
-  F(SKIP, n_allowed) F(SKIP, mask_ns) F(SKIP, masks)
+  F(SKIP, n_allowed) F(SKIP, mask_ns)
 
 // Check the grammar options (logging the one at fault).
 gb_status constraint_validate(const SessionConfig &o, const Logger &log);

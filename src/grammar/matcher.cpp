@@ -347,7 +347,7 @@ gb_status mask_plain(Matcher *m, GState st, const VocabList &vi, uint32_t vocab_
   memset(allowed, 0, ((size_t)vocab_size + 31) / 32 * sizeof(uint32_t));
   uint32_t count = 0;
   const uint32_t node0 = m->node_top, head0 = m->head_top;
-  m->level[0] = Matcher::Level{st, node0, head0, kGNil};
+  m->level[0] = Matcher::Level{st, node0, head0};
   uint32_t cur = 0;                // states known for depths 0..cur of the current text
   uint32_t dead = 0xFFFFFFFFu;     // a depth <= cur whose state is empty
   for (uint32_t i = 0; i < vi.n; i++) {
@@ -367,7 +367,7 @@ gb_status mask_plain(Matcher *m, GState st, const VocabList &vi, uint32_t vocab_
         return s;
       }
       cur++;
-      m->level[cur] = Matcher::Level{ns, m->node_top, m->head_top, kGNil};
+      m->level[cur] = Matcher::Level{ns, m->node_top, m->head_top};
       if (ns.n == 0) {
         dead = cur;
         break;

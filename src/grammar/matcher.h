@@ -105,7 +105,6 @@ struct Matcher {
   struct Level {
     GState st;
     uint32_t node_top, head_top;
-    uint32_t known;          // its number among the known states, kGNil if none
   } *level = nullptr;        // (level_cap) the mask walk's state per byte depth
   uint32_t level_cap = 0;
   uint32_t max_stacks = 0, max_depth = 0;
