@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define GB_VERSION_MAJOR 0
-#define GB_VERSION_MINOR 4
+#define GB_VERSION_MINOR 5
 #define GB_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define GB_VERSION_NUMBER (GB_VERSION_MAJOR * 10000 + GB_VERSION_MINOR * 100 + GB_VERSION_PATCH)
@@ -986,12 +986,21 @@ typedef enum gb_chat_template {
   GB_CHAT_TEMPLATE_PHI4 = 11,  /* "phi4": <|im_start|>role<|im_sep|>..<|im_end|> (Phi-4) */
   GB_CHAT_TEMPLATE_SMOLLM3 = 12, /* "smollm3": ChatML behind SmolLM3's metadata system turn
                                     ("Reasoning Mode: /think" or "/no_think") */
+  GB_CHAT_TEMPLATE_LLAMA31 = 13, /* "llama3.1": Llama 3.1 / 3.2 / 3.3: llama3 with a system
+                                    turn that always carries the knowledge and today's
+                                    date (gb_chat_options.date) */
   GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
 } gb_chat_template;
 
-/* One message: role is "system", "user" or "assistant" (exact spelling);
- * both strings NUL-terminated UTF-8, owned by the caller, read only during
- * the call that receives them. */
+/* One message: role is "system", "user", "assistant" or "tool" (exact
+ * spelling); both strings NUL-terminated UTF-8, owned by the caller, read
+ * only during the call that receives them. "tool" (the result of a tool
+ * call, as text) is taken by the templates that have such a turn: qwen2.5,
+ * qwen3 and smollm3 write it inside a user turn (qwen's between
+ * <tool_response> tags, consecutive results in one turn), llama3.1 as an
+ * "ipython" turn holding the text as a JSON string. An assistant turn that
+ * called tools is passed as the text the model wrote, its tool-call markup
+ * included: that is what these templates render for the calls. */
 typedef struct gb_chat_message {
   const char *role;
   const char *content;
@@ -1047,6 +1056,93 @@ gb_status gb_chat_template_detect(const char *text, size_t len, gb_chat_template
  * not allocate. */
 gb_status gb_chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, int add_assistant_prompt,
                         char *buf, size_t cap, size_t *n_out);
+
+/* Since 0.5: rendering with options (gb_chat_apply_ex). */
+typedef struct gb_chat_options {
+  uint32_t struct_size;         /* = sizeof(gb_chat_options)                     */
+  int32_t add_assistant_prompt; /* 0 or 1 (default 1), as in gb_chat_apply       */
+  /* Tool definitions: a JSON array (tools_len bytes, need not be
+   * NUL-terminated) of objects as chat APIs take them, either
+   * {"type": "function", "function": {"name": ..., "description": ...,
+   * "parameters": JSON Schema}} or the inner object alone. Every name is 1-64
+   * characters of [A-Za-z0-9_-]; "parameters", when present, is an object.
+   * NULL: no tools. The templates that define tools render each entry as
+   * written here (re-serialized as Python's json.dumps does): qwen2.5 and
+   * qwen3 in the system turn inside <tools></tools> (no tools block for an
+   * empty array), llama3.1 in the first user turn, indented by 4. */
+  const char *tools;
+  size_t tools_len;
+  /* llama3.1's "Today Date" text (for example "29 Nov 2026": Llama 3.2's
+   * template writes the day of rendering, 3.1's and 3.3's this default).
+   * NULL: "26 Jul 2024". Other templates ignore it. */
+  const char *date;
+  /* 1 (default): the model may reason first; 0: qwen3's assistant prompt
+   * closes an empty <think> block, smollm3 runs in "/no_think" mode unless
+   * the system text says "/think" (their enable_thinking=false). Other
+   * templates ignore it. */
+  int32_t thinking;
+} gb_chat_options;
+
+void gb_chat_options_init(gb_chat_options *opts);
+
+/* gb_chat_apply with options (NULL: the defaults). Errors: those of
+ * gb_chat_apply, GB_ERR_STRUCT_SIZE, GB_ERR_SYNTAX (tools is not JSON:
+ * the log line names the offset), GB_ERR_INVALID_ARGUMENT (tools not an
+ * array of tool objects, a bad name, thinking not 0 or 1, llama3.1 with
+ * tools but no message to carry them), GB_ERR_UNSUPPORTED_FEATURE (tools
+ * for a template that defines none). Thread-safe; does not allocate. */
+gb_status gb_chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t n, const gb_chat_options *opts,
+                           char *buf, size_t cap, size_t *n_out);
+
+/* ---- tool calls ---- */
+
+/* One call found by gb_tool_calls_parse: offsets into the parsed text. The
+ * name is the JSON string's content (names have no escapes); arguments is
+ * the JSON object text as the model wrote it. */
+typedef struct gb_tool_call {
+  size_t name_offset, name_len;
+  size_t arguments_offset, arguments_len;
+} gb_tool_call;
+
+/* The tool calls in an assistant reply `text` (len bytes) written in the
+ * format of template t: qwen2.5 and qwen3, one or more
+ * "<tool_call>" {"name": NAME, "arguments": {...}} "</tool_call>" blocks
+ * (any JSON white space inside the tags, line breaks between blocks);
+ * llama3.1, a reply that is (after an optional "<|python_tag|>" and white
+ * space) one JSON object {"name": NAME, "parameters": {...}} ("arguments"
+ * also taken), or several separated by ';'. The text before the first call
+ * is the reply's content: *content_len receives its length (len when there
+ * is no call). A reply with no call is not an error: *n_calls = 0. On
+ * GB_ERR_BUFFER_TOO_SMALL *n_calls receives the number of calls and nothing
+ * is written. Errors: GB_ERR_NULL_POINTER, GB_ERR_SYNTAX (a call that is not
+ * well-formed: the log line names the offset), GB_ERR_UNSUPPORTED_FEATURE
+ * (a template without tool calls). Thread-safe; does not allocate. */
+gb_status gb_tool_calls_parse(gb_chat_template t, const char *text, size_t len, gb_tool_call *calls, size_t cap,
+                              size_t *n_calls, size_t *content_len);
+
+/* How gb_grammar_from_tools constrains a reply. */
+typedef enum gb_tool_choice {
+  GB_TOOL_CHOICE_REQUIRED = 0, /* the reply is one or more tool calls */
+  GB_TOOL_CHOICE_AUTO = 1,     /* a tool call, or a text reply that does not start
+                                  with the call format's first character ('<' for
+                                  qwen, '{' for llama3.1) */
+  GB_TOOL_CHOICE_MAX_ENUM = 0x7fffffff
+} gb_tool_choice;
+
+/* GBNF text (for gb_grammar_create) whose start rule "root" matches the
+ * tool calls of template t (qwen2.5, qwen3, llama3.1) for the tools (the
+ * JSON array described at gb_chat_options.tools): each call names one of
+ * the tools and its arguments match that tool's "parameters" schema, as
+ * gb_grammar_from_json_schema converts it (no "parameters": any object);
+ * the call is written exactly as the template writes a call in the
+ * conversation. max_calls (>= 1) bounds the calls in one reply (llama3.1: 1
+ * only). Output, statuses and sizes as gb_grammar_from_json_schema; also
+ * GB_ERR_INVALID_ARGUMENT (an empty tools array, max_calls 0 or > 1 for
+ * llama3.1, an unknown tool_choice), GB_ERR_UNSUPPORTED_FEATURE (a template
+ * without tool calls, or a schema keyword the converter does not take: the
+ * log line names the tool). Thread-safe; does not allocate. */
+gb_status gb_grammar_from_tools(gb_chat_template t, const char *tools, size_t tools_len, gb_tool_choice choice,
+                                uint32_t max_calls, char *buf, size_t cap, size_t *n_out);
 
 /* The strings that end the assistant's turn for template t (stop generating
  * when the output ends with one of them): e.g. "<|eot_id|>" for llama3,

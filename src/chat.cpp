@@ -9,12 +9,16 @@
 // capacity, once writing, so the size and the text cannot disagree.
 #include "chat.h"
 
+#include <stddef.h>
 #include <string.h>
+
+#include "json_text.h"
+#include "tools.h"
 
 namespace gb {
 namespace {
 
-enum Role { kSystem, kUser, kAssistant };
+enum Role { kSystem, kUser, kAssistant, kTool };
 
 struct Span {
   const char *p;
@@ -22,15 +26,10 @@ struct Span {
 };
 
 // Counts every byte; copies only in the writing pass (buf != nullptr).
-struct Out {
-  char *buf = nullptr;
-  size_t n = 0;
-  void put(const char *p, size_t len) {
-    if (buf) memcpy(buf + n, p, len);
-    n += len;
-  }
-  void put(const char *s) { put(s, strlen(s)); }
-  void put(Span s) { put(s.p, s.n); }
+struct Out : TextOut {
+  using TextOut::put;
+  void put(const char *s) { TextOut::put(s); }
+  void put(Span s) { TextOut::put(s.p, s.n); }
 };
 
 // ---- str.strip(): Python's notion of white space --------------------------
@@ -153,6 +152,12 @@ Span span_of(const char *s) { return Span{s, strlen(s)}; }
 // assistant, user, ...
 bool alternates(gb_chat_template t) { return t == GB_CHAT_TEMPLATE_LLAMA2 || t == GB_CHAT_TEMPLATE_GEMMA; }
 
+// Templates with a turn for a tool's result.
+bool has_tool_role(gb_chat_template t) {
+  return t == GB_CHAT_TEMPLATE_QWEN25 || t == GB_CHAT_TEMPLATE_QWEN3 || t == GB_CHAT_TEMPLATE_SMOLLM3 ||
+         t == GB_CHAT_TEMPLATE_LLAMA31;
+}
+
 gb_status check_messages(gb_chat_template t, const gb_chat_message *msgs, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (!msgs[i].role || !msgs[i].content) return GB_ERR_NULL_POINTER;
@@ -164,6 +169,8 @@ gb_status check_messages(gb_chat_template t, const gb_chat_message *msgs, size_t
       role = kUser;
     } else if (strcmp(r, "assistant") == 0) {
       role = kAssistant;
+    } else if (strcmp(r, "tool") == 0 && has_tool_role(t)) {
+      role = kTool;
     } else {
       return GB_ERR_INVALID_ARGUMENT;
     }
@@ -180,10 +187,18 @@ gb_status check_messages(gb_chat_template t, const gb_chat_message *msgs, size_t
 Msg msg_at(const gb_chat_message *msgs, size_t i) {
   Msg m;
   m.role_name = span_of(msgs[i].role);
-  m.role = m.role_name.p[0] == 's' ? kSystem : m.role_name.p[0] == 'u' ? kUser : kAssistant;
+  const char c = m.role_name.p[0];
+  m.role = c == 's' ? kSystem : c == 'u' ? kUser : c == 't' ? kTool : kAssistant;
   m.text = span_of(msgs[i].content);
   return m;
 }
+
+// What gb_chat_options adds to the messages.
+struct Extra {
+  const JsonDoc *tools = nullptr;  // checked; nullptr: none
+  Span date{"26 Jul 2024", 11};
+  bool thinking = true;
+};
 
 // ---- renderers ----------------------------------------------------------------
 
@@ -241,6 +256,52 @@ void render_llama3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
     o.put(m.role_name);
     o.put("<|end_header_id|>\n\n");
     put_stripped(o, m.text);
+    o.put("<|eot_id|>");
+  }
+  if (gen) o.put("<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+// Llama 3.1 / 3.2 / 3.3: BOS text; a system turn that always carries the
+// knowledge date, today's date and the (trimmed) system text, with
+// "Environment: ipython" first when tools are given; the tools, with
+// instructions, open the first message after it (its text trimmed, written
+// as a user turn whatever its role); then llama3's turns, a tool result as
+// an "ipython" turn holding the text as a JSON string (the template's
+// tojson of a string).
+void render_llama31(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
+  o.put("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n");
+  if (x.tools) o.put("Environment: ipython\n");
+  o.put("Cutting Knowledge Date: December 2023\nToday Date: ");
+  o.put(x.date);
+  o.put("\n\n");
+  size_t k = 0;
+  if (msg_at(msgs, 0).role == kSystem) put_stripped(o, msg_at(msgs, k++).text);
+  o.put("<|eot_id|>");
+  if (x.tools) {  // k < n: checked by the caller
+    o.put("<|start_header_id|>user<|end_header_id|>\n\n"
+          "Given the following functions, please respond with a JSON for a function call with its proper "
+          "arguments that best answers the given prompt.\n\n"
+          "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its "
+          "value}.Do not use variables.\n\n");
+    size_t cur = x.tools->root() + 1, v;
+    while (x.tools->next_elem(&cur, &v)) {
+      json_dump_py(*x.tools, v, 4, o);
+      o.put("\n\n");
+    }
+    put_stripped(o, msg_at(msgs, k++).text);
+    o.put("<|eot_id|>");
+  }
+  for (; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role == kTool) {
+      o.put("<|start_header_id|>ipython<|end_header_id|>\n\n");
+      json_dump_py_string(m.text.p, m.text.n, o);
+    } else {
+      o.put("<|start_header_id|>");
+      o.put(m.role_name);
+      o.put("<|end_header_id|>\n\n");
+      put_stripped(o, m.text);
+    }
     o.put("<|eot_id|>");
   }
   if (gen) o.put("<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -334,6 +395,63 @@ Span span_rstrip_nl(Span s) {
   return span_sub(s, 0, e);
 }
 
+const char kQwen2System[] = "You are a helpful assistant.";
+const char kQwen25System[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+// Qwen2.5's and Qwen3's tools block (the end of their system turn): every
+// tool definition as json.dumps writes it, one per line inside <tools>,
+// then the instructions for the call format.
+void put_qwen_tools(Out &o, const JsonDoc &tools) {
+  o.put("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+  size_t cur = tools.root() + 1, v;
+  while (tools.next_elem(&cur, &v)) {
+    o.put("\n");
+    json_dump_py(tools, v, -1, o);
+  }
+  o.put("\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+        "<args-json-object>}\n</tool_call><|im_end|>\n");
+}
+
+bool has_tools(const Extra &x) { return x.tools && x.tools->count(x.tools->root()) > 0; }
+
+// A tool result in Qwen's form: consecutive results share one user turn.
+void put_qwen_tool_turn(Out &o, const gb_chat_message *msgs, size_t n, size_t k) {
+  if (k == 0 || msg_at(msgs, k - 1).role != kTool) o.put("<|im_start|>user");
+  o.put("\n<tool_response>\n");
+  o.put(msg_at(msgs, k).text);
+  o.put("\n</tool_response>");
+  if (k + 1 == n || msg_at(msgs, k + 1).role != kTool) o.put("<|im_end|>\n");
+}
+
+// Qwen2.5: ChatML with its default system message; with tools the system
+// turn (the caller's text or the default) ends with the tools block.
+void render_qwen25(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
+  const bool sys = msg_at(msgs, 0).role == kSystem;
+  o.put("<|im_start|>system\n");
+  o.put(sys ? msg_at(msgs, 0).text : span_of(kQwen25System));
+  if (has_tools(x)) {
+    o.put("\n\n");
+    put_qwen_tools(o, *x.tools);
+  } else {
+    o.put("<|im_end|>\n");
+  }
+  for (size_t k = sys ? 1 : 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role == kTool) {
+      put_qwen_tool_turn(o, msgs, n, k);
+      continue;
+    }
+    o.put("<|im_start|>");
+    o.put(m.role_name);
+    o.put("\n");
+    o.put(m.text);
+    o.put("<|im_end|>\n");
+  }
+  if (gen) o.put("<|im_start|>assistant\n");
+}
+
 // Qwen3: ChatML without a default system message, with reasoning blocks.
 // An assistant text holding "</think>" is split: what follows the last
 // "</think>" (leading newlines dropped) is the answer, what lies between the
@@ -343,14 +461,22 @@ Span span_rstrip_nl(Span s) {
 // "\n</think>\n\n" answer. The generation prompt opens the assistant turn
 // and leaves the model free to think (the template's enable_thinking
 // default).
-void render_qwen3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+void render_qwen3(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
   size_t i = 0;
-  if (msg_at(msgs, 0).role == kSystem) {
+  const bool sys = msg_at(msgs, 0).role == kSystem;
+  if (has_tools(x)) {
+    o.put("<|im_start|>system\n");
+    if (sys) {
+      o.put(msg_at(msgs, 0).text);
+      o.put("\n\n");
+    }
+    put_qwen_tools(o, *x.tools);
+  } else if (sys) {
     o.put("<|im_start|>system\n");
     o.put(msg_at(msgs, 0).text);
     o.put("<|im_end|>\n");
-    i = 1;
   }
+  if (sys) i = 1;
   // The last user message that is not a tool response.
   size_t last_query = n - 1;
   for (size_t k = n; k-- > 0;) {
@@ -364,6 +490,10 @@ void render_qwen3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   }
   for (size_t k = i; k < n; k++) {
     const Msg m = msg_at(msgs, k);
+    if (m.role == kTool) {
+      put_qwen_tool_turn(o, msgs, n, k);
+      continue;
+    }
     if (m.role != kAssistant) {
       o.put(m.role == kUser ? "<|im_start|>user\n" : "<|im_start|>system\n");
       o.put(m.text);
@@ -390,7 +520,7 @@ void render_qwen3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
     }
     o.put("<|im_end|>\n");
   }
-  if (gen) o.put("<|im_start|>assistant\n");
+  if (gen) o.put(x.thinking ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 // SmolLM3: ChatML with a system turn that is always written: a metadata
@@ -476,10 +606,12 @@ bool put_smol_instructions(Out &o, Span s) {
   return true;
 }
 
-void render_smollm3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+void render_smollm3(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
   const bool has_system = msg_at(msgs, 0).role == kSystem;
   const Span sys = has_system ? msg_at(msgs, 0).text : Span{"", 0};
-  const bool think = span_find(sys, "/no_think", false) == sys.n;
+  const bool think = span_find(sys, "/no_think", false) != sys.n  ? false
+                     : span_find(sys, "/think", false) != sys.n ? true
+                                                                  : x.thinking;
   o.put("<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: ");
   o.put(think ? "/think" : "/no_think");
   o.put("\n\n## Custom Instructions\n\n");
@@ -488,7 +620,7 @@ void render_smollm3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   for (size_t k = 0; k < n; k++) {
     const Msg m = msg_at(msgs, k);
     if (m.role == kSystem) continue;
-    if (m.role == kUser) {
+    if (m.role == kUser || m.role == kTool) {
       o.put("<|im_start|>user\n");
       o.put(m.text);
     } else {
@@ -501,23 +633,22 @@ void render_smollm3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   if (gen) o.put(think ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n");
 }
 
-const char kQwen2System[] = "You are a helpful assistant.";
-const char kQwen25System[] = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
-void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
   switch (t) {
     case GB_CHAT_TEMPLATE_LLAMA2: render_llama2(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_LLAMA3: render_llama3(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_CHATML: render_chatml(o, msgs, n, gen, nullptr); break;
     case GB_CHAT_TEMPLATE_QWEN2: render_chatml(o, msgs, n, gen, kQwen2System); break;
-    case GB_CHAT_TEMPLATE_QWEN25: render_chatml(o, msgs, n, gen, kQwen25System); break;
+    case GB_CHAT_TEMPLATE_QWEN25: render_qwen25(o, msgs, n, gen, x); break;
     case GB_CHAT_TEMPLATE_ZEPHYR: render_zephyr(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_PHI3: render_phi3(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_GEMMA: render_gemma(o, msgs, n, gen); break;
-    case GB_CHAT_TEMPLATE_QWEN3: render_qwen3(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_QWEN3: render_qwen3(o, msgs, n, gen, x); break;
     case GB_CHAT_TEMPLATE_PHI4_MINI: render_phi4_mini(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_PHI4: render_phi4(o, msgs, n, gen); break;
-    case GB_CHAT_TEMPLATE_SMOLLM3: render_smollm3(o, msgs, n, gen); break;
+    case GB_CHAT_TEMPLATE_SMOLLM3: render_smollm3(o, msgs, n, gen, x); break;
+    case GB_CHAT_TEMPLATE_LLAMA31: render_llama31(o, msgs, n, gen, x); break;
     default: break;  // rejected by the caller
   }
 }
@@ -531,6 +662,7 @@ struct TemplateInfo {
 
 const char *const kEotLlama2[] = {"</s>", nullptr};
 const char *const kEotLlama3[] = {"<|eot_id|>", "<|end_of_text|>", nullptr};
+const char *const kEotLlama31[] = {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", nullptr};
 const char *const kEotChatml[] = {"<|im_end|>", nullptr};
 const char *const kEotZephyr[] = {"</s>", nullptr};
 const char *const kEotPhi3[] = {"<|end|>", "<|endoftext|>", nullptr};
@@ -554,9 +686,10 @@ const TemplateInfo kTemplates[] = {
     {"phi4-mini", kEotPhi3},   // GB_CHAT_TEMPLATE_PHI4_MINI
     {"phi4", kEotPhi4},        // GB_CHAT_TEMPLATE_PHI4
     {"smollm3", kEotSmol},     // GB_CHAT_TEMPLATE_SMOLLM3
+    {"llama3.1", kEotLlama31}, // GB_CHAT_TEMPLATE_LLAMA31
 };
 constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
-static_assert(kNumTemplates == GB_CHAT_TEMPLATE_SMOLLM3 + 1, "one entry per template");
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_LLAMA31 + 1, "one entry per template");
 
 // The template's table entry, or nullptr for a value outside the enum.
 const TemplateInfo *info_of(gb_chat_template t) {
@@ -620,8 +753,10 @@ gb_status detect(const char *t, size_t n, gb_chat_template *out) {
       id = GB_CHAT_TEMPLATE_CHATML;
     }
   } else if (has(t, n, "<|start_header_id|>") && has(t, n, "<|eot_id|>")) {
-    // Llama 3.1 and later put a dated header into every system turn.
+    // Llama 3.1 and later put a dated header into every system turn; 3.1's
+    // built-in tools (a "Tools:" line, <|python_tag|> calls) are not rendered.
     if (!has(t, n, "Cutting Knowledge Date")) id = GB_CHAT_TEMPLATE_LLAMA3;
+    else if (has(t, n, "Today Date: ") && has(t, n, "tools_in_user_message")) id = GB_CHAT_TEMPLATE_LLAMA31;
   } else if (has(t, n, "<start_of_turn>") && has(t, n, "<end_of_turn>")) {
     id = GB_CHAT_TEMPLATE_GEMMA;
   } else if (has(t, n, "[INST]")) {
@@ -671,27 +806,75 @@ gb_status chat_template_detect(const char *jinja_text, size_t len, gb_chat_templ
   return detect(jinja_text, len, out);
 }
 
-gb_status chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, int add_assistant_prompt,
-                     char *buf, size_t cap, size_t *n_out) {
+namespace {
+
+// Templates whose tool definitions are rendered (and whose calls
+// gb_tool_calls_parse and gb_grammar_from_tools read).
+bool has_tools_block(gb_chat_template t) {
+  return t == GB_CHAT_TEMPLATE_QWEN25 || t == GB_CHAT_TEMPLATE_QWEN3 || t == GB_CHAT_TEMPLATE_LLAMA31;
+}
+
+}  // namespace
+
+gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t n, const gb_chat_options *opts,
+                        char *buf, size_t cap, size_t *n_out, const Logger &log) {
   if (!msgs || !n_out || (!buf && cap > 0)) return GB_ERR_NULL_POINTER;
-  if (!info_of(t) || n == 0 || (add_assistant_prompt != 0 && add_assistant_prompt != 1))
+  gb_chat_options o;
+  chat_options_init(&o);
+  if (opts) {
+    if (opts->struct_size < offsetof(gb_chat_options, tools) || opts->struct_size > sizeof o)
+      return fail(log, GB_ERR_STRUCT_SIZE, "gb_chat_options struct_size %u not supported", opts->struct_size);
+    memcpy(&o, opts, opts->struct_size);
+  }
+  if (!info_of(t) || n == 0 || (o.add_assistant_prompt != 0 && o.add_assistant_prompt != 1) ||
+      (o.thinking != 0 && o.thinking != 1))
     return GB_ERR_INVALID_ARGUMENT;
   GB_TRY(check_messages(t, msgs, n));
-  const bool gen = add_assistant_prompt == 1;
+  Extra x;
+  x.thinking = o.thinking == 1;
+  if (o.date) x.date = span_of(o.date);
+  JsonDoc tools{o.tools, o.tools_len};
+  if (o.tools) {
+    if (!has_tools_block(t))
+      return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "chat template %s has no tool definitions", chat_template_name(t));
+    GB_TRY(tools_check(tools, log));
+    x.tools = &tools;
+    // Llama 3.1 puts the tools into the first message after the system one.
+    if (t == GB_CHAT_TEMPLATE_LLAMA31 && n == (msg_at(msgs, 0).role == kSystem ? 1u : 0u))
+      return fail(log, GB_ERR_INVALID_ARGUMENT, "llama3.1 puts the tools into a user message: there is none");
+  }
+  const bool gen = o.add_assistant_prompt == 1;
   Out count;
-  render(t, count, msgs, n, gen);
+  render(t, count, msgs, n, gen, x);
   if (count.n >= cap) {
     *n_out = count.n + 1;
     return GB_ERR_BUFFER_TOO_SMALL;
   }
   Out write;
   write.buf = buf;
-  render(t, write, msgs, n, gen);
+  render(t, write, msgs, n, gen, x);
   GB_DASSERT(write.n == count.n);
   buf[write.n] = '\0';
   *n_out = write.n;
   return GB_OK;
 }
+
+gb_status chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, int add_assistant_prompt,
+                     char *buf, size_t cap, size_t *n_out) {
+  gb_chat_options o;
+  chat_options_init(&o);
+  o.add_assistant_prompt = add_assistant_prompt;
+  return chat_apply_ex(t, msgs, n, &o, buf, cap, n_out, Logger{});
+}
+
+void chat_options_init(gb_chat_options *o) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->add_assistant_prompt = 1;
+  o->thinking = 1;
+}
+
+bool chat_has_tools(gb_chat_template t) { return has_tools_block(t); }
 
 gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count) {
   if (!strings || !count) return GB_ERR_NULL_POINTER;
@@ -723,6 +906,15 @@ extern "C" gb_status gb_chat_template_detect(const char *text, size_t len, gb_ch
 extern "C" gb_status gb_chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n,
                                    int add_assistant_prompt, char *buf, size_t cap, size_t *n_out) {
   return gb::api_result("gb_chat_apply", gb::chat_apply(t, msgs, n, add_assistant_prompt, buf, cap, n_out));
+}
+
+extern "C" void gb_chat_options_init(gb_chat_options *opts) {
+  if (opts) gb::chat_options_init(opts);
+}
+
+extern "C" gb_status gb_chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t n,
+                                      const gb_chat_options *opts, char *buf, size_t cap, size_t *n_out) {
+  return gb::api_result("gb_chat_apply_ex", gb::chat_apply_ex(t, msgs, n, opts, buf, cap, n_out, gb::Logger{}));
 }
 
 extern "C" gb_status gb_chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count) {

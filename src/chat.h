@@ -25,6 +25,15 @@ gb_status chat_template_detect(const char *jinja_text, size_t len, gb_chat_templ
 gb_status chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, int add_assistant_prompt,
                      char *buf, size_t cap, size_t *n_out);
 
+// gb_chat_apply_ex; errors about the options or the tools are logged
+// through log.
+gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t n, const gb_chat_options *opts,
+                        char *buf, size_t cap, size_t *n_out, const Logger &log);
+void chat_options_init(gb_chat_options *o);
+
+// Templates that render tool definitions and whose tool calls are parsed.
+bool chat_has_tools(gb_chat_template t);
+
 // Static NULL-terminated list of end-of-turn strings; count without the NULL.
 gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count);
 

@@ -54,7 +54,8 @@ std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
 const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
                                  GB_CHAT_TEMPLATE_ZEPHYR, GB_CHAT_TEMPLATE_PHI3,   GB_CHAT_TEMPLATE_GEMMA,
                                  GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3,
-                                 GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4, GB_CHAT_TEMPLATE_SMOLLM3};
+                                 GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4, GB_CHAT_TEMPLATE_SMOLLM3,
+                                 GB_CHAT_TEMPLATE_LLAMA31};
 
 // Template values outside the enum are passed from C (tests/c_caller.c),
 // where an enum parameter may hold any int.
@@ -399,7 +400,7 @@ TEST(ChatApply, Misuse) {
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
-  for (int32_t bad : {0, 13, -1, 1000, 0x7fffffff})
+  for (int32_t bad : {0, 14, -1, 1000, 0x7fffffff})
     EXPECT_EQ(gbt_c_chat_apply(bad, kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
         << bad;
   for (gb_chat_template tt : kAll) {
@@ -407,11 +408,22 @@ TEST(ChatApply, Misuse) {
     EXPECT_EQ(gb_chat_apply(tt, null_role, 2, 1, buf, sizeof buf, &n_out), GB_ERR_NULL_POINTER);
     const gb_chat_message null_text[] = {{"user", nullptr}};
     EXPECT_EQ(gb_chat_apply(tt, null_text, 1, 1, buf, sizeof buf, &n_out), GB_ERR_NULL_POINTER);
-    for (const char *role : {"User", "tool", "", "model", "system ", "assistant\n"}) {
+    for (const char *role : {"User", "Tool", "tool ", "ipython", "", "model", "system ", "assistant\n"}) {
       const gb_chat_message bad_role[] = {{"user", "a"}, {role, "b"}};
       EXPECT_EQ(gb_chat_apply(tt, bad_role, 2, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
           << gb_chat_template_name(tt) << " role '" << role << "'";
     }
+  }
+  // A tool result only where the template has a turn for it.
+  for (gb_chat_template tt : kAll) {
+    const bool takes = tt == GB_CHAT_TEMPLATE_QWEN25 || tt == GB_CHAT_TEMPLATE_QWEN3 ||
+                       tt == GB_CHAT_TEMPLATE_SMOLLM3 || tt == GB_CHAT_TEMPLATE_LLAMA31;
+    const gb_chat_message tool[] = {{"user", "a"}, {"tool", "b"}};
+    size_t n = 77;
+    char big[4096];  // smollm3 writes its default instructions
+    EXPECT_EQ(gb_chat_apply(tt, tool, 2, 1, big, sizeof big, &n), takes ? GB_OK : GB_ERR_INVALID_ARGUMENT)
+        << gb_chat_template_name(tt);
+    EXPECT_EQ(n == 77u, !takes);
   }
   EXPECT_EQ(n_out, 77u);  // written only on success or "too small"
 }
@@ -440,14 +452,14 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
 
 TEST(ChatTemplate, Names) {
   const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
-                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3"};
+                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3", "llama3.1"};
   for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
     EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
     ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
     EXPECT_EQ(t, kAll[i]);
   }
-  for (int32_t bad : {0, 13, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
+  for (int32_t bad : {0, 14, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
   gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
   for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
     EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
@@ -474,6 +486,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
       {GB_CHAT_TEMPLATE_PHI4_MINI, {"<|end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_PHI4, {"<|im_end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_SMOLLM3, {"<|im_end|>", "<|end_of_text|>"}},
+      {GB_CHAT_TEMPLATE_LLAMA31, {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"}},
   };
   for (const Want &w : wants) {
     const char *const *s = nullptr;
@@ -486,7 +499,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
   const char *const *s = nullptr;
   size_t n = 5;
   EXPECT_EQ(gbt_c_chat_eot_strings(0, &s, &n), GB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(gbt_c_chat_eot_strings(13, &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gbt_c_chat_eot_strings(14, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gbt_c_chat_eot_strings(-3, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
@@ -569,6 +582,12 @@ const char kJinjaQwen3[] =
     "{%- if loop.index0 > ns.last_query_index %}{{- '<|im_start|>' + m.role + '\\n<think>\\n' + r + '\\n</think>\\n\\n' }}"
     "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}";
 
+// Llama 3.1's markers: the dated system header, tools in the first user turn.
+const char kJinjaLlama31[] =
+    "{{- bos_token }}{%- if not tools_in_user_message is defined %}{%- set tools_in_user_message = true %}{%- endif %}"
+    "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}{{- 'Cutting Knowledge Date: December 2023\\n' }}"
+    "{{- 'Today Date: ' + date_string + '\\n\\n' }}{{- system_message }}{{- '<|eot_id|>' }}";
+
 gb_status detect(const char *text, gb_chat_template *out) { return gb_chat_template_detect(text, strlen(text), out); }
 
 TEST(ChatDetect, EachFamily) {
@@ -583,6 +602,7 @@ TEST(ChatDetect, EachFamily) {
       {kJinjaPhi3, GB_CHAT_TEMPLATE_PHI3},     {kJinjaGemma, GB_CHAT_TEMPLATE_GEMMA},
       {kJinjaQwen3, GB_CHAT_TEMPLATE_QWEN3},   {kJinjaPhi4Mini, GB_CHAT_TEMPLATE_PHI4_MINI},
       {kJinjaPhi4, GB_CHAT_TEMPLATE_PHI4},     {kJinjaSmolLM3, GB_CHAT_TEMPLATE_SMOLLM3},
+      {kJinjaLlama31, GB_CHAT_TEMPLATE_LLAMA31},
   };
   for (const Case &c : cases) {
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
@@ -597,7 +617,7 @@ TEST(ChatDetect, UnknownIsAStatus) {
       // Mistral: [INST] without <<SYS>>
       "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}{{ '[INST] ' + m['content'] + ' [/INST]' }}"
       "{% else %}{{ m['content'] + eos_token }}{% endif %}{% endfor %}",
-      // Llama 3.1: a dated system header in every conversation
+      // A dated Llama system header without Llama 3.1's tool handling
       "{{- bos_token }}{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}"
       "{{- 'Cutting Knowledge Date: December 2023\\n' }}{{- 'Today Date: ' + date_string + '\\n\\n' }}"
       "{{- system_message }}{{- '<|eot_id|>' }}",

@@ -2,7 +2,8 @@
 // the llama2 template's exact text, later turns only what the KV cache does
 // not hold (the render minus the previous render and the reply), the cache
 // grows across turns and /reset empties it, replies end at the model's own
-// end (EOS / BOS) before the token limit, and misuse exits with one error
+// end (EOS / BOS) before the token limit, tools are rendered and every reply
+// is a call whose parsed form is printed, and misuse exits with one error
 // line.
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,63 @@ TEST(CliChat, FullContextStartsOver) {
   EXPECT_EQ(t[1].fed, "<s>[INST] More [/INST]");
   EXPECT_LE(t[1].kv, 100u);
   EXPECT_GE(count_lines(r.out), 2u) << r.out;  // two replies (each may hold newlines)
+}
+
+// Tool definitions with bounded arguments, for the qwen2 and llama3 fixtures.
+const char kToolsJson[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", "
+    "\"properties\": {\"city\": {\"type\": \"string\", \"maxLength\": 8}}, \"required\": [\"city\"]}}}, "
+    "{\"name\": \"set_alarm\", \"parameters\": {\"type\": \"object\", \"properties\": {\"hour\": "
+    "{\"type\": \"integer\", \"minimum\": 0}}, \"required\": [\"hour\"]}}]";
+
+// The "tool_call: " lines of an output.
+std::vector<std::string> tool_call_lines(const std::string &out) {
+  std::vector<std::string> lines;
+  for (size_t at = out.find("tool_call: "); at != std::string::npos; at = out.find("tool_call: ", at + 1)) {
+    if (at > 0 && out[at - 1] != '\n') continue;
+    lines.push_back(out.substr(at, out.find('\n', at) - at));
+  }
+  return lines;
+}
+
+TEST(CliChat, ToolsAreRenderedCalledAndTheResultGoesBack) {
+  const std::string tools = write_temp("chat-tools.json", kToolsJson);
+  const std::string in = write_temp("chat-tools.txt", "Weather in Oslo?\n/tool {\"temp\": 21}\n");
+  const Out r = cli("chat -m " + gbt::shared_path("fixtures/qwen2-tiny-Q4_K_M.gguf") + " --template qwen2.5 --tools " +
+                        tools + " --tool-choice required --temp 1 --seed 3 --ctx 2048 -n 300 --show-prompt",
+                    in);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The tools in the system turn; the result in a user turn.
+  EXPECT_NE(r.err.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("<|im_start|>user\n<tool_response>\n{\"temp\": 21}\n</tool_response><|im_end|>"),
+            std::string::npos)
+      << r.err;
+  // Both replies are calls, each printed on one line.
+  const std::vector<std::string> calls = tool_call_lines(r.out);
+  ASSERT_GE(calls.size(), 2u) << r.out;
+  for (const std::string &c : calls)
+    EXPECT_TRUE(c.rfind("tool_call: {\"name\": \"get_weather\", \"arguments\": {", 0) == 0 ||
+                c.rfind("tool_call: {\"name\": \"set_alarm\", \"arguments\": {", 0) == 0)
+        << c;
+  // run: one user message, rendered by the model's family template.
+  const Out q = cli("run -m " + gbt::shared_path("fixtures/llama3-tiny-Q4_K_M.gguf") + " -p \"Wake me at 7\" --tools " +
+                    tools + " --template llama3.1 --tool-choice required --temp 1 --seed 4 --ctx 2048 -n 300 --quiet");
+  ASSERT_EQ(q.status, 0) << q.err;
+  const std::vector<std::string> one = tool_call_lines(q.out);
+  ASSERT_EQ(one.size(), 1u) << q.out;
+  EXPECT_EQ(one[0].rfind("tool_call: {\"name\": \"", 0), 0u) << one[0];
+  // Misuse: a template without tool calls, a malformed file, with --grammar.
+  const std::string bad = write_temp("chat-tools-bad.json", "[{\"name\": \"a b\"}]");
+  const std::string m = gbt::shared_path("fixtures/qwen2-tiny-Q4_K_M.gguf");
+  for (const std::string &args : {"chat -m " + m + " --template chatml --tools " + tools,
+                                   "chat -m " + m + " --template qwen2.5 --tools " + bad,
+                                   "chat -m " + m + " --template qwen2.5 --tool-choice sometimes --tools " + tools,
+                                   "run -m " + m + " -p x --template qwen2.5 --tools " + tools + " --grammar " + tools}) {
+    const Out e = cli(args, in);
+    EXPECT_EQ(e.status, 1) << args;
+    EXPECT_NE(e.err.find("error"), std::string::npos) << args << ": " << e.err;
+  }
 }
 
 TEST(CliChat, MisuseExitsWithOneErrorLine) {

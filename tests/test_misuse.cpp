@@ -721,6 +721,81 @@ void Misuse::build() {
     static const gb_chat_message bad[1] = {{"wizard", "x"}};
     return gb_chat_apply(GB_CHAT_TEMPLATE_CHATML, bad, 1, 1, buf, sizeof buf, &n);
   });
+  add("gb_chat_options_init", kNoop, "NULL", GB_OK, [] {
+    gb_chat_options_init(nullptr);
+    return GB_OK;
+  });
+  add("gb_chat_apply_ex", kNull, "msgs NULL", GB_ERR_NULL_POINTER, [] { return gb_chat_apply_ex(GB_CHAT_TEMPLATE_QWEN3, nullptr, 2, nullptr, buf, sizeof buf, &n); });
+  add("gb_chat_apply_ex", kNull, "n_out NULL", GB_ERR_NULL_POINTER, [] { return gb_chat_apply_ex(GB_CHAT_TEMPLATE_QWEN3, msgs, 2, nullptr, buf, sizeof buf, nullptr); });
+  add("gb_chat_apply_ex", kStructSize, "struct_size 3", GB_ERR_STRUCT_SIZE, [] {
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    o.struct_size = 3;
+    return gb_chat_apply_ex(GB_CHAT_TEMPLATE_QWEN3, msgs, 2, &o, buf, sizeof buf, &n);
+  });
+  add("gb_chat_apply_ex", kRange, "thinking 2", GB_ERR_INVALID_ARGUMENT, [] {
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    o.thinking = 2;
+    return gb_chat_apply_ex(GB_CHAT_TEMPLATE_QWEN3, msgs, 2, &o, buf, sizeof buf, &n);
+  });
+  add("gb_chat_apply_ex", kRange, "tools not JSON", GB_ERR_SYNTAX, [] {
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    o.tools = "[{";
+    o.tools_len = 2;
+    return gb_chat_apply_ex(GB_CHAT_TEMPLATE_QWEN3, msgs, 2, &o, buf, sizeof buf, &n);
+  });
+  add("gb_chat_apply_ex", kRange, "a tool without a name", GB_ERR_INVALID_ARGUMENT, [] {
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    o.tools = "[{}]";
+    o.tools_len = 4;
+    return gb_chat_apply_ex(GB_CHAT_TEMPLATE_QWEN3, msgs, 2, &o, buf, sizeof buf, &n);
+  });
+  add("gb_chat_apply_ex", kRange, "tools for a template without them", GB_ERR_UNSUPPORTED_FEATURE, [] {
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    o.tools = "[]";
+    o.tools_len = 2;
+    return gb_chat_apply_ex(GB_CHAT_TEMPLATE_CHATML, msgs, 2, &o, buf, sizeof buf, &n);
+  });
+  static const char call[] = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
+  add("gb_tool_calls_parse", kNull, "text NULL with len 4", GB_ERR_NULL_POINTER, [] {
+    gb_tool_call c[1];
+    return gb_tool_calls_parse(GB_CHAT_TEMPLATE_QWEN3, nullptr, 4, c, 1, &n, &n);
+  });
+  add("gb_tool_calls_parse", kNull, "n_calls NULL", GB_ERR_NULL_POINTER, [] {
+    gb_tool_call c[1];
+    return gb_tool_calls_parse(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 1, c, 1, nullptr, &n);
+  });
+  add("gb_tool_calls_parse", kNull, "calls NULL with cap 1", GB_ERR_NULL_POINTER, [] {
+    return gb_tool_calls_parse(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 1, nullptr, 1, &n, &n);
+  });
+  add("gb_tool_calls_parse", kRange, "a template without tool calls", GB_ERR_UNSUPPORTED_FEATURE, [] {
+    gb_tool_call c[1];
+    return gb_tool_calls_parse(GB_CHAT_TEMPLATE_LLAMA2, call, sizeof call - 1, c, 1, &n, &n);
+  });
+  add("gb_tool_calls_parse", kRange, "a cut-off call", GB_ERR_SYNTAX, [] {
+    gb_tool_call c[1];
+    return gb_tool_calls_parse(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 5, c, 1, &n, &n);
+  });
+  static const char tools[] = "[{\"name\": \"f\"}]";
+  add("gb_grammar_from_tools", kNull, "n_out NULL", GB_ERR_NULL_POINTER, [] {
+    return gb_grammar_from_tools(GB_CHAT_TEMPLATE_QWEN3, tools, sizeof tools - 1, GB_TOOL_CHOICE_AUTO, 1, nullptr, 0, nullptr);
+  });
+  add("gb_grammar_from_tools", kNull, "tools NULL with len 4", GB_ERR_NULL_POINTER, [] {
+    return gb_grammar_from_tools(GB_CHAT_TEMPLATE_QWEN3, nullptr, 4, GB_TOOL_CHOICE_AUTO, 1, nullptr, 0, &n);
+  });
+  add("gb_grammar_from_tools", kRange, "max_calls 0", GB_ERR_INVALID_ARGUMENT, [] {
+    return gb_grammar_from_tools(GB_CHAT_TEMPLATE_QWEN3, tools, sizeof tools - 1, GB_TOOL_CHOICE_AUTO, 0, nullptr, 0, &n);
+  });
+  add("gb_grammar_from_tools", kRange, "tool choice 7", GB_ERR_INVALID_ARGUMENT, [] {
+    return gb_grammar_from_tools(GB_CHAT_TEMPLATE_QWEN3, tools, sizeof tools - 1, (gb_tool_choice)7, 1, nullptr, 0, &n);
+  });
+  add("gb_grammar_from_tools", kRange, "a template without tool calls", GB_ERR_UNSUPPORTED_FEATURE, [] {
+    return gb_grammar_from_tools(GB_CHAT_TEMPLATE_GEMMA, tools, sizeof tools - 1, GB_TOOL_CHOICE_AUTO, 1, nullptr, 0, &n);
+  });
   add("gb_chat_eot_strings", kNull, "strings NULL", GB_ERR_NULL_POINTER, [] { return gb_chat_eot_strings(GB_CHAT_TEMPLATE_CHATML, nullptr, &n); });
   add("gb_chat_eot_strings", kRange, "template 999", GB_ERR_INVALID_ARGUMENT, [] { return gbt_c_chat_eot_strings(999, &strings, &n); });
   add("gb_utf8_stream_init", kNoop, "NULL", GB_OK, [] {

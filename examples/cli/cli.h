@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <string>
+
 #include "gearbx.h"
 
 int gb_cli_convert(int argc, char **argv);
@@ -65,6 +67,14 @@ char *cli_read_file(const char *path, size_t *len);
 // --grammar FILE (GBNF) or --json-schema FILE (converted to GBNF): the
 // compiled grammar (gb_grammar_destroy it), NULL with the error printed.
 gb_grammar *cli_load_grammar(const char *cmd, const char *grammar_path, const char *schema_path);
+// The tool calls in a reply, one line each on stdout ("tool_call: {...}");
+// a reply that is not well-formed is reported on stderr.
+void cli_print_tool_calls(const char *cmd, gb_chat_template t, const std::string &reply);
+
+// The grammar of the tool calls of template t for the tools text (at most
+// four calls a reply); NULL after printing the error.
+gb_grammar *cli_tools_grammar(const char *cmd, gb_chat_template t, const std::string &tools, gb_tool_choice choice,
+                              const char *path);
 
 // --plot (plot.cpp): one decode step of the SVG plot.
 struct CliPlotStep {

@@ -24,9 +24,17 @@
 // gb_utf8_stream, so a character split across tokens is printed whole.
 //
 // "/reset" on a line of its own forgets the conversation and the cache.
+// With --tools FILE (a JSON array of tool definitions) the template renders
+// the tools, every reply is constrained by the tools' grammar
+// (gb_grammar_from_tools: --tool-choice auto lets the model answer in text
+// instead, required makes every reply a call), and after a reply its calls
+// are printed, one line each: `tool_call: {"name": ..., "arguments": ...}`.
+// A line "/tool TEXT" passes TEXT back as a tool's result and asks for the
+// next reply.
 // --show-prompt writes to stderr, per turn, the exact text fed to the model
 // between "=== fed (N tokens) ===" and "=== end fed ===" lines, and after
 // each reply "[end: eog|bos|stop-string|limit|context-full, kv=N tokens]".
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,7 +46,8 @@
 
 namespace {
 
-const char kTemplates[] = "llama2, llama3, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3, phi4-mini, phi4";
+const char kTemplates[] =
+    "llama2, llama3, llama3.1, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3, phi4-mini, phi4, smollm3";
 
 int chat_usage() {
   fprintf(stderr,
@@ -52,7 +61,12 @@ int chat_usage() {
           "  --deterministic   portable generic kernels only: the same replies on every CPU\n"
           "  --show-prompt     write the text fed to the model and how each reply ended to stderr\n"
           "  --grammar FILE    every reply is text of the GBNF grammar in FILE (its rule 'root')\n"
-          "  --json-schema FILE  every reply is JSON that the JSON Schema in FILE accepts\n",
+          "  --json-schema FILE  every reply is JSON that the JSON Schema in FILE accepts\n"
+          "  --tools FILE      tool definitions (a JSON array) for the templates with tool calls (qwen2.5,\n"
+          "                    qwen3, llama3.1): replies call them with arguments valid for their schemas;\n"
+          "                    each call is printed as 'tool_call: {\"name\": ..., \"arguments\": ...}';\n"
+          "                    a line '/tool TEXT' returns a tool's result\n"
+          "  --tool-choice auto|required  auto (default): a call or a text reply; required: a call\n",
           kTemplates);
   return 1;
 }
@@ -88,7 +102,9 @@ struct Chat {
   bool show = false;
   uint32_t n_max = 256;
   const char *system = nullptr;
-  gb_grammar *grammar = nullptr;  // --grammar / --json-schema: every reply follows it
+  gb_grammar *grammar = nullptr;  // --grammar / --json-schema / --tools: every reply follows it
+  std::string tools;              // --tools: the file's text
+  bool has_tools = false;
 
   std::vector<Msg> msgs;
   std::string last_render;   // the render fed up to the previous turn ("" when the cache is empty)
@@ -120,12 +136,18 @@ struct Chat {
   gb_status render(std::string *out) const {
     std::vector<gb_chat_message> m(msgs.size());
     for (size_t i = 0; i < msgs.size(); i++) m[i] = {msgs[i].role.c_str(), msgs[i].content.c_str()};
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    if (has_tools) {
+      o.tools = tools.data();
+      o.tools_len = tools.size();
+    }
     size_t need = 0;
-    gb_status st = gb_chat_apply(tmpl, m.data(), m.size(), 1, nullptr, 0, &need);
+    gb_status st = gb_chat_apply_ex(tmpl, m.data(), m.size(), &o, nullptr, 0, &need);
     if (st != GB_ERR_BUFFER_TOO_SMALL) return st == GB_OK ? GB_ERR_INVALID_ARGUMENT : st;
     std::vector<char> buf(need);
     size_t n = 0;
-    st = gb_chat_apply(tmpl, m.data(), m.size(), 1, buf.data(), buf.size(), &n);
+    st = gb_chat_apply_ex(tmpl, m.data(), m.size(), &o, buf.data(), buf.size(), &n);
     if (st == GB_OK) out->assign(buf.data(), n);
     return st;
   }
@@ -205,8 +227,8 @@ struct Chat {
   }
 
   // One user line. Returns false on a fatal error (printed).
-  bool turn(const std::string &user) {
-    msgs.push_back({"user", user});
+  bool turn(const std::string &user, const char *role = "user") {
+    msgs.push_back({role, user});
     std::string full;
     gb_status st = render(&full);
     if (st != GB_OK) {
@@ -260,7 +282,7 @@ struct Chat {
       }
       fprintf(stderr, "gearbx chat: context full (%u of %u tokens): conversation reset\n", pos, n_ctx);
       reset_conversation();
-      msgs.push_back({"user", user});
+      msgs.push_back({role, user});
       st = render(&full);
       if (st != GB_OK) return cli_error(C, "cannot render the conversation: %s", cli_detail(st)), false;
       fed = full;
@@ -331,6 +353,7 @@ struct Chat {
     fputc('\n', stdout);
     fflush(stdout);
 
+    if (has_tools) cli_print_tool_calls(C, tmpl, reply);
     msgs.push_back({"assistant", reply});
     last_render = full;
     last_reply = reply;
@@ -351,7 +374,8 @@ struct Chat {
 int gb_cli_chat(int argc, char **argv) {
   Chat c;
   const char *C = c.C;
-  const char *model = nullptr, *tname = nullptr, *gpath = nullptr, *spath = nullptr;
+  const char *model = nullptr, *tname = nullptr, *gpath = nullptr, *spath = nullptr, *tpath = nullptr;
+  gb_tool_choice choice = GB_TOOL_CHOICE_AUTO;
   uint32_t ctx = 0, threads = 1;
   gb_session_options so;
   gb_session_options_init(&so);
@@ -377,6 +401,12 @@ int gb_cli_chat(int argc, char **argv) {
     else if (!strcmp(o, "--gear")) ok = cli_parse_gear(C, v, &so.gear);
     else if (!strcmp(o, "--grammar")) gpath = v;
     else if (!strcmp(o, "--json-schema")) spath = v;
+    else if (!strcmp(o, "--tools")) tpath = v;
+    else if (!strcmp(o, "--tool-choice")) {
+      if (!strcmp(v, "auto")) choice = GB_TOOL_CHOICE_AUTO;
+      else if (!strcmp(v, "required")) choice = GB_TOOL_CHOICE_REQUIRED;
+      else return cli_error(C, "--tool-choice: 'auto' or 'required', not '%s'", v);
+    }
     else return cli_error(C, "unknown option '%s'", o);
     if (!ok) return 1;
     i++;
@@ -386,8 +416,16 @@ int gb_cli_chat(int argc, char **argv) {
     return cli_error(C, "unknown chat template '%s' (%s)", tname, kTemplates);
   so.n_ctx = ctx;
   so.n_threads = threads;
+  if (tpath && (gpath || spath)) return cli_error(C, "--tools brings its own grammar: not with --grammar or --json-schema");
   if ((gpath || spath) && !(c.grammar = cli_load_grammar(C, gpath, spath))) return 1;
-  so.grammar = c.grammar;
+  if (tpath) {
+    size_t len = 0;
+    char *text = cli_read_file(tpath, &len);
+    if (!text) return cli_error(C, "cannot read '%s': %s", tpath, strerror(errno));
+    c.tools.assign(text, len);
+    free(text);
+    c.has_tools = true;
+  }
 
   c.path = model;
   c.model = cli_open_model(C, model);
@@ -412,6 +450,8 @@ int gb_cli_chat(int argc, char **argv) {
   }
   st = gb_chat_eot_strings(c.tmpl, &c.eot, &c.n_eot);
   if (st != GB_OK) return cli_error(C, "%s", cli_detail(st));
+  if (c.has_tools && !(c.grammar = cli_tools_grammar(C, c.tmpl, c.tools, choice, tpath))) return 1;
+  so.grammar = c.grammar;
   if (c.ti.kind == GB_TOKENIZER_LLAMA2C) {
     c.parse_special = false;
     fprintf(stderr, "gearbx chat: warning: a llama2.c vocabulary has no control-token parsing: the template's markers "
@@ -441,7 +481,12 @@ int gb_cli_chat(int argc, char **argv) {
       continue;
     }
     if (trim_ws(u).empty()) continue;
-    if (!c.turn(u)) { rc = 1; break; }
+    const bool tool = u.compare(0, 6, "/tool ") == 0;
+    if (tool && !c.has_tools) {
+      fprintf(stderr, "gearbx chat: '/tool' returns a tool's result: start the chat with --tools FILE\n");
+      continue;
+    }
+    if (!c.turn(tool ? u.substr(6) : u, tool ? "tool" : "user")) { rc = 1; break; }
   }
   free(line);
   return rc;

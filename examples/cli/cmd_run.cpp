@@ -23,6 +23,8 @@ struct RunArgs {
   const char *model = nullptr, *prompt = "", *trace = nullptr, *plot = nullptr;
   const char *save_state = nullptr, *load_state = nullptr;  // --save-state / --load-state FILE
   const char *grammar = nullptr, *schema = nullptr;           // --grammar / --json-schema FILE
+  const char *tools = nullptr, *tmpl = nullptr;               // --tools FILE, --template NAME
+  gb_tool_choice tool_choice = GB_TOOL_CHOICE_AUTO;
   uint32_t n = 256, ctx = 0, threads = 1;
   uint64_t budget = 0;  // --budget: plan the session (gb_plan)
   bool quiet = false, json = false;
@@ -51,6 +53,54 @@ bool want_color(int opt) {
   if (opt >= 0) return opt == 1;
   const char *term = getenv("TERM");
   return isatty(1) && !getenv("NO_COLOR") && !(term && !strcmp(term, "dumb"));
+}
+
+bool tokenizer_adds_bos(gb_model *m) {
+  const gb_tokenizer *tk = nullptr;
+  gb_tokenizer_info ti;
+  memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  return gb_model_tokenizer(m, &tk) == GB_OK && gb_tokenizer_get_info(tk, &ti) == GB_OK && ti.add_bos;
+}
+
+// --tools: the template (--template, else the model's), the prompt as the
+// user's message rendered with the tools, and the tools' grammar.
+bool run_tools_prompt(const char *C, gb_model *m, const RunArgs *a, gb_chat_template *tmpl, std::string *rendered,
+                      gb_grammar **grammar) {
+  if (a->grammar || a->schema) return cli_error(C, "--tools brings its own grammar: not with --grammar or --json-schema"), false;
+  if (a->load_state) return cli_error(C, "--tools renders a new conversation: not with --load-state"), false;
+  if (a->tmpl) {
+    if (gb_chat_template_from_name(a->tmpl, tmpl) != GB_OK) return cli_error(C, "unknown chat template '%s'", a->tmpl), false;
+  } else {
+    const gb_tokenizer *tk = nullptr;
+    const char *jinja = nullptr;
+    size_t jlen = 0;
+    if (gb_model_tokenizer(m, &tk) != GB_OK || gb_tokenizer_chat_template(tk, &jinja, &jlen) != GB_OK ||
+        gb_chat_template_detect(jinja, jlen, tmpl) != GB_OK) {
+      cli_detail(GB_OK);
+      return cli_error(C, "--tools: the model's chat template is not a built-in one: pass --template NAME"), false;
+    }
+  }
+  size_t len = 0;
+  char *text = cli_read_file(a->tools, &len);
+  if (!text) return cli_error(C, "cannot read '%s': %s", a->tools, strerror(errno)), false;
+  const std::string tools(text, len);
+  free(text);
+  gb_chat_options o;
+  gb_chat_options_init(&o);
+  o.tools = tools.data();
+  o.tools_len = tools.size();
+  const gb_chat_message msg = {"user", a->prompt};
+  size_t need = 0;
+  gb_status st = gb_chat_apply_ex(*tmpl, &msg, 1, &o, nullptr, 0, &need);
+  if (st == GB_ERR_BUFFER_TOO_SMALL) {
+    rendered->resize(need);
+    st = gb_chat_apply_ex(*tmpl, &msg, 1, &o, &(*rendered)[0], need, &need);
+    rendered->resize(need);
+  }
+  if (st != GB_OK) return cli_error(C, "tools '%s': %s", a->tools, cli_detail(st)), false;
+  *grammar = cli_tools_grammar(C, *tmpl, tools, a->tool_choice, a->tools);
+  return *grammar != nullptr;
 }
 
 // s[0..n) as a JSON string body.
@@ -91,6 +141,11 @@ int run_usage() {
           "  --stop TEXT       end when the generated text contains TEXT (not printed); repeatable\n"
           "  --grammar FILE    generate only text of the GBNF grammar in FILE (its rule 'root')\n"
           "  --json-schema FILE  generate only JSON that the JSON Schema in FILE accepts\n"
+          "  --tools FILE      -p is a user message, rendered with these tool definitions (a JSON array) by\n"
+          "                    the chat template (qwen2.5, qwen3, llama3.1: --template NAME, else the\n"
+          "                    model's); the reply calls them with valid arguments, each call printed after\n"
+          "                    it as 'tool_call: {\"name\": ..., \"arguments\": ...}'\n"
+          "  --tool-choice auto|required  auto (default): a call or a text reply; required: a call\n"
           "  --save-state FILE after generating, write the session state to FILE (via FILE.tmp)\n"
           "  --load-state FILE restore a saved state instead of prefilling a prompt, then decode on\n"
           "                    (same model and options; -p then appends its text, without BOS)\n"
@@ -198,6 +253,13 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--save-state")) a.save_state = v;
     else if (!strcmp(o, "--grammar")) a.grammar = v;
     else if (!strcmp(o, "--json-schema")) a.schema = v;
+    else if (!strcmp(o, "--tools")) a.tools = v;
+    else if (!strcmp(o, "--template")) a.tmpl = v;
+    else if (!strcmp(o, "--tool-choice")) {
+      if (!strcmp(v, "auto")) a.tool_choice = GB_TOOL_CHOICE_AUTO;
+      else if (!strcmp(v, "required")) a.tool_choice = GB_TOOL_CHOICE_REQUIRED;
+      else return cli_error(C, "--tool-choice: 'auto' or 'required', not '%s'", v);
+    }
     else if (!strcmp(o, "--load-state")) a.load_state = v;
     else if (!strcmp(o, "--logit-bias")) {
       char *end = nullptr;
@@ -263,6 +325,19 @@ int gb_cli_run(int argc, char **argv) {
   gb_model_info mi;
   mi.struct_size = sizeof mi;
   gb_model_get_info(m, &mi);
+  // --tools: the prompt is the user's message, rendered with the tools by the
+  // chat template; the reply is constrained to the tools' calls.
+  gb_chat_template tmpl = GB_CHAT_TEMPLATE_NONE;
+  std::string rendered;
+  if (a.tools && !run_tools_prompt(C, m, &a, &tmpl, &rendered, &grammar)) {
+    gb_model_close(m);
+    gb_grammar_destroy(grammar);
+    return 1;
+  }
+  if (a.tools) {
+    so.grammar = grammar;
+    a.prompt = rendered.c_str();
+  }
   int rc = 0;
   gb_session *s = nullptr;
   const size_t plen = strlen(a.prompt);
@@ -272,7 +347,20 @@ int gb_cli_run(int argc, char **argv) {
   std::vector<CliPlotStep> steps;
   gb_status st = prompt && strip ? GB_OK : GB_ERR_OUT_OF_MEMORY;
   // --load-state: the prompt (if any) continues the restored text, no BOS.
-  if (st == GB_OK) st = gb_tokenize(m, a.prompt, plen, a.load_state ? 0u : (uint32_t)GB_TOKENIZE_ADD_BOS, prompt, cap, &n_prompt);
+  if (st == GB_OK && a.tools) {
+    // The template writes the BOS text where the model wants it; BOS is
+    // still put first when the tokenizer asks for it and the text lacks it.
+    st = gb_tokenize(m, a.prompt, plen, GB_TOKENIZE_PARSE_SPECIAL, prompt + 1, cap - 1, &n_prompt);
+    size_t first = 1;
+    if (st == GB_OK && mi.bos_id >= 0 && tokenizer_adds_bos(m) && (n_prompt == 0 || prompt[1] != mi.bos_id)) {
+      prompt[0] = mi.bos_id;
+      first = 0;
+      n_prompt++;
+    }
+    if (first) memmove(prompt, prompt + 1, n_prompt * sizeof *prompt);
+  } else if (st == GB_OK) {
+    st = gb_tokenize(m, a.prompt, plen, a.load_state ? 0u : (uint32_t)GB_TOKENIZE_ADD_BOS, prompt, cap, &n_prompt);
+  }
   if (st == GB_OK) st = gb_session_create(m, &so, nullptr, 0, &s);
   if (st == GB_OK && a.load_state) {
     std::vector<uint8_t> img;
@@ -331,6 +419,7 @@ int gb_cli_run(int argc, char **argv) {
     gb_step_info last;
     memset(&last, 0, sizeof last);
     uint64_t total_ns = 0, sp_rounds = 0, sp_drafted = 0, sp_accepted = 0, bytes_total = 0;
+    std::string reply;  // --tools: the generated text, for the calls in it
     for (uint32_t step = 0; step < a.n; step++) {
       gb_step_info info;
       info.struct_size = sizeof info;
@@ -387,6 +476,7 @@ int gb_cli_run(int argc, char **argv) {
       const char *t = "";
       size_t l = 0;
       if (!eog && gb_token_to_text(m, prev, tok, &t, &l) != GB_OK) l = 0;
+      if (a.tools) reply.append(t, l);
       if (a.json) {
         printf("{\"step\":%u,\"pos\":%u,\"token\":%d,\"text\":\"", step, info.pos, tok);
         json_str(stdout, t, l);
@@ -434,6 +524,7 @@ int gb_cli_run(int argc, char **argv) {
       if (gb_utf8_stream_flush(&u8, u8buf, sizeof u8buf, &n) == GB_OK) fwrite(u8buf, 1, n, stdout);
       fputc('\n', stdout);
     }
+    if (a.tools) cli_print_tool_calls(C, tmpl, reply);
     fflush(stdout);  // the story's last line before the summary on stderr
     strip[made] = 0;
     if (!a.quiet && made > 0) {

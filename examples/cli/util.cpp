@@ -167,6 +167,53 @@ gb_grammar *cli_load_grammar(const char *cmd, const char *grammar_path, const ch
   return g;
 }
 
+void cli_print_tool_calls(const char *cmd, gb_chat_template t, const std::string &reply) {
+  std::string calls_buf(8 * sizeof(gb_tool_call), '\0');
+  size_t n = 0, content = 0;
+  gb_tool_call *calls = reinterpret_cast<gb_tool_call *>(&calls_buf[0]);
+  gb_status st = gb_tool_calls_parse(t, reply.data(), reply.size(), calls, 8, &n, &content);
+  if (st == GB_ERR_BUFFER_TOO_SMALL) {
+    calls_buf.assign(n * sizeof(gb_tool_call), '\0');
+    calls = reinterpret_cast<gb_tool_call *>(&calls_buf[0]);
+    st = gb_tool_calls_parse(t, reply.data(), reply.size(), calls, n, &n, &content);
+  }
+  if (st != GB_OK) {
+    fprintf(stderr, "gearbx %s: the reply is not a well-formed tool call: %s\n", cmd, cli_detail(st));
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    // One line: JSON strings hold no raw line breaks or tabs, so those are
+    // white space between tokens.
+    std::string args = reply.substr(calls[i].arguments_offset, calls[i].arguments_len);
+    for (char &c : args)
+      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    printf("tool_call: {\"name\": \"%.*s\", \"arguments\": %s}\n", (int)calls[i].name_len,
+           reply.data() + calls[i].name_offset, args.c_str());
+  }
+  fflush(stdout);
+}
+
+gb_grammar *cli_tools_grammar(const char *cmd, gb_chat_template t, const std::string &tools, gb_tool_choice choice,
+                              const char *path) {
+  g_last_error[0] = 0;
+  size_t need = 0;
+  const uint32_t max_calls = t == GB_CHAT_TEMPLATE_LLAMA31 ? 1 : 4;  // Llama 3.1 makes one call a turn
+  gb_status st = gb_grammar_from_tools(t, tools.data(), tools.size(), choice, max_calls, nullptr, 0, &need);
+  std::string gbnf;
+  if (st == GB_ERR_BUFFER_TOO_SMALL) {
+    gbnf.resize(need);
+    st = gb_grammar_from_tools(t, tools.data(), tools.size(), choice, max_calls, &gbnf[0], need, &need);
+  }
+  if (st != GB_OK) return cli_error(cmd, "tools '%s': %s", path, cli_detail(st)), nullptr;
+  gb_grammar_options o;
+  gb_grammar_options_init(&o);
+  o.log = cli_log;
+  gb_grammar *g = nullptr;
+  st = gb_grammar_create(gbnf.data(), need, &o, nullptr, 0, &g);
+  if (st != GB_OK) return cli_error(cmd, "the grammar of tools '%s': %s", path, cli_detail(st)), nullptr;
+  return g;
+}
+
 bool cli_parse_bytes(const char *cmd, const char *opt, const char *s, uint64_t *out) {
   char *end = nullptr;
   const double v = s ? strtod(s, &end) : 0.0;

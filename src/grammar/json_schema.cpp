@@ -81,6 +81,7 @@
 
 #include "common.h"
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 
 namespace gb {
 namespace {
@@ -704,6 +705,8 @@ struct Gen {
   } defs[kMaxDefs];
   uint32_t n_defs = 0;
   uint32_t prims = 0;  // the shared rules referred to
+  const char *prefix = "";  // before every rule name but the shared ones
+  bool write_shared = true;  // write the shared rules at the end
 
   Gen(const Json &json, const Logger &lg) : j(json), log(lg) {}
 
@@ -749,6 +752,7 @@ struct Gen {
   }
   void name(const Path &p) {
     if (p.up) name(*p.up);
+    else out.s(prefix);
     switch (p.kind) {
       case Path::kRoot: out.s("root"); break;
       case Path::kDef: out.s("def-"), seg(p.key); break;
@@ -1733,7 +1737,12 @@ struct Gen {
       const Path dp{nullptr, defs[d].kind, defs[d].key, nullptr, kNoIdx};
       GB_TRY(node(defs[d].val, dp, 1));
     }
-    // The shared rules, with those they refer to.
+    if (!write_shared) return GB_OK;
+    write_shared_rules();
+    return GB_OK;
+  }
+  // The shared rules, with those they refer to.
+  void write_shared_rules() {
     for (uint32_t before = 0; before != prims;) {
       before = prims;
       for (uint32_t q = 0; q < kPCount; q++)
@@ -1743,11 +1752,39 @@ struct Gen {
       if (!(prims & (1u << q))) continue;
       out.s(kPrims[q].name), out.s(" ::= "), out.s(kPrims[q].body), out.c('\n');
     }
-    return GB_OK;
   }
 };
 
 }  // namespace
+
+gb_status json_schema_rules(const char *schema, size_t len, const char *prefix, const Logger &log, char *buf,
+                            size_t cap, size_t *n, uint32_t *prims) {
+  const Json j{schema, len};
+  Validator v{j, log};
+  GB_TRY(v.run());
+  Gen g(j, log);
+  g.prefix = prefix;
+  g.write_shared = false;
+  g.prims = *prims;
+  g.out.buf = buf ? buf + *n : nullptr;
+  g.out.cap = buf ? cap - *n : 0;
+  GB_TRY(g.run());
+  *n += g.out.n;
+  *prims = g.prims;
+  return GB_OK;
+}
+
+void json_schema_shared_rules(uint32_t prims, char *buf, size_t cap, size_t *n) {
+  const Json j{"", 0};
+  const Logger log;
+  Gen g(j, log);
+  g.prims = prims;
+  g.out.buf = buf ? buf + *n : nullptr;
+  g.out.cap = buf ? cap - *n : 0;
+  g.write_shared_rules();
+  *n += g.out.n;
+}
+
 }  // namespace gb
 
 extern "C" gb_status gb_grammar_from_json_schema(const char *schema, size_t len, char *buf, size_t cap, size_t *n_out) {

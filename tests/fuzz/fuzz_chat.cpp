@@ -8,8 +8,8 @@
 // behaviour, so it is not passed), byte 1 the flags (bits 0-1: the
 // add_assistant_prompt value 0, 1, 2 or -1; bit 2: also ask with a capacity
 // one byte short), the rest NUL-separated strings read as role, content,
-// role, content, ... (a one-byte role "s", "u" or "a" stands for "system",
-// "user", "assistant", so valid conversations are easy to reach; any other
+// role, content, ... (a one-byte role "s", "u", "a" or "t" stands for
+// "system", "user", "assistant", "tool", so valid conversations are easy to reach; any other
 // role is passed as it is). The whole input is also the text given to
 // gb_chat_template_detect.
 // Checks: every status is one the header lists; detection's result is a
@@ -47,10 +47,20 @@ void check_template(gb_chat_template t) {
     if (!eot[i] || !eot[i][0]) fuzz_fail("empty eot string");
 }
 
-bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_SMOLLM3; }
+bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_LLAMA31; }
 
-// Templates that strip contents (llama2, llama3, gemma).
-bool trims(int32_t v) { return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA; }
+// Templates that strip contents (llama2, llama3, gemma; llama3.1, which
+// also writes a tool's result as a JSON string).
+bool trims(int32_t v) {
+  return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA ||
+         v == GB_CHAT_TEMPLATE_LLAMA31;
+}
+
+// Templates with a turn for a tool's result.
+bool tool_role(int32_t v) {
+  return v == GB_CHAT_TEMPLATE_QWEN25 || v == GB_CHAT_TEMPLATE_QWEN3 || v == GB_CHAT_TEMPLATE_SMOLLM3 ||
+         v == GB_CHAT_TEMPLATE_LLAMA31;
+}
 
 }  // namespace
 
@@ -93,6 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (r == "s") r = "system";
     else if (r == "u") r = "user";
     else if (r == "a") r = "assistant";
+    else if (r == "t") r = "tool";
     msgs.push_back(gb_chat_message{r.c_str(), parts[i + 1].c_str()});
   }
   if (known_template(tv)) check_template(t);
@@ -112,7 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       // Only a role or the order of roles can be refused.
       bool odd_role = false;
       for (const gb_chat_message &m : msgs)
-        odd_role = odd_role || (strcmp(m.role, "system") != 0 && strcmp(m.role, "user") != 0 && strcmp(m.role, "assistant") != 0);
+        odd_role = odd_role || (strcmp(m.role, "system") != 0 && strcmp(m.role, "user") != 0 &&
+                                strcmp(m.role, "assistant") != 0 && !(tool_role(tv) && strcmp(m.role, "tool") == 0));
       const bool alternates = tv == GB_CHAT_TEMPLATE_LLAMA2 || tv == GB_CHAT_TEMPLATE_GEMMA;
       if (!odd_role && !alternates) fuzz_fail("valid roles refused by a template that takes any order");
     }
@@ -180,6 +192,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       "<|im_start|>{%- set ns = namespace(last_query_index=0) %}<think>{{ m.reasoning_content }}</think>",
       "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}",
       "<|start_header_id|><|eot_id|>Cutting Knowledge Date",
+      "<|start_header_id|><|eot_id|>Cutting Knowledge Date: December 2023 Today Date: {{ tools_in_user_message }}",
       "{{ bos_token }}<start_of_turn>user\n{{ content }}<end_of_turn>\n",
       "{{ bos_token + '[INST] <<SYS>>\\n' + system + '\\n<</SYS>>\\n\\n' + content + ' [/INST]' }}",
       "[INST] {{ content }} [/INST]",
@@ -198,11 +211,12 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       {"s", "Be brief.", "u", " \t Hi there \xe2\x80\x83", "a", "Hello.\n"},
       {"u", "\xc2\xa0\xe3\x80\x80 caf\xc3\xa9 \xf0\x9f\x98\x80\xe2\x80\xa8", "a", " ok ", "u", "again"},
       {"a", "first", "s", "late system", nullptr},
+      {"u", "Weather?", "a", "<tool_call>\n{\"name\": \"w\", \"arguments\": {}}\n</tool_call>", "t", "21 \"C\""},
       {"system", "", "user", "", nullptr},
       {"tool", "x", nullptr},
       {"s", "a/t/no_thinkhink /think \xe3\x80\x80", "u", "q", "a", "\n\nanswer"},
   };
-  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 255})
+  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255})
     for (uint8_t flags = 0; flags < 8; flags++)
       for (size_t c = 0; c < sizeof kConversations / sizeof kConversations[0]; c++) {
         if ((t + flags + c) % 3 != 0 && c > 1) continue;

@@ -50,7 +50,7 @@ from ._capi import (  # noqa: F401  (re-exported)
 
 __all__ = [
     "GearbxError", "ClosedError", "LibraryError", "Model", "Session", "Step", "StepInfo", "ModelInfo", "Grammar",
-    "json_schema_to_grammar",
+    "json_schema_to_grammar", "tools_to_grammar", "parse_tool_calls", "TOOL_CHOICES",
     "TokenizerInfo", "Utf8Stream", "apply_chat_template", "chat_eot_strings", "detect_chat_template",
     "classify_prompt", "version", "version_number", "load", "library_path", "status_name",
     "GEAR_NAMES", "KV_POLICY_NAMES", "CHAT_TEMPLATE_NAMES", "STATUS_NAMES",
@@ -236,15 +236,24 @@ def json_schema_to_grammar(schema) -> str:
     return buf.raw[: n.value].decode("utf-8")
 
 
-def apply_chat_template(template, messages: Iterable, add_assistant: bool = True) -> str:
-    """Render chat messages with a built-in template (gb_chat_apply).
+def _tools_text(tools) -> bytes:
+    if not isinstance(tools, (str, bytes)):
+        tools = json.dumps(tools)
+    return _cstr(tools, "tools")
 
-    template: a name ("llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
+
+def apply_chat_template(template, messages: Iterable, add_assistant: bool = True, *, tools=None,
+                        date: str | None = None, thinking: bool = True) -> str:
+    """Render chat messages with a built-in template (gb_chat_apply_ex).
+
+    template: a name ("llama2", "llama3", "llama3.1", "chatml", "zephyr", "phi3", "gemma",
     "qwen2", "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3") or its int. messages: mappings with "role" and
-    "content", or (role, content) pairs; roles "system", "user", "assistant".
-    add_assistant: append the opening of an assistant turn. Tokenize the
-    result with parse_special=True, and add_bos=False where the template
-    writes the BOS text itself."""
+    "content", or (role, content) pairs; roles "system", "user", "assistant", and "tool" (a tool's
+    result) for qwen2.5, qwen3, smollm3 and llama3.1. add_assistant: append the opening of an
+    assistant turn. tools: tool definitions (a list of dicts, or its JSON text) for qwen2.5, qwen3 and
+    llama3.1. date: llama3.1's "Today Date" text. thinking=False: qwen3 / smollm3 without reasoning.
+    Tokenize the result with parse_special=True, and add_bos=False where the template writes the BOS
+    text itself."""
     t = _chat_template(template)
     keep = []
     msgs = []
@@ -261,14 +270,70 @@ def apply_chat_template(template, messages: Iterable, add_assistant: bool = True
     for i, (r, c) in enumerate(msgs):
         arr[i].role, arr[i].content = r, c
     lib = _capi.lib()
+    o = _capi.gb_chat_options()
+    lib.gb_chat_options_init(_c.byref(o))
+    o.add_assistant_prompt = 1 if add_assistant else 0
+    o.thinking = 1 if thinking else 0
+    if tools is not None:
+        tools_b = _tools_text(tools)
+        o.tools, o.tools_len = tools_b, len(tools_b)
+    if date is not None:
+        date_b = _cstr(date, "date")
+        o.date = date_b
     n = _c.c_size_t()
-    st = lib.gb_chat_apply(t, arr, len(msgs), 1 if add_assistant else 0, None, 0, _c.byref(n))
+    st = lib.gb_chat_apply_ex(t, arr, len(msgs), _c.byref(o), None, 0, _c.byref(n))
     if st != _capi.GB_ERR_BUFFER_TOO_SMALL:
-        _check(st, "gb_chat_apply")
+        _check(st, "gb_chat_apply_ex")
     buf = _c.create_string_buffer(n.value)
-    _check(lib.gb_chat_apply(t, arr, len(msgs), 1 if add_assistant else 0, buf, len(buf), _c.byref(n)),
-           "gb_chat_apply")
+    _check(lib.gb_chat_apply_ex(t, arr, len(msgs), _c.byref(o), buf, len(buf), _c.byref(n)), "gb_chat_apply_ex")
     return buf.raw[: n.value].decode("utf-8", "replace")
+
+
+TOOL_CHOICES = ("required", "auto")
+
+
+def tools_to_grammar(template, tools, choice: str = "auto", max_calls: int = 1) -> str:
+    """The GBNF text of template's tool calls for these tools (gb_grammar_from_tools): each call
+    names one of the tools with arguments valid for its "parameters" schema. choice "required":
+    the reply is one or more calls (at most max_calls); "auto": a call or a text reply."""
+    t = _chat_template(template)
+    if choice not in TOOL_CHOICES:
+        raise ValueError("choice must be 'required' or 'auto', not %r" % (choice,))
+    data = _tools_text(tools)
+    lib = _capi.lib()
+    n = _c.c_size_t()
+    c = TOOL_CHOICES.index(choice)
+    st = lib.gb_grammar_from_tools(t, data, len(data), c, max_calls, None, 0, _c.byref(n))
+    if st != _capi.GB_ERR_BUFFER_TOO_SMALL:
+        _check(st, "gb_grammar_from_tools")
+    buf = _c.create_string_buffer(n.value)
+    _check(lib.gb_grammar_from_tools(t, data, len(data), c, max_calls, buf, len(buf), _c.byref(n)),
+           "gb_grammar_from_tools")
+    return buf.raw[: n.value].decode("utf-8")
+
+
+def parse_tool_calls(template, text) -> tuple[str, list[dict]]:
+    """The tool calls in a reply written in template's format (gb_tool_calls_parse): (the text
+    before the first call, [{"name": ..., "arguments": dict}, ...]). Raises GearbxError
+    (GB_ERR_SYNTAX) for a call that is not well-formed."""
+    t = _chat_template(template)
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    lib = _capi.lib()
+    n = _c.c_size_t()
+    content = _c.c_size_t()
+    st = lib.gb_tool_calls_parse(t, data, len(data), None, 0, _c.byref(n), _c.byref(content))
+    if st not in (_capi.GB_OK, _capi.GB_ERR_BUFFER_TOO_SMALL):
+        _check(st, "gb_tool_calls_parse")
+    calls = (_capi.gb_tool_call * max(1, n.value))()
+    _check(lib.gb_tool_calls_parse(t, data, len(data), calls, n.value, _c.byref(n), _c.byref(content)),
+           "gb_tool_calls_parse")
+    out = []
+    for i in range(n.value):
+        c = calls[i]
+        name = data[c.name_offset: c.name_offset + c.name_len].decode("utf-8")
+        args = json.loads(data[c.arguments_offset: c.arguments_offset + c.arguments_len].decode("utf-8"))
+        out.append({"name": name, "arguments": args})
+    return data[: content.value].decode("utf-8", "replace"), out
 
 
 def chat_eot_strings(template) -> list[str]:

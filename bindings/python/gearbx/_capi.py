@@ -1,4 +1,4 @@
-"""Low-level ctypes mirror of include/gearbx.h (version 0.4).
+"""Low-level ctypes mirror of include/gearbx.h (version 0.5).
 
 Everything here follows the C header one to one: the enums as tables of
 ints, the structs as ctypes.Structure subclasses with the C field names in
@@ -18,7 +18,7 @@ import os
 import threading
 
 # The C API version this binding mirrors (GB_VERSION_MAJOR / _MINOR).
-BINDING_VERSION = (0, 4)
+BINDING_VERSION = (0, 5)
 
 # ---------------------------------------------------------------------------
 # Enums (values of include/gearbx.h; never renumbered there)
@@ -104,6 +104,7 @@ KV_POLICY_NAMES = {
 
 CHAT_TEMPLATE_NAMES = {
     1: "llama2", 2: "llama3", 3: "chatml", 4: "zephyr", 5: "phi3", 6: "gemma", 7: "qwen2", 8: "qwen2.5", 9: "qwen3", 10: "phi4-mini", 11: "phi4", 12: "smollm3",
+    13: "llama3.1",
 }
 
 
@@ -390,6 +391,26 @@ class gb_chat_message(ctypes.Structure):
     ]
 
 
+class gb_chat_options(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("add_assistant_prompt", ctypes.c_int32),
+        ("tools", ctypes.c_char_p),
+        ("tools_len", ctypes.c_size_t),
+        ("date", ctypes.c_char_p),
+        ("thinking", ctypes.c_int32),
+    ]
+
+
+class gb_tool_call(ctypes.Structure):
+    _fields_ = [
+        ("name_offset", ctypes.c_size_t),
+        ("name_len", ctypes.c_size_t),
+        ("arguments_offset", ctypes.c_size_t),
+        ("arguments_len", ctypes.c_size_t),
+    ]
+
+
 class gb_utf8_stream(ctypes.Structure):
     _fields_ = [
         ("opaque_", ctypes.c_uint32 * 2),
@@ -402,7 +423,7 @@ STRUCTS = {
     for cls in (
         gb_model_options, gb_model_info, gb_tokenizer_info, gb_sampler_options, gb_monitor_options,
         gb_kv_options, gb_kv_experimental, gb_session_experimental, gb_logit_bias, gb_session_options, gb_step_info,
-        gb_plan_report, gb_grammar_options, gb_chat_message, gb_utf8_stream,
+        gb_plan_report, gb_grammar_options, gb_chat_message, gb_chat_options, gb_tool_call, gb_utf8_stream,
     )
 }
 
@@ -470,6 +491,10 @@ PROTOTYPES = {
     "gb_chat_template_detect": (_st, [_ccp, _sz, _P(c_enum)]),
     "gb_chat_apply": (_st, [c_enum, _P(gb_chat_message), _sz, ctypes.c_int, _vp, _sz, _P(_sz)]),
     "gb_chat_eot_strings": (_st, [c_enum, _P(_P(_ccp)), _P(_sz)]),
+    "gb_chat_options_init": (None, [_P(gb_chat_options)]),
+    "gb_chat_apply_ex": (_st, [c_enum, _P(gb_chat_message), _sz, _P(gb_chat_options), _vp, _sz, _P(_sz)]),
+    "gb_tool_calls_parse": (_st, [c_enum, _ccp, _sz, _P(gb_tool_call), _sz, _P(_sz), _P(_sz)]),
+    "gb_grammar_from_tools": (_st, [c_enum, _ccp, _sz, c_enum, _u32, _vp, _sz, _P(_sz)]),
     "gb_grammar_options_init": (None, [_P(gb_grammar_options)]),
     "gb_grammar_mem_size": (_st, [_ccp, _sz, _P(gb_grammar_options), _P(_sz)]),
     "gb_grammar_create": (_st, [_ccp, _sz, _P(gb_grammar_options), _vp, _sz, _P(_vp)]),

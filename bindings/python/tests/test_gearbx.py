@@ -337,6 +337,40 @@ class TestLibrary(unittest.TestCase):
         self.assertEqual(gearbx.detect_chat_template(jinja), "chatml")
         self.assertIsNone(gearbx.detect_chat_template("plain text, no template"))
 
+    def test_tool_calls(self):
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}, "required": ["city"]}}}]
+        text = gearbx.apply_chat_template("qwen2.5", [("user", "Weather in Oslo?")], tools=tools)
+        self.assertIn('<tools>\n{"type": "function", "function": {"name": "get_weather", "parameters": '
+                      '{"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}, '
+                      '"required": ["city"]}}}\n</tools>', text)
+        self.assertTrue(text.endswith("<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n"))
+        l31 = gearbx.apply_chat_template("llama3.1", [("user", "Hi"), ("tool", "21 C")], tools=tools,
+                                         date="29 Nov 2026")
+        self.assertIn("Today Date: 29 Nov 2026\n", l31)
+        self.assertIn('<|start_header_id|>ipython<|end_header_id|>\n\n"21 C"<|eot_id|>', l31)
+        self.assertTrue(gearbx.apply_chat_template("qwen3", [("user", "Hi")], thinking=False)
+                        .endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n"))
+        reply = 'Sure.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+        self.assertEqual(gearbx.parse_tool_calls("qwen2.5", reply),
+                         ("Sure.\n", [{"name": "get_weather", "arguments": {"city": "Oslo"}}]))
+        self.assertEqual(gearbx.parse_tool_calls("llama3.1", "No call."), ("No call.", []))
+        with self.assertRaises(gearbx.GearbxError) as cm:
+            gearbx.parse_tool_calls("qwen3", "<tool_call>{\"name\": \"x\"")
+        self.assertEqual(cm.exception.name, "GB_ERR_SYNTAX")
+        g = gearbx.Grammar(gearbx.tools_to_grammar("qwen2.5", tools, "required"))
+        self.assertEqual(g.match(reply[len("Sure.\n"):]), "complete")
+        self.assertEqual(g.match('<tool_call>\n{"name": "get_weather", "arguments": {}}'), "none")
+        self.assertEqual(gearbx.Grammar(gearbx.tools_to_grammar("qwen2.5", tools)).match("Sure."), "complete")
+        with self.assertRaises(ValueError):
+            gearbx.tools_to_grammar("qwen2.5", tools, "sometimes")
+        with self.assertRaises(gearbx.GearbxError) as cm:
+            gearbx.apply_chat_template("chatml", [("user", "x")], tools=tools)
+        self.assertEqual(cm.exception.name, "GB_ERR_UNSUPPORTED_FEATURE")
+        with self.assertRaises(gearbx.GearbxError) as cm:
+            gearbx.apply_chat_template("qwen3", [("user", "x")], tools="[{")
+        self.assertEqual(cm.exception.name, "GB_ERR_SYNTAX")
+
     def test_chat_template_errors(self):
         with self.assertRaises(ValueError) as cm:
             gearbx.apply_chat_template("no-such-template", [("user", "x")])

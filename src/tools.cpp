@@ -1,0 +1,332 @@
+// tools.cpp — tool definitions, tool-call parsing and tool-call grammars.
+//
+// The call formats are the ones the chat templates write for a call in the
+// conversation (and the models are trained to produce):
+//   qwen2.5, qwen3  <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>
+//                   (several separated by a line break)
+//   llama3.1        {"name": "NAME", "parameters": {...}}
+// The parser takes any JSON white space inside a call; the grammar produces
+// exactly the template's spelling around the arguments, and the arguments
+// as the JSON Schema converter's grammar for the tool's "parameters".
+#include "tools.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "chat.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+
+namespace gb {
+namespace {
+
+constexpr size_t kMaxName = 64;
+
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+// The raw content of the string at q when it is a valid tool name; its
+// length, or 0 when it is not one.
+size_t tool_name(const JsonDoc &d, size_t q) {
+  if (d.at(q) != '"') return 0;
+  size_t k = 0;
+  while (q + 1 + k < d.n && name_char(d.s[q + 1 + k])) k++;
+  if (d.at(q + 1 + k) != '"' || k == 0 || k > kMaxName) return 0;
+  return k;
+}
+
+gb_status syntax_at(const Logger &log, const char *what_doc, size_t pos, const char *what) {
+  return fail(log, GB_ERR_SYNTAX, "%s: offset %zu: %s", what_doc, pos, what);
+}
+
+}  // namespace
+
+size_t tool_function(const JsonDoc &tools, size_t v) {
+  const size_t f = tools.member(v, "function");
+  return f != JsonDoc::kNpos && tools.at(f) == '{' ? f : v;
+}
+
+gb_status tools_check(const JsonDoc &tools, const Logger &log) {
+  size_t pos;
+  const char *what;
+  if (!tools.check(&pos, &what)) return syntax_at(log, "tools", pos, what);
+  const size_t root = tools.root();
+  if (tools.at(root) != '[') return fail(log, GB_ERR_INVALID_ARGUMENT, "tools: not a JSON array");
+  const size_t num = json_py_unwritable_number(tools);
+  if (num != JsonDoc::kNpos)
+    return fail(log, GB_ERR_UNSUPPORTED_FEATURE,
+                "tools: offset %zu: a number with more than %zu significant digits, or below the smallest normal "
+                "double, is not rendered",
+                num, kPyFloatMaxDigits);
+  size_t cur = root + 1, v;
+  while (tools.next_elem(&cur, &v)) {
+    if (tools.at(v) != '{') return fail(log, GB_ERR_INVALID_ARGUMENT, "tools: offset %zu: a tool is not an object", v);
+    const size_t f0 = tools.member(v, "function");
+    if (f0 != JsonDoc::kNpos && tools.at(f0) != '{')
+      return fail(log, GB_ERR_INVALID_ARGUMENT, "tools: offset %zu: \"function\" is not an object", f0);
+    const size_t f = tool_function(tools, v);
+    const size_t name = tools.member(f, "name");
+    if (name == JsonDoc::kNpos)
+      return fail(log, GB_ERR_INVALID_ARGUMENT, "tools: offset %zu: a tool without a \"name\"", f);
+    const size_t k = tool_name(tools, name);
+    if (!k)
+      return fail(log, GB_ERR_INVALID_ARGUMENT,
+                  "tools: offset %zu: a tool name must be 1-64 characters of [A-Za-z0-9_-]", name);
+    const size_t params = tools.member(f, "parameters");
+    if (params != JsonDoc::kNpos && tools.at(params) != '{')
+      return fail(log, GB_ERR_INVALID_ARGUMENT, "tools: offset %zu: \"parameters\" is not an object", params);
+    // Names are distinct (a call must say which tool it means).
+    size_t cur2 = root + 1, w;
+    while (tools.next_elem(&cur2, &w) && w < v) {
+      const size_t other = tools.member(tool_function(tools, w), "name");
+      if (tool_name(tools, other) == k && memcmp(tools.s + other + 1, tools.s + name + 1, k) == 0)
+        return fail(log, GB_ERR_INVALID_ARGUMENT, "tools: offset %zu: the tool name '%.*s' is given twice", name,
+                    (int)k, tools.s + name + 1);
+    }
+  }
+  return GB_OK;
+}
+
+namespace {
+
+enum Format { kNoFormat, kQwen, kLlama31 };
+
+Format format_of(gb_chat_template t) {
+  switch (raw_enum(t)) {
+    case GB_CHAT_TEMPLATE_QWEN25:
+    case GB_CHAT_TEMPLATE_QWEN3: return kQwen;
+    case GB_CHAT_TEMPLATE_LLAMA31: return kLlama31;
+    default: return kNoFormat;
+  }
+}
+
+// ---- parsing ---------------------------------------------------------------------
+
+struct Parser {
+  const JsonDoc d;
+  const Logger &log;
+  gb_tool_call *calls;
+  size_t cap;
+  size_t n = 0;
+
+  gb_status bad(size_t pos, const char *what) { return syntax_at(log, "tool call", pos, what); }
+
+  // The call object at [from, ...): *end past it. args_key: the member
+  // holding the arguments ("arguments", or llama3.1's "parameters").
+  gb_status object(size_t from, size_t *end, bool llama) {
+    size_t pos;
+    const char *what;
+    if (d.at(from) != '{') return bad(from, "a JSON object is expected");
+    if (!d.check_value(from, end, &pos, &what)) return bad(pos, what);
+    const size_t name = d.member(from, "name");
+    if (name == JsonDoc::kNpos || d.at(name) != '"') return bad(from, "the call has no \"name\" string");
+    const size_t name_end = d.value_end(name);
+    for (size_t i = name + 1; i + 1 < name_end; i++)
+      if (d.s[i] == '\\') return bad(i, "an escape in a tool name");
+    size_t args = d.member(from, "arguments");
+    if (args == JsonDoc::kNpos && llama) args = d.member(from, "parameters");
+    if (args == JsonDoc::kNpos) return bad(from, llama ? "the call has no \"parameters\"" : "the call has no \"arguments\"");
+    if (d.at(args) != '{') return bad(args, "the arguments are not a JSON object");
+    if (n < cap) {
+      calls[n].name_offset = name + 1;
+      calls[n].name_len = name_end - name - 2;
+      calls[n].arguments_offset = args;
+      calls[n].arguments_len = d.value_end(args) - args;
+    }
+    n++;
+    return GB_OK;
+  }
+
+  static bool starts(const JsonDoc &d, size_t i, const char *lit) {
+    const size_t k = strlen(lit);
+    return i <= d.n && d.n - i >= k && memcmp(d.s + i, lit, k) == 0;
+  }
+
+  gb_status qwen(size_t *content_len) {
+    static const char kOpen[] = "<tool_call>", kClose[] = "</tool_call>";
+    size_t at = d.n;
+    for (size_t i = 0; i + sizeof kOpen - 1 <= d.n; i++)
+      if (starts(d, i, kOpen)) {
+        at = i;
+        break;
+      }
+    *content_len = at;
+    while (at < d.n) {
+      if (!starts(d, at, kOpen)) return bad(at, "text after a tool call that is not another call");
+      size_t end;
+      GB_TRY(object(d.ws(at + sizeof kOpen - 1), &end, false));
+      end = d.ws(end);
+      if (!starts(d, end, kClose)) return bad(end, "\"</tool_call>\" is expected");
+      at = d.ws(end + sizeof kClose - 1);
+    }
+    return GB_OK;
+  }
+
+  gb_status llama31(size_t *content_len) {
+    size_t i = d.ws(0);
+    const size_t start = i;
+    if (starts(d, i, "<|python_tag|>")) i = d.ws(i + 14);
+    if (d.at(i) != '{') {
+      *content_len = d.n;
+      return GB_OK;
+    }
+    *content_len = start;
+    for (;;) {
+      size_t end;
+      GB_TRY(object(i, &end, true));
+      i = d.ws(end);
+      if (i == d.n) return GB_OK;
+      if (d.at(i) != ';') return bad(i, "';' or the end is expected after a call");
+      i = d.ws(i + 1);
+      if (i == d.n) return GB_OK;
+    }
+  }
+};
+
+// ---- grammar ---------------------------------------------------------------------
+
+struct GrammarOut {
+  char *buf;
+  size_t cap;
+  size_t n = 0;
+  void s(const char *t) {
+    const size_t k = strlen(t);
+    if (buf && n + k <= cap) memcpy(buf + n, t, k);
+    n += k;
+  }
+  void s(const char *t, size_t k) {
+    if (buf && n + k <= cap) memcpy(buf + n, t, k);
+    n += k;
+  }
+  void u(uint64_t v) {
+    char d[24];
+    const int k = snprintf(d, sizeof d, "%llu", (unsigned long long)v);
+    s(d, (size_t)k);
+  }
+};
+
+gb_status tools_grammar(Format f, gb_chat_template t, const JsonDoc &tools, gb_tool_choice choice, uint32_t max_calls,
+                        const Logger &log, GrammarOut &o) {
+  const bool think = t == GB_CHAT_TEMPLATE_QWEN3;
+  o.s("root ::= ");
+  if (think) o.s("tool-think? ");
+  o.s(choice == GB_TOOL_CHOICE_AUTO ? "(tool-calls | tool-text)\n" : "tool-calls\n");
+  if (think) o.s("tool-think ::= \"<think>\" [^<]* \"</think>\" \"\\n\"{0,2}\n");
+  if (choice == GB_TOOL_CHOICE_AUTO) o.s(f == kQwen ? "tool-text ::= [^<] .*\n" : "tool-text ::= [^{] .*\n");
+  o.s("tool-calls ::= tool-call");
+  if (max_calls > 1) {
+    o.s(" (\"\\n\" tool-call)");
+    if (max_calls - 1 <= kGbnfMaxRepeat) {
+      o.s("{0,");
+      o.u(max_calls - 1);
+      o.s("}");
+    } else {
+      o.s("*");
+    }
+  }
+  o.s("\n");
+  o.s(f == kQwen ? "tool-call ::= \"<tool_call>\\n{\\\"name\\\": \\\"\" tool-args \"}\\n</tool_call>\"\n"
+                 : "tool-call ::= \"{\\\"name\\\": \\\"\" tool-args \"}\"\n");
+  o.s("tool-args ::= ");
+  size_t cur = tools.root() + 1, v;
+  for (uint32_t k = 0; tools.next_elem(&cur, &v); k++) {
+    const size_t name = tools.member(tool_function(tools, v), "name");
+    if (k) o.s(" | ");
+    o.s("\"");
+    o.s(tools.s + name + 1, tool_name(tools, name));
+    o.s(f == kQwen ? "\\\", \\\"arguments\\\": \" tool" : "\\\", \\\"parameters\\\": \" tool");
+    o.u(k);
+    o.s("-root");
+  }
+  o.s("\n");
+  // Each tool's arguments: its schema's rules under the prefix "toolK-".
+  uint32_t prims = 0;
+  cur = tools.root() + 1;
+  for (uint32_t k = 0; tools.next_elem(&cur, &v); k++) {
+    const size_t f_obj = tool_function(tools, v);
+    const size_t params = tools.member(f_obj, "parameters");
+    static const char kAnyObject[] = "{\"type\": \"object\", \"additionalProperties\": true}";
+    const char *schema = params == JsonDoc::kNpos ? kAnyObject : tools.s + params;
+    const size_t len = params == JsonDoc::kNpos ? sizeof kAnyObject - 1 : tools.value_end(params) - params;
+    char prefix[24];
+    snprintf(prefix, sizeof prefix, "tool%u-", k);
+    const gb_status st = json_schema_rules(schema, len, prefix, log, o.buf, o.cap, &o.n, &prims);
+    if (st != GB_OK) {
+      const size_t name = tools.member(f_obj, "name");
+      return fail(log, st, "tools: the parameters of '%.*s' (offset %zu) cannot be converted",
+                  (int)tool_name(tools, name), tools.s + name + 1, params);
+    }
+  }
+  json_schema_shared_rules(prims, o.buf, o.cap, &o.n);
+  return GB_OK;
+}
+
+}  // namespace
+}  // namespace gb
+
+extern "C" gb_status gb_tool_calls_parse(gb_chat_template t, const char *text, size_t len, gb_tool_call *calls,
+                                         size_t cap, size_t *n_calls, size_t *content_len) {
+  using namespace gb;
+  const Logger log;
+  const char *fn = "gb_tool_calls_parse";
+  if (!text && len) return null_arg(log, fn, "text (with len > 0)");
+  if (!calls && cap) return null_arg(log, fn, "calls (with cap > 0)");
+  if (!n_calls) return null_arg(log, fn, "n_calls");
+  if (!content_len) return null_arg(log, fn, "content_len");
+  const Format f = format_of(t);
+  if (f == kNoFormat)
+    return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "%s: chat template %s has no tool-call format", fn,
+                chat_template_name(t));
+  Parser p{JsonDoc{text ? text : "", len}, log, calls, cap};
+  // A first pass counts (nothing written), so a short array leaves the
+  // caller's untouched.
+  Parser count{p.d, log, nullptr, 0};
+  size_t content;
+  GB_TRY(f == kQwen ? count.qwen(&content) : count.llama31(&content));
+  if (count.n > cap) {
+    *n_calls = count.n;
+    return GB_ERR_BUFFER_TOO_SMALL;
+  }
+  GB_TRY(f == kQwen ? p.qwen(&content) : p.llama31(&content));
+  *n_calls = p.n;
+  *content_len = content;
+  return GB_OK;
+}
+
+extern "C" gb_status gb_grammar_from_tools(gb_chat_template t, const char *tools, size_t tools_len,
+                                           gb_tool_choice choice, uint32_t max_calls, char *buf, size_t cap,
+                                           size_t *n_out) {
+  using namespace gb;
+  const Logger log;
+  const char *fn = "gb_grammar_from_tools";
+  if (!tools && tools_len) return null_arg(log, fn, "tools (with tools_len > 0)");
+  if (!n_out) return null_arg(log, fn, "n_out");
+  if (!buf && cap) return null_arg(log, fn, "buf (with cap > 0)");
+  const Format f = format_of(t);
+  if (f == kNoFormat)
+    return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "%s: chat template %s has no tool-call format", fn,
+                chat_template_name(t));
+  const int32_t c = raw_enum(choice);
+  if (c != GB_TOOL_CHOICE_REQUIRED && c != GB_TOOL_CHOICE_AUTO)
+    return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: unknown tool choice %d", fn, c);
+  if (max_calls == 0 || (f == kLlama31 && max_calls > 1))
+    return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: max_calls %u (1%s)", fn, max_calls,
+                f == kLlama31 ? " for llama3.1" : " or more");
+  const JsonDoc d{tools ? tools : "", tools_len};
+  GB_TRY(tools_check(d, log));
+  if (d.count(d.root()) == 0) return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: no tools", fn);
+  GrammarOut count{nullptr, 0};
+  GB_TRY(tools_grammar(f, t, d, choice, max_calls, log, count));
+  if (count.n >= cap) {
+    *n_out = count.n + 1;
+    return GB_ERR_BUFFER_TOO_SMALL;
+  }
+  GrammarOut write{buf, cap};
+  const gb_status st = tools_grammar(f, t, d, choice, max_calls, log, write);
+  if (st != GB_OK || write.n != count.n)
+    return fail(log, GB_ERR_INTERNAL, "%s: the writing pass differs from the counting pass", fn);
+  buf[write.n] = '\0';
+  *n_out = write.n;
+  return GB_OK;
+}
