@@ -1,6 +1,7 @@
 // bench_grammar.cpp — what constrained decoding costs: for a model and a
-// grammar (GBNF, or a JSON Schema converted by gb_grammar_from_json_schema),
-// sampled generations with and without the grammar, interleaved, at one
+// grammar (GBNF, a JSON Schema converted by gb_grammar_from_json_schema, or
+// tool definitions: the prompt rendered with them by a chat template and the
+// grammar of their calls, gb_grammar_from_tools), sampled generations with and without the grammar, interleaved, at one
 // thread count. Reports per token the decode step's time without a grammar,
 // the time the grammar's token mask took (gb_step_info.grammar_ns), its
 // share of the step, the tokens the mask allowed, how many generations
@@ -24,9 +25,12 @@ namespace {
 
 int usage() {
   fprintf(stderr,
-          "usage: gearbx-bench-grammar -m MODEL (--grammar FILE | --json-schema FILE) [--prompt TEXT]\n"
+          "usage: gearbx-bench-grammar -m MODEL (--grammar FILE | --json-schema FILE | --tools FILE --template NAME)\n"
+          "                            [--prompt TEXT]\n"
           "                            [--tokens N] [--reps R] [--threads T] [--temp T] [--load map|copy]\n"
           "                            [--seed S] [--json FILE]\n"
+          "  --tools F    the prompt is a user message rendered with these tool definitions by the chat template\n"
+          "               NAME; the grammar: one or more calls of them (gb_grammar_from_tools, choice required)\n"
           "  --tokens N   most tokens per generation (default 64)\n"
           "  --reps R     generations with and without the grammar, seeds S, S+1, ... (default 5, S 1000)\n");
   return 1;
@@ -90,7 +94,7 @@ bool generate(gb_model *m, gb_grammar *g, const std::vector<int32_t> &prompt, ui
 }  // namespace
 
 int main(int argc, char **argv) {
-  const char *model = nullptr, *gpath = nullptr, *spath = nullptr, *json = nullptr;
+  const char *model = nullptr, *gpath = nullptr, *spath = nullptr, *json = nullptr, *tpath = nullptr, *tname = nullptr;
   std::string prompt = "Write a JSON object describing a person:";
   uint32_t tokens = 64, reps = 5, threads = 1;
   uint64_t seed0 = 1000;
@@ -102,6 +106,8 @@ int main(int argc, char **argv) {
     if (!strcmp(o, "-m")) model = v;
     else if (!strcmp(o, "--grammar")) gpath = v;
     else if (!strcmp(o, "--json-schema")) spath = v;
+    else if (!strcmp(o, "--tools")) tpath = v;
+    else if (!strcmp(o, "--template")) tname = v;
     else if (!strcmp(o, "--prompt")) prompt = v;
     else if (!strcmp(o, "--tokens")) tokens = (uint32_t)atoi(v);
     else if (!strcmp(o, "--reps")) reps = (uint32_t)atoi(v);
@@ -113,9 +119,39 @@ int main(int argc, char **argv) {
     else return usage();
     i++;
   }
-  if (!model || !(gpath || spath) || tokens == 0 || reps == 0) return usage();
-  std::string text = read_text(gpath ? gpath : spath);
-  if (text.empty()) return fprintf(stderr, "cannot read %s\n", gpath ? gpath : spath), 1;
+  if (!model || (!!gpath + !!spath + !!tpath) != 1 || (tpath && !tname) || tokens == 0 || reps == 0) return usage();
+  const char *path = gpath ? gpath : spath ? spath : tpath;
+  std::string text = read_text(path);
+  if (text.empty()) return fprintf(stderr, "cannot read %s\n", path), 1;
+  // --tools: the prompt is a user message rendered with the tools by the
+  // template; the grammar makes every reply calls of the tools.
+  gb_chat_template tmpl = GB_CHAT_TEMPLATE_NONE;
+  uint32_t tokenize_flags = GB_TOKENIZE_ADD_BOS;
+  if (tpath) {
+    if (gb_chat_template_from_name(tname, &tmpl) != GB_OK) return fprintf(stderr, "unknown template %s\n", tname), 1;
+    gb_chat_options co;
+    gb_chat_options_init(&co);
+    co.tools = text.data();
+    co.tools_len = text.size();
+    const gb_chat_message msg = {"user", prompt.c_str()};
+    size_t need = 0;
+    if (gb_chat_apply_ex(tmpl, &msg, 1, &co, nullptr, 0, &need) != GB_ERR_BUFFER_TOO_SMALL) return 1;
+    std::string rendered(need, '\0');
+    if (gb_chat_apply_ex(tmpl, &msg, 1, &co, &rendered[0], need, &need) != GB_OK) return 1;
+    rendered.resize(need);
+    prompt = rendered;
+    tokenize_flags = GB_TOKENIZE_PARSE_SPECIAL;
+    const uint32_t max_calls = tmpl == GB_CHAT_TEMPLATE_LLAMA31 ? 1 : 4;
+    if (gb_grammar_from_tools(tmpl, text.data(), text.size(), GB_TOOL_CHOICE_REQUIRED, max_calls, nullptr, 0, &need) !=
+        GB_ERR_BUFFER_TOO_SMALL)
+      return 1;
+    std::string g(need, '\0');
+    if (gb_grammar_from_tools(tmpl, text.data(), text.size(), GB_TOOL_CHOICE_REQUIRED, max_calls, &g[0], need, &need) !=
+        GB_OK)
+      return 1;
+    g.resize(need);
+    text = g;
+  }
   if (spath) {
     size_t need = 0;
     if (gb_grammar_from_json_schema(text.data(), text.size(), nullptr, 0, &need) != GB_ERR_BUFFER_TOO_SMALL) return 1;
@@ -134,7 +170,7 @@ int main(int argc, char **argv) {
   if (gb_model_open_file(model, &mo, &m) != GB_OK) return 1;
   std::vector<int32_t> ids(GB_TOKENIZE_CAPACITY(prompt.size()) + 4);
   size_t n_ids = 0;
-  if (gb_tokenize(m, prompt.data(), prompt.size(), GB_TOKENIZE_ADD_BOS, ids.data(), ids.size(), &n_ids) != GB_OK) return 1;
+  if (gb_tokenize(m, prompt.data(), prompt.size(), tokenize_flags, ids.data(), ids.size(), &n_ids) != GB_OK) return 1;
   ids.resize(n_ids);
   gb_model_info mi;
   memset(&mi, 0, sizeof mi);
@@ -156,7 +192,12 @@ int main(int argc, char **argv) {
     // Constrained: complete when it ended; otherwise the token limit cut a
     // valid prefix. Anything else would be a bug.
     if (gb_grammar_match(g, b.text.data(), b.text.size(), &res) != GB_OK) res = GB_GRAMMAR_MATCH_NONE;
-    if (b.eog && res == GB_GRAMMAR_MATCH_COMPLETE) complete++;
+    // With tools, a complete reply must also parse into at least one call.
+    size_t n_calls = 0, content = 0;
+    const bool calls_ok = !tpath || (gb_tool_calls_parse(tmpl, b.text.data(), b.text.size(), nullptr, 0, &n_calls,
+                                                         &content) == GB_ERR_BUFFER_TOO_SMALL &&
+                                     content == 0);
+    if (b.eog && res == GB_GRAMMAR_MATCH_COMPLETE && calls_ok) complete++;
     else if (!b.eog && res != GB_GRAMMAR_MATCH_NONE) at_limit++;
     else invalid++;
     if (gb_grammar_match(g, a.text.data(), a.text.size(), &res) == GB_OK && res == GB_GRAMMAR_MATCH_COMPLETE) free_complete++;
