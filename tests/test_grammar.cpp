@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "crc32.h"
+#include "sample_files.h"
 #include "test_util.h"
 
 namespace {
@@ -498,6 +499,71 @@ TEST(GrammarSession, SetReplaceAndClearMidSession) {
   ASSERT_NE(plain, nullptr);
   EXPECT_EQ(gb_session_set_grammar(plain, yes.g), GB_ERR_UNAVAILABLE);
   gb_session_destroy(plain);
+}
+
+TEST(GrammarSession, NoTokenThatContinuesIsAStatusAndChangesNothing) {
+  // A vocabulary without a way to write 'z': the byte token <0x7A> is an
+  // unused control token, and no piece holds a 'z'.
+  gb::SampleDims d;
+  d.vocab = 300;
+  d.seq_len = 256;
+  gb::GgufSpec spec = gb::sample_gguf_spec(d, 0 /* F32 */);
+  std::vector<uint8_t> toks, scores, types;
+  auto u32 = [](std::vector<uint8_t> &v, uint32_t x) { v.insert(v.end(), (uint8_t *)&x, (uint8_t *)&x + 4); };
+  auto u64 = [](std::vector<uint8_t> &v, uint64_t x) { v.insert(v.end(), (uint8_t *)&x, (uint8_t *)&x + 8); };
+  auto str = [&](std::vector<uint8_t> &v, const std::string &t) {
+    u64(v, t.size());
+    v.insert(v.end(), t.begin(), t.end());
+  };
+  u32(toks, 8), u64(toks, d.vocab), u32(scores, 6), u64(scores, d.vocab), u32(types, 5), u64(types, d.vocab);
+  for (uint32_t i = 0; i < d.vocab; i++) {
+    char buf[32];
+    uint32_t type = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+    if (i == 0) snprintf(buf, sizeof buf, "<unk>");
+    else if (i == 1) snprintf(buf, sizeof buf, "<s>");
+    else if (i == 2) snprintf(buf, sizeof buf, "</s>");
+    else if (i == 3 + 'z') snprintf(buf, sizeof buf, "<unused0>"), type = 5;
+    else if (i < 259) snprintf(buf, sizeof buf, "<0x%02X>", i - 3);
+    else snprintf(buf, sizeof buf, "\xE2\x96\x81%c%u", 'a' + (char)(i % 25), i);  // a..y
+    str(toks, buf);
+    float sc = i < 259 ? 0.0f : -(float)i;
+    scores.insert(scores.end(), (uint8_t *)&sc, (uint8_t *)&sc + 4);
+    u32(types, type);
+  }
+  spec.set("tokenizer.ggml.tokens", 9, toks);
+  spec.set("tokenizer.ggml.scores", 9, scores);
+  spec.set("tokenizer.ggml.token_type", 9, types);
+  const std::vector<uint8_t> file = gb::gguf_serialize(spec);
+  std::vector<uint64_t> mem((file.size() + 7) / 8);
+  memcpy(mem.data(), file.data(), file.size());
+  gb_model_options mo = gbt::quiet_model_options();
+  gb_model *m = nullptr;
+  ASSERT_EQ(gb_model_open_memory(mem.data(), file.size(), &mo, &m), GB_OK);
+  Grammar g(R"(root ::= "a" | "z")");  // "a" can be written; after it the grammar ends
+  Grammar z(R"(root ::= "z")");
+  ASSERT_EQ(g.st, GB_OK);
+  ASSERT_EQ(z.st, GB_OK);
+  gb_session *s = session(m, z.g, 0.0f, 1, GB_GEAR_DEFAULT, 64 * 1024);
+  ASSERT_NE(s, nullptr);
+  const int32_t bos = 1;
+  ASSERT_EQ(gb_prefill(s, &bos, 1), GB_OK);
+  uint32_t pos = 0, n_ctx = 0;
+  ASSERT_EQ(gb_session_position(s, &pos, &n_ctx), GB_OK);
+  int32_t t = -7;
+  EXPECT_EQ(gb_decode_step(s, &t, nullptr), GB_ERR_GRAMMAR_NO_TOKEN);
+  EXPECT_EQ(t, -7);  // nothing handed out
+  uint32_t pos2 = 0;
+  ASSERT_EQ(gb_session_position(s, &pos2, &n_ctx), GB_OK);
+  EXPECT_EQ(pos2, pos);
+  EXPECT_EQ(gb_decode_step(s, &t, nullptr), GB_ERR_GRAMMAR_NO_TOKEN);  // the same again
+  // Another grammar: decoding goes on from the same place.
+  ASSERT_EQ(gb_session_set_grammar(s, g.g), GB_OK);
+  const Gen r = decode(s, m, g.g, 8);
+  EXPECT_EQ(r.st, GB_OK);
+  EXPECT_TRUE(r.ended);
+  EXPECT_EQ(r.text, "a");
+  gb_session_destroy(s);
+  gb_model_close(m);
 }
 
 TEST(GrammarSession, LimitsAndOptionsAreChecked) {
