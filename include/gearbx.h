@@ -109,6 +109,8 @@ typedef enum gb_status {
   GB_ERR_OUT_OF_MEMORY = 400,    /* the platform refused the one allocation */
   GB_ERR_BUDGET_EXCEEDED = 401,  /* options do not fit the byte budget      */
   GB_ERR_ARENA_TOO_SMALL = 402,  /* caller memory smaller than gb_session_mem_size() */
+  GB_ERR_LOCK_REFUSED = 403,     /* the system refused to lock the model's pages
+                                    in memory (GB_MODEL_LOAD_LOCK)          */
 
   /* 5xx: running */
   GB_ERR_CONTEXT_FULL = 500,     /* no room for another token in the context */
@@ -218,6 +220,19 @@ typedef enum gb_model_load {
    * byte aligned): later changes to the file cannot reach the model, at the
    * price of resident memory for every tier. */
   GB_MODEL_LOAD_COPY = 1,
+  /* Since 0.5: map the file as GB_MODEL_LOAD_MAP does, then lock in memory
+   * (the platform's mlock) what a session at the default gear reads: the
+   * common tensors, the default tier's matrices and classifier, and the
+   * model's own memory (tables; matrices a GGUF repacks). Those pages are
+   * then never evicted, so decoding keeps its speed on a device under
+   * memory pressure, where a mapped file's cold pages are dropped and read
+   * again. Other tiers stay mapped and unlocked. The locked bytes are
+   * gb_model_info.locked_bytes; they are the resident weights the session
+   * budget and gb_plan already count. When the system refuses (a limit on
+   * locked memory: RLIMIT_MEMLOCK, `ulimit -l`; or not enough memory),
+   * GB_ERR_LOCK_REFUSED and nothing stays open; a port without the service:
+   * GB_ERR_UNAVAILABLE. Changes to the file are handled as for a mapping. */
+  GB_MODEL_LOAD_LOCK = 2,
   GB_MODEL_LOAD_MAX_ENUM = 0x7fffffff
 } gb_model_load;
 
@@ -299,6 +314,10 @@ typedef struct gb_model_info {
   /* Since 0.3: */
   uint32_t is_gguf;     /* 1: a GGUF file opened in place (its one tier, its
                            own row-major layout); 0: a .gbx               */
+  /* Since 0.5: */
+  uint64_t locked_bytes; /* bytes locked in memory (GB_MODEL_LOAD_LOCK; 0
+                            otherwise): the tensors locked plus the model's
+                            own memory                                     */
 } gb_model_info;
 
 /* Open a model by mapping the file read-only (the platform's mmap): a .gbx,

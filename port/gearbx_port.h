@@ -74,6 +74,12 @@ enum {
 /* A hint about [addr, addr + len) of a mapping; rounded inward to whole
  * pages. Returns GB_PORT_ENOSYS where hints do not exist (harmless). */
 int gb_port_advise(const void *addr, size_t len, int advice);
+/* Lock [addr, addr + len) (rounded outward to whole pages) in memory: its
+ * pages are read in now and never evicted until gb_port_unlock or the
+ * mapping goes. GB_PORT_ENOMEM when the system refuses (a limit on locked
+ * memory, or no memory), GB_PORT_ENOSYS where locking does not exist. */
+int gb_port_lock(const void *addr, size_t len);
+void gb_port_unlock(const void *addr, size_t len);
 /* Bytes of [addr, addr + len) resident in this process now (mapped in its
  * page tables, not merely cached by the OS), or -1 if unknown. */
 int64_t gb_port_resident_bytes(const void *addr, size_t len);

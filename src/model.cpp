@@ -536,6 +536,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   Arena arena(mem, counter.used());
   gb_model *m = model_carve(arena, meta, tok_bytes, &tok_mem);
   m->mem = opt.mem ? nullptr : mem;
+  m->mem_bytes = counter.used();
+  m->locked_bytes = 0;
   m->log = log;
   m->base = p;
   m->size = size;
@@ -595,12 +597,69 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o, co
   const Logger log{o->log, o->log_user, o->log_level};
   GB_RETURN_IF((uint32_t)gb::raw_enum(o->verify) > GB_VERIFY_METADATA, log, GB_ERR_INVALID_ARGUMENT, "%s: verify mode %d unknown",
                fn, gb::raw_enum(o->verify));
-  GB_RETURN_IF((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_COPY, log, GB_ERR_INVALID_ARGUMENT, "%s: load mode %d unknown", fn,
+  GB_RETURN_IF((uint32_t)gb::raw_enum(o->load) > GB_MODEL_LOAD_LOCK, log, GB_ERR_INVALID_ARGUMENT, "%s: load mode %d unknown", fn,
                gb::raw_enum(o->load));
   GB_RETURN_IF((uint32_t)gb::raw_enum(o->gguf_layout) > GB_GGUF_LAYOUT_REPACK, log, GB_ERR_INVALID_ARGUMENT,
                "%s: GGUF layout %d unknown", fn, gb::raw_enum(o->gguf_layout));
   return GB_OK;
 }
+// Every tensor a session at the default gear reads, in turn.
+template <class F>
+void for_default_tensors(const gb_model &m, F &&f) {
+  const uint32_t L = m.meta.n_layers, g = m.meta.default_gear;
+  f(m.embd);
+  f(m.out_norm);
+  f(m.rope_freqs);
+  f(m.rope_freqs_long);
+  for (uint32_t l = 0; l < L; l++) {
+    f(m.attn_norm[l]);
+    f(m.ffn_norm[l]);
+    for (int k = 0; k < 3; k++)
+      if (m.bias[k]) f(m.bias[k][l]);
+    for (int k = 0; k < 2; k++) {
+      if (m.qk_norm[k]) f(m.qk_norm[k][l]);
+      if (m.post_norm[k]) f(m.post_norm[k][l]);
+    }
+  }
+  if (m.mats[g])
+    for (size_t i = 0; i < (size_t)L * kMatsPerLayer; i++) f(m.mats[g][i]);
+  f(m.classifier[g]);
+}
+
+// GB_MODEL_LOAD_LOCK: lock the default gear's tensors and the model's own
+// memory. On refusal everything locked so far is unlocked again.
+gb_status model_lock(gb_model *m, const char *path) {
+  uint64_t locked = 0;
+  int rc = GB_PORT_OK;
+  // Tensors in the model's own memory (repacked) are locked with it.
+  const uint8_t *own = reinterpret_cast<const uint8_t *>(m), *own_end = own + m->mem_bytes;
+  auto outside = [&](const TensorRef &t) { return t.data && t.nbytes && (t.data < own || t.data >= own_end); };
+  for_default_tensors(*m, [&](const TensorRef &t) {
+    if (rc != GB_PORT_OK || !outside(t)) return;
+    rc = gb_port_lock(t.data, t.nbytes);
+    if (rc == GB_PORT_OK) locked += t.nbytes;
+  });
+  if (rc == GB_PORT_OK) {
+    rc = gb_port_lock(m, m->mem_bytes);
+    if (rc == GB_PORT_OK) locked += m->mem_bytes;
+  }
+  if (rc == GB_PORT_OK) {
+    m->locked_bytes = locked;
+    return GB_OK;
+  }
+  for_default_tensors(*m, [&](const TensorRef &t) {
+    if (outside(t)) gb_port_unlock(t.data, t.nbytes);
+  });
+  uint64_t want = m->mem_bytes;
+  for_default_tensors(*m, [&](const TensorRef &t) { want += outside(t) ? t.nbytes : 0; });
+  GB_RETURN_IF(rc == GB_PORT_ENOSYS, m->log, GB_ERR_UNAVAILABLE,
+               "cannot lock model '%s' in memory: this platform cannot lock pages", path);
+  return fail(m->log, GB_ERR_LOCK_REFUSED,
+              "cannot lock model '%s' in memory: the system refused after %llu of %llu bytes (a limit on locked "
+              "memory, RLIMIT_MEMLOCK: see `ulimit -l`; or not enough memory)",
+              path, (unsigned long long)locked, (unsigned long long)want);
+}
+
 }  // namespace gb
 
 extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out) {
@@ -634,6 +693,13 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
     gb_port_unmap_file(&map);
     log.log(GB_LOG_ERROR, "cannot open model '%s': %s", path, gb_status_str(st));
     return st;
+  }
+  if (o.load == GB_MODEL_LOAD_LOCK) {
+    st = gb::model_lock(m, path);
+    if (st != GB_OK) {
+      gb_model_close(m);  // unmaps
+      return st;
+    }
   }
   *out = m;
   return GB_OK;
@@ -722,6 +788,7 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
     r.tier_formats[g][len] = 0;
   }
   r.is_gguf = m->gguf_meta_bytes ? 1 : 0;
+  r.locked_bytes = m->locked_bytes;
   memcpy(info, &r, info->struct_size);
   return GB_OK;
 }
@@ -765,7 +832,12 @@ extern "C" void gb_model_close(gb_model *m) {
   if (!m || gb::check_handle(m, gb::kHandleModel, "gb_model_close") != GB_OK) return;  // NULL: a no-op; else logged
   gb_port_mapping map = m->mapping;
   void *mem = m->mem;
+  const size_t mem_bytes = m->mem_bytes;
+  const bool locked = m->locked_bytes != 0;
   m->handle = gb::kHandleDead;  // caller memory stays readable: a second close is refused
-  gb_port_unmap_file(&map);     // a zeroed mapping (opened from memory) holds nothing
+  gb_port_unmap_file(&map);     // a zeroed mapping (opened from memory) holds nothing; unmapping unlocks
+  // The model's own memory (this struct is its first bytes) is unlocked
+  // before it goes back, so the pages do not stay locked for the allocator.
+  if (locked) gb_port_unlock(m, mem_bytes);
   gb_port_aligned_free(mem);
 }

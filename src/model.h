@@ -95,6 +95,8 @@ struct gb_model {
   uint64_t gguf_meta_bytes;
   uint32_t gguf_meta_crc;
   void *mem;  // the one allocation holding this struct and its arrays
+  size_t mem_bytes;       // its size (also when the caller gave it)
+  uint64_t locked_bytes;  // GB_MODEL_LOAD_LOCK: bytes locked (0: nothing locked)
 };
 
 namespace gb {

@@ -521,6 +521,8 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   Arena arena(mem, counter.used());
   gb_model *m = layout(arena, &tok_mem, &kv, &ti, &img, &scratch, &factors, &region);
   m->mem = opt.mem ? nullptr : mem;
+  m->mem_bytes = counter.used();
+  m->locked_bytes = 0;
   m->log = log;
   m->base = p;
   m->size = size;

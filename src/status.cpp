@@ -54,6 +54,7 @@ extern "C" const char *gb_status_str(gb_status s) {
     case GB_ERR_OUT_OF_MEMORY: return "out of memory";
     case GB_ERR_BUDGET_EXCEEDED: return "memory budget exceeded";
     case GB_ERR_ARENA_TOO_SMALL: return "arena too small";
+    case GB_ERR_LOCK_REFUSED: return "the system refused to lock the model in memory";
     case GB_ERR_CONTEXT_FULL: return "context full";
     case GB_ERR_ABORTED: return "aborted by the callback";
     case GB_ERR_GRAMMAR_LIMIT: return "grammar parse state over its limits";

@@ -130,10 +130,10 @@ void zero_in_place(const std::string &path) {
 
 }  // namespace
 
-TEST(Integrity, TruncatedMappedFileStopsTheStepWithAStatus) {
+void truncated_file_stops_the_step(gb_model_load load) {
   const std::string path = fresh_copy("trunc.gbx");
   Live r;
-  ASSERT_EQ(r.open(path, GB_MODEL_LOAD_MAP), GB_OK);
+  ASSERT_EQ(r.open(path, load), GB_OK);
   std::vector<int32_t> toks;
   ASSERT_EQ(r.decode(4, &toks), GB_OK);
   truncate_to_half(path);
@@ -155,10 +155,15 @@ TEST(Integrity, TruncatedMappedFileStopsTheStepWithAStatus) {
   EXPECT_EQ(pos1, pos0) << "nothing ran";
 }
 
-TEST(Integrity, ReadsPastTheEndOfATruncatedMappingGiveZerosAndAStatus) {
+// A locked mapping (GB_MODEL_LOAD_LOCK) is still a mapping of the file:
+// truncating it is caught the same way.
+TEST(Integrity, TruncatedMappedFileStopsTheStepWithAStatus) { truncated_file_stops_the_step(GB_MODEL_LOAD_MAP); }
+TEST(Integrity, TruncatedLockedFileStopsTheStepWithAStatus) { truncated_file_stops_the_step(GB_MODEL_LOAD_LOCK); }
+
+void reads_past_the_end_give_zeros(gb_model_load load) {
   const std::string path = fresh_copy("faulted.gbx");
   Live r;
-  ASSERT_EQ(r.open(path, GB_MODEL_LOAD_MAP), GB_OK);
+  ASSERT_EQ(r.open(path, load), GB_OK);
   std::vector<int32_t> toks;
   ASSERT_EQ(r.decode(2, &toks), GB_OK);
   const gb_port_mapping &map = r.m->mapping;
@@ -193,6 +198,11 @@ TEST(Integrity, ReadsPastTheEndOfATruncatedMappingGiveZerosAndAStatus) {
   // Nothing else in the process is touched: a model opened again decodes.
   const std::vector<int32_t> want = reference(4);
   EXPECT_EQ(std::vector<int32_t>(want.begin(), want.begin() + 2), toks);
+}
+
+TEST(Integrity, ReadsPastTheEndOfATruncatedMappingGiveZerosAndAStatus) { reads_past_the_end_give_zeros(GB_MODEL_LOAD_MAP); }
+TEST(Integrity, ReadsPastTheEndOfATruncatedLockedMappingGiveZerosAndAStatus) {
+  reads_past_the_end_give_zeros(GB_MODEL_LOAD_LOCK);
 }
 
 // Passes of about a millisecond back to back (a 15 MB synthetic model on
@@ -412,7 +422,7 @@ TEST(Integrity, LoadOptionIsValidated) {
   Log log;
   mo.log = Log::fn;
   mo.log_user = &log;
-  mo.load = (gb_model_load)2;
+  mo.load = (gb_model_load)3;
   gb_model *m = reinterpret_cast<gb_model *>(0x1);
   EXPECT_EQ(gb_model_open_file(gbt::stories260k_gbx().c_str(), &mo, &m), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(m, reinterpret_cast<gb_model *>(0x1));

@@ -67,6 +67,15 @@ char *cli_read_file(const char *path, size_t *len);
 // --grammar FILE (GBNF) or --json-schema FILE (converted to GBNF): the
 // compiled grammar (gb_grammar_destroy it), NULL with the error printed.
 gb_grammar *cli_load_grammar(const char *cmd, const char *grammar_path, const char *schema_path);
+// --load map|copy|lock: how cli_open_model reaches the file (a process-wide
+// choice, made while parsing options). False after printing the error.
+bool cli_parse_load(const char *cmd, const char *v);
+gb_model_load cli_load_mode();
+#define CLI_LOAD_USAGE                                                                                    \
+  "  --load map|copy|lock  map the file (default: pages the system may drop and read again under\n"      \
+  "                    memory pressure), copy it into memory, or map it and lock what the default\n"     \
+  "                    gear reads (mlock; refused above the locked-memory limit, `ulimit -l`)\n"
+
 // The tool calls in a reply, one line each on stdout ("tool_call: {...}");
 // a reply that is not well-formed is reported on stderr.
 void cli_print_tool_calls(const char *cmd, gb_chat_template t, const std::string &reply);

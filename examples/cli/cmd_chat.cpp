@@ -60,6 +60,7 @@ int chat_usage() {
           "  -n N              most tokens per reply (default 256)\n"
           "  --deterministic   portable generic kernels only: the same replies on every CPU\n"
           "  --show-prompt     write the text fed to the model and how each reply ended to stderr\n"
+          CLI_LOAD_USAGE
           "  --grammar FILE    every reply is text of the GBNF grammar in FILE (its rule 'root')\n"
           "  --json-schema FILE  every reply is JSON that the JSON Schema in FILE accepts\n"
           "  --tools FILE      tool definitions (a JSON array) for the templates with tool calls (qwen2.5,\n"
@@ -402,6 +403,7 @@ int gb_cli_chat(int argc, char **argv) {
     else if (!strcmp(o, "--grammar")) gpath = v;
     else if (!strcmp(o, "--json-schema")) spath = v;
     else if (!strcmp(o, "--tools")) tpath = v;
+    else if (!strcmp(o, "--load")) ok = cli_parse_load(C, v);
     else if (!strcmp(o, "--tool-choice")) {
       if (!strcmp(v, "auto")) choice = GB_TOOL_CHOICE_AUTO;
       else if (!strcmp(v, "required")) choice = GB_TOOL_CHOICE_REQUIRED;

@@ -10,7 +10,8 @@ namespace {
 const char kInfoUsage[] =
     "usage: gearbx info MODEL.gbx|MODEL.gguf [--ctx N] [--threads N] [KV options]\n"
     "  prints the model, its tiers, and per gear the session memory (one allocation, KV pool\n"
-    "  included) and the weight bytes it maps, for a context of N tokens (default: the model's)\n" CLI_KV_USAGE;
+    "  included) and the weight bytes it maps, for a context of N tokens (default: the model's)\n" CLI_LOAD_USAGE
+    CLI_KV_USAGE;
 
 double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 }  // namespace
@@ -27,7 +28,11 @@ int gb_cli_info(int argc, char **argv) {
     if (kr < 0) return 1;
     if (kr == 2) continue;
     if (kr == 1) { i++; continue; }
-    if (!strcmp(o, "--ctx") || !strcmp(o, "--threads")) {
+    if (!strcmp(o, "--load")) {
+      if (!v) return cli_error(C, "option %s needs a value", o);
+      if (!cli_parse_load(C, v)) return 1;
+      i++;
+    } else if (!strcmp(o, "--ctx") || !strcmp(o, "--threads")) {
       if (!v) return cli_error(C, "option %s needs a value", o);
       if (!cli_parse_u32(C, o, v, !strcmp(o, "--ctx") ? &so.n_ctx : &so.n_threads)) return 1;
       i++;
@@ -99,6 +104,21 @@ int gb_cli_info(int argc, char **argv) {
            "total %7.1f MiB\n",
            gb_gear_name(g), bytes, mib(bytes), mib(pool), max_tokens, mib(w), mib(common), mib(bytes + w + common));
   }
+  // How the weights stay in memory, and what that costs on a device under
+  // memory pressure.
+  const gb_model_load load = cli_load_mode();
+  if (load == GB_MODEL_LOAD_LOCK)
+    printf("residency    locked: %.1f MiB of the default gear's weights and tables are pinned in memory (counted\n"
+           "             as resident by the session budget); other tiers stay mapped\n",
+           mib(i.locked_bytes));
+  else if (load == GB_MODEL_LOAD_COPY)
+    printf("residency    copied: the whole file (%.1f MiB) is in memory, every tier; file changes cannot reach it\n",
+           mib(i.file_bytes));
+  else
+    printf("residency    mapped: weight pages may be dropped under memory pressure and read again from the file,\n"
+           "             which slows decoding; --load lock pins the default gear (%.1f MiB + common), --load copy\n"
+           "             reads the whole file into memory\n",
+           mib(i.gear_bytes[i.default_gear]));
   gb_model_close(m);
   return 0;
 }

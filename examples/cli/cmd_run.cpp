@@ -139,6 +139,7 @@ int run_usage() {
           "                    penalize tokens of the last N (default 64) that ran (off: 1, 0, 0)\n"
           "  --logit-bias TOKEN=BIAS  add BIAS to TOKEN's logit (-inf bans it); repeatable\n"
           "  --stop TEXT       end when the generated text contains TEXT (not printed); repeatable\n"
+          CLI_LOAD_USAGE
           "  --grammar FILE    generate only text of the GBNF grammar in FILE (its rule 'root')\n"
           "  --json-schema FILE  generate only JSON that the JSON Schema in FILE accepts\n"
           "  --tools FILE      -p is a user message, rendered with these tool definitions (a JSON array) by\n"
@@ -254,6 +255,7 @@ int gb_cli_run(int argc, char **argv) {
     else if (!strcmp(o, "--grammar")) a.grammar = v;
     else if (!strcmp(o, "--json-schema")) a.schema = v;
     else if (!strcmp(o, "--tools")) a.tools = v;
+    else if (!strcmp(o, "--load")) ok = cli_parse_load(C, v);
     else if (!strcmp(o, "--template")) a.tmpl = v;
     else if (!strcmp(o, "--tool-choice")) {
       if (!strcmp(v, "auto")) a.tool_choice = GB_TOOL_CHOICE_AUTO;

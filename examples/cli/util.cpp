@@ -109,11 +109,25 @@ int cli_status_error(const char *cmd, gb_status st, const char *model_path) {
                    "run again once the file is complete", model_path);
 }
 
+// --load: how cli_open_model reaches the file (default: map).
+static gb_model_load g_load = GB_MODEL_LOAD_MAP;
+
+bool cli_parse_load(const char *cmd, const char *v) {
+  if (!strcmp(v, "map")) g_load = GB_MODEL_LOAD_MAP;
+  else if (!strcmp(v, "copy")) g_load = GB_MODEL_LOAD_COPY;
+  else if (!strcmp(v, "lock")) g_load = GB_MODEL_LOAD_LOCK;
+  else return cli_error(cmd, "--load: 'map', 'copy' or 'lock', not '%s'", v), false;
+  return true;
+}
+
+gb_model_load cli_load_mode() { return g_load; }
+
 gb_model *cli_open_model(const char *cmd, const char *path) {
   gb_model *m = nullptr;
   gb_model_options o;
   gb_model_options_init(&o);
   o.log = cli_log;
+  o.load = g_load;
   gb_status st = gb_model_open_file(path, &o, &m);
   if (st != GB_OK) {
     cli_error(cmd, "cannot open model '%s': %s", path, cli_detail(st));

@@ -20,6 +20,8 @@ void gb_port_unmap_file(gb_port_mapping *m) {
   m->handle = nullptr;
 }
 int gb_port_advise(const void *, size_t, int) { return GB_PORT_ENOSYS; }
+int gb_port_lock(const void *, size_t) { return GB_PORT_ENOSYS; }
+void gb_port_unlock(const void *, size_t) {}
 int64_t gb_port_resident_bytes(const void *, size_t) { return -1; }
 size_t gb_port_page_size(void) { return 4096; }
 

@@ -169,6 +169,15 @@ int gb_port_advise(const void *addr, size_t len, int advice) {
   return posix_madvise((void *)a, b - a, adv) == 0 ? GB_PORT_OK : GB_PORT_EIO;
 }
 
+int gb_port_lock(const void *addr, size_t len) {
+  if (len == 0) return GB_PORT_OK;
+  return mlock(addr, len) == 0 ? GB_PORT_OK : GB_PORT_ENOMEM;
+}
+
+void gb_port_unlock(const void *addr, size_t len) {
+  if (len) munlock(addr, len);
+}
+
 int64_t gb_port_resident_bytes(const void *addr, size_t len) {
 #if defined(__linux__)
   // Pages mapped in this process: /proc/self/pagemap's "present" bit (63).

@@ -443,6 +443,7 @@ class ModelInfo:
     tier_bits: tuple
     tier_formats: tuple
     is_gguf: int  # 1: a GGUF file opened in place
+    locked_bytes: int  # bytes locked in memory (load="lock")
 
     @property
     def tiers(self) -> tuple:
@@ -673,8 +674,9 @@ class Model(_Closable):
     raises GearbxError with status GB_ERR_FILE_CHANGED once the file is
     truncated, rewritten or unreadable while open, including a change that
     lands during the call's forward pass; open the file again once it is
-    complete) or "copy" (read into memory: later changes to the file cannot
-    reach it).
+    complete), "copy" (read into memory: later changes to the file cannot
+    reach it) or "lock" (mapped, with what the default gear reads locked in
+    memory; GearbxError GB_ERR_LOCK_REFUSED above the system's limit).
     gguf_layout (a GGUF file): "auto" (default), "file" or "repack"
     (gb_gguf_layout)."""
 

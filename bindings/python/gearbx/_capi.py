@@ -52,6 +52,7 @@ STATUS_NAMES = {
     400: "GB_ERR_OUT_OF_MEMORY",
     401: "GB_ERR_BUDGET_EXCEEDED",
     402: "GB_ERR_ARENA_TOO_SMALL",
+    403: "GB_ERR_LOCK_REFUSED",
     500: "GB_ERR_CONTEXT_FULL",
     501: "GB_ERR_ABORTED",
     502: "GB_ERR_GRAMMAR_LIMIT",
@@ -75,7 +76,7 @@ TIER_ORIGIN_NAMES = {0: "unknown", 1: "rounded", 2: "source", 3: "requantized"}
 
 GB_VERIFY_AUTO, GB_VERIFY_ALL, GB_VERIFY_METADATA = 0, 1, 2
 VERIFY_MODES = {"auto": 0, "all": 1, "metadata": 2}
-LOAD_MODES = {"map": 0, "copy": 1}
+LOAD_MODES = {"map": 0, "copy": 1, "lock": 2}
 GGUF_LAYOUTS = {"auto": 0, "file": 1, "repack": 2}
 
 GB_ROPE_ADJACENT, GB_ROPE_NEOX = 0, 1
@@ -173,6 +174,7 @@ class gb_model_info(ctypes.Structure):
         ("tier_bits", ctypes.c_float * GB_GEAR_COUNT),
         ("tier_formats", (ctypes.c_char * 32) * GB_GEAR_COUNT),
         ("is_gguf", ctypes.c_uint32),
+        ("locked_bytes", ctypes.c_uint64),
     ]
 
 
