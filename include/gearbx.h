@@ -325,10 +325,19 @@ typedef struct gb_model_info {
  * nothing converted or copied: its quantization is the one tier and the
  * default gear, its tokenizer and chat template are the file's; a tensor
  * type gearbx does not read is GB_ERR_UNSUPPORTED_TYPE, naming the tensor).
- * path: NUL-terminated. opts: NULL for defaults. On success *out owns the
- * mapping until gb_model_close(). Errors: GB_ERR_NULL_POINTER,
- * GB_ERR_FILE_NOT_FOUND, GB_ERR_IO, GB_ERR_UNAVAILABLE (port without files),
- * any 3xx for a malformed file, GB_ERR_OUT_OF_MEMORY. */
+ * A GGUF split in several files (llama.cpp's gguf-split:
+ * "NAME-00001-of-00003.gguf", ...) opens from its first file's path: the
+ * others are found by their names and mapped the same way (at most 64
+ * files; each checked to be the part it should be, tensors in one file
+ * each; a change to any of them is caught as for one file). Another part's
+ * path, or a first part whose name does not end in -00001-of-NNNNN.gguf:
+ * GB_ERR_INVALID_ARGUMENT; a missing part: GB_ERR_FILE_NOT_FOUND naming it.
+ * gb_model_open_memory and gb_model_mem_size refuse a split file
+ * (GB_ERR_INVALID_ARGUMENT). path: NUL-terminated. opts: NULL for defaults.
+ * On success *out owns the mapping until gb_model_close(). Errors:
+ * GB_ERR_NULL_POINTER, GB_ERR_FILE_NOT_FOUND, GB_ERR_IO, GB_ERR_UNAVAILABLE
+ * (port without files), any 3xx for a malformed file, GB_ERR_OUT_OF_MEMORY,
+ * GB_ERR_LOCK_REFUSED (GB_MODEL_LOAD_LOCK). */
 gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out);
 
 /* Open a .gbx or GGUF model that is already in memory (flash, execute-in-place, a

@@ -172,7 +172,7 @@ uint64_t measure_resident(const gb_session *s) {
   uint64_t total = 0;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     if (!(m->gears >> g & 1)) continue;
-    const int64_t r = gb_port_resident_bytes(m->base + m->gear_section[g].offset, m->gear_section[g].size);
+    const int64_t r = gb_port_resident_bytes(m->base + m->gear_section[g].offset, section_span_in_file(m, m->gear_section[g]));
     if (r < 0) return 0;
     total += (uint64_t)r;
   }
@@ -200,7 +200,7 @@ void shift_gear(gb_session *s, gb_gear g) {
     if (used) {
       s->gears.release_pending &= ~(1u << t);  // back in use: what was released re-faults on touch
       if (t == (uint32_t)g && s->gears.prewarmed != g && !base)
-        gb_port_advise(m->base + m->gear_section[t].offset, m->gear_section[t].size, GB_PORT_ADVISE_WILLNEED);
+        gb_port_advise(m->base + m->gear_section[t].offset, section_span_in_file(m, m->gear_section[t]), GB_PORT_ADVISE_WILLNEED);
     } else if (!(s->gears.release_pending >> t & 1)) {
       s->gears.release_pending |= 1u << t;
       s->gears.release_off[t] = 0;
@@ -217,13 +217,14 @@ void release_work(gb_session *s, bool all) {
     for (uint32_t t = 0; t < GB_GEAR_COUNT; t++) {
       if (!(s->gears.release_pending >> t & 1)) continue;
       const SectionRef &sec = m->gear_section[t];
+      const uint64_t span = section_span_in_file(m, sec);
       // Slices of whole pages (sections are page-aligned in the file); the
       // port rounds inward, so a slice never touches a neighbour's page.
-      uint64_t n = all ? sec.size : (sec.size / steps + page - 1) / page * page;
-      if (n > sec.size - s->gears.release_off[t]) n = sec.size - s->gears.release_off[t];
+      uint64_t n = all ? span : (span / steps + page - 1) / page * page;
+      if (n > span - s->gears.release_off[t]) n = span - s->gears.release_off[t];
       gb_port_advise(m->base + sec.offset + s->gears.release_off[t], n, GB_PORT_ADVISE_DONTNEED);
       s->gears.release_off[t] += n;
-      if (s->gears.release_off[t] >= sec.size) s->gears.release_pending &= ~(1u << t);
+      if (s->gears.release_off[t] >= span) s->gears.release_pending &= ~(1u << t);
     }
   } else {
     s->gears.release_pending = 0;
@@ -242,7 +243,7 @@ void gears_after_step(gb_session *s, gb_gear next) {
   const gb_gear pred = s->monitor.predicted;
   if (s->opt.monitor.prewarm && !s->monitor.locked && pred != s->gears.gear && pred != s->gears.prewarmed && model_mapped(s->model)) {
     const SectionRef &t = s->model->gear_section[pred];
-    gb_port_advise(s->model->base + t.offset, t.size, GB_PORT_ADVISE_WILLNEED);
+    gb_port_advise(s->model->base + t.offset, section_span_in_file(s->model, t), GB_PORT_ADVISE_WILLNEED);
     s->gears.release_pending &= ~(1u << pred);  // wanted again: stop releasing it
     s->gears.prewarmed = pred;
   }

@@ -314,6 +314,7 @@ GgufTensorInfo GgufView::next_tensor(uint64_t *pos) const {
   read_tensor_info(c, quiet, &t);
   *pos = c.pos;
   t.offset += data_start;
+  t.base = base;
   uint64_t rb;
   t.nbytes = gguf_row_bytes(t.type, t.ne[0], &rb) ? rb * t.ne[1] * t.ne[2] * t.ne[3] : 0;
   return t;
@@ -326,19 +327,20 @@ bool GgufView::tensor(const char *name, GgufTensorInfo *out) const {
     for (uint64_t i = 0; i < n_tensors; i++)
       if (name_is(tensors[i], name)) {
         *out = tensors[i];
+        out->base = base;
         return true;
       }
-    return false;
-  }
-  uint64_t pos = ti_start;
-  for (uint64_t i = 0; i < n_tensors; i++) {
-    const GgufTensorInfo t = next_tensor(&pos);
-    if (name_is(t, name)) {
-      *out = t;
-      return true;
+  } else {
+    uint64_t pos = ti_start;
+    for (uint64_t i = 0; i < n_tensors; i++) {
+      const GgufTensorInfo t = next_tensor(&pos);
+      if (name_is(t, name)) {
+        *out = t;
+        return true;
+      }
     }
   }
-  return false;
+  return next_part && next_part->tensor(name, out);
 }
 
 bool GgufView::value(const char *key, GgufScalar *out) const {

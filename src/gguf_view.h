@@ -51,6 +51,7 @@ struct GgufTensorInfo {
   uint32_t type = 0;
   uint64_t offset = 0;  // absolute, in the file
   uint64_t nbytes = 0;
+  const uint8_t *base = nullptr;  // the file it lies in (GgufView::tensor sets it)
 };
 
 // A typed view of one scalar or string value.
@@ -84,8 +85,12 @@ struct GgufView {
   uint64_t kv_start = 0, ti_start = 0, data_start = 0;  // first pair, first tensor info, aligned data
   GgufKv *kv = nullptr;                 // n_kv entries, or nullptr (lookups walk)
   GgufTensorInfo *tensors = nullptr;    // n_tensors entries, or nullptr
+  // The other parts of a split file, searched by tensor() after this one
+  // (each part is a view of its own file; their keys are not searched).
+  const GgufView *next_part = nullptr;
 
-  // The pair / tensor of this name; false when absent.
+  // The pair / tensor of this name (a tensor also in the later parts);
+  // false when absent.
   bool find(const char *key, GgufKv *out) const;
   bool tensor(const char *name, GgufTensorInfo *out) const;
   // The tensor whose directory entry is at *pos (ti_start for the first);

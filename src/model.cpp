@@ -5,6 +5,7 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <new>
@@ -480,12 +481,12 @@ void model_count_params(gb_model *m) {
 }
 
 gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &opt, const gb_port_mapping *mapping, gb_model **out,
-                     size_t *mem_bytes_out) {
+                     size_t *mem_bytes_out, const GgufPart *parts, uint32_t n_parts) {
   Logger log;
   log.fn = opt.log;
   log.user = opt.log_user;
   log.level = opt.log_level;
-  if (gguf_magic(p, size)) return model_open_gguf(p, size, opt, log, mapping, out, mem_bytes_out);
+  if (gguf_magic(p, size)) return model_open_gguf(p, size, opt, log, mapping, out, mem_bytes_out, parts, n_parts);
 
   uint32_t n_sections = 0, page_align = 0, version = 0;
   SectionRef secs[kMaxSections];
@@ -662,6 +663,43 @@ gb_status model_lock(gb_model *m, const char *path) {
 
 }  // namespace gb
 
+namespace gb {
+namespace {
+
+// A sink for a look ahead whose errors the full parse reports again.
+void silent_log(void *, gb_log_level, const char *) {}
+
+// Map (or load) one file; the statuses gb_model_open_file documents.
+gb_status open_one(const char *path, bool copy, const Logger &log, gb_port_mapping *map) {
+  const int rc = copy ? gb_port_load_file(path, map) : gb_port_map_file(path, map);
+  GB_RETURN_IF(rc == GB_PORT_ENOENT, log, GB_ERR_FILE_NOT_FOUND, "cannot open model '%s': no such file", path);
+  GB_RETURN_IF(rc == GB_PORT_ENOSYS, log, GB_ERR_UNAVAILABLE, "cannot open model '%s': this platform has no files", path);
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM && copy, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused",
+               path);
+  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY,
+               "cannot map model '%s': no memory, or too many files mapped at once", path);
+  GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot %s model '%s'", copy ? "read" : "open or map", path);
+  return GB_OK;
+}
+
+// The path of part k (from 1) of a split GGUF whose first part is `first`
+// ("NAME-00001-of-0000N.gguf", N = count): false when the name is not of
+// that form.
+bool split_part_path(const char *first, uint32_t k, uint32_t count, char *out, size_t cap) {
+  const size_t n = strlen(first);
+  char tail[32];
+  const int tl = snprintf(tail, sizeof tail, "-00001-of-%05u.gguf", count);
+  if (tl <= 0 || n < (size_t)tl || strcmp(first + n - (size_t)tl, tail) != 0 || n + 1 > cap) return false;
+  memcpy(out, first, n + 1);
+  char num[8];
+  snprintf(num, sizeof num, "%05u", k);
+  memcpy(out + n - (size_t)tl + 1, num, 5);
+  return true;
+}
+
+}  // namespace
+}  // namespace gb
+
 extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options *opts, gb_model **out) {
   gb_model_options o;
   GB_TRY(gb::read_model_options(opts, &o, "gb_model_open_file"));
@@ -670,27 +708,51 @@ extern "C" gb_status gb_model_open_file(const char *path, const gb_model_options
   if (!out) return gb::null_arg(log, "gb_model_open_file", "out");
   gb_port_mapping map{};
   const bool copy = o.load == GB_MODEL_LOAD_COPY;
-  const int rc = copy ? gb_port_load_file(path, &map) : gb_port_map_file(path, &map);
-  GB_RETURN_IF(rc == GB_PORT_ENOENT, log, GB_ERR_FILE_NOT_FOUND, "cannot open model '%s': no such file", path);
-  GB_RETURN_IF(rc == GB_PORT_ENOSYS, log, GB_ERR_UNAVAILABLE, "cannot open model '%s': this platform has no files", path);
-  GB_RETURN_IF(rc == GB_PORT_ENOMEM && copy, log, GB_ERR_OUT_OF_MEMORY, "cannot load model '%s' into memory: allocation refused",
-               path);
-  GB_RETURN_IF(rc == GB_PORT_ENOMEM, log, GB_ERR_OUT_OF_MEMORY,
-               "cannot map model '%s': no memory, or too many files mapped at once", path);
-  GB_RETURN_IF(rc != GB_PORT_OK, log, GB_ERR_IO, "cannot %s model '%s'", copy ? "read" : "open or map", path);
+  GB_TRY(gb::open_one(path, copy, log, &map));
+  // A GGUF split in several files: the others, named after this one.
+  gb::GgufPart parts[gb::kMaxSplitParts];
+  uint32_t n_parts = 0, split_no = 0, split_count = 1;
+  gb_status st = GB_OK;
+  const uint8_t *p = static_cast<const uint8_t *>(map.data);
+  if (gb::gguf_magic(p, map.size) && gb::gguf_split_of(p, map.size, gb::Logger{gb::silent_log, nullptr, GB_LOG_ERROR}, &split_no,
+                                                       &split_count) == GB_OK &&
+      split_no == 0 && split_count > 1) {
+    char part_path[4096];
+    if (split_count > gb::kMaxSplitParts) {
+      st = gb::fail(log, GB_ERR_UNSUPPORTED_FEATURE, "model '%s' is split in %u files (at most %u)", path, split_count,
+                    gb::kMaxSplitParts);
+    } else if (!gb::split_part_path(path, 1, split_count, part_path, sizeof part_path)) {
+      st = gb::fail(log, GB_ERR_INVALID_ARGUMENT,
+                    "model '%s' is the first of %u files of a split GGUF: its name must end in -00001-of-%05u.gguf, "
+                    "so that the others can be found",
+                    path, split_count, split_count);
+    }
+    for (uint32_t k = 2; k <= split_count && st == GB_OK; k++) {
+      gb::split_part_path(path, k, split_count, part_path, sizeof part_path);
+      gb_port_mapping pm{};
+      st = gb::open_one(part_path, copy, log, &pm);
+      if (st != GB_OK) break;
+      parts[n_parts++] = gb::GgufPart{static_cast<const uint8_t *>(pm.data), pm.size, pm};
+    }
+  }
   gb_model *m = nullptr;
-  gb_status st = gb::model_open(static_cast<const uint8_t *>(map.data), map.size, o, &map, &m);
+  if (st == GB_OK) st = gb::model_open(p, map.size, o, &map, &m, nullptr, parts, n_parts);
   // A file that changed while it was being read is reported as such, whatever
   // the parser made of what it read (zeros, where a read faulted).
-  if (gb_port_mapping_faulted(&map) || gb_port_check_file(&map) == GB_PORT_ECHANGED) {
+  bool changed = gb_port_mapping_faulted(&map) || gb_port_check_file(&map) == GB_PORT_ECHANGED;
+  for (uint32_t k = 0; k < n_parts; k++)
+    changed = changed || gb_port_mapping_faulted(&parts[k].mapping) || gb_port_check_file(&parts[k].mapping) == GB_PORT_ECHANGED;
+  if (changed && st != GB_ERR_FILE_NOT_FOUND) {
     if (st == GB_OK) {
-      gb_model_close(m);  // unmaps
+      gb_model_close(m);  // unmaps every file
       map = gb_port_mapping{};
+      n_parts = 0;
     }
     st = GB_ERR_FILE_CHANGED;
   }
   if (st != GB_OK) {
     gb_port_unmap_file(&map);
+    for (uint32_t k = 0; k < n_parts; k++) gb_port_unmap_file(&parts[k].mapping);
     log.log(GB_LOG_ERROR, "cannot open model '%s': %s", path, gb_status_str(st));
     return st;
   }
@@ -755,7 +817,7 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
   r.pad_id = t.pad;
   r.gears = m->gears;
   r.shared_classifier = t.shared_classifier;
-  r.file_bytes = m->size;
+  r.file_bytes = m->size + m->parts_bytes;
   r.n_params = m->n_params;
   for (int g = 0; g < GB_GEAR_COUNT; g++) r.gear_bytes[g] = (m->gears >> g & 1) ? m->gear_section[g].size : 0;
   memcpy(r.name, t.name, sizeof r.name);
@@ -814,8 +876,10 @@ extern "C" gb_status gb_model_verify(const gb_model *m) {
 namespace gb {
 gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn) {
   // A faulted read is named first: something read the file after it changed
-  // (its status then usually differs too).
-  const int rc = gb_port_mapping_faulted(&m.mapping) ? -1 : gb_port_check_file(&m.mapping);
+  // (its status then usually differs too). Every file of a split model.
+  int rc = gb_port_mapping_faulted(&m.mapping) ? -1 : gb_port_check_file(&m.mapping);
+  for (uint32_t k = 0; k < m.n_parts && rc == GB_PORT_OK; k++)
+    rc = gb_port_mapping_faulted(&m.parts[k]) ? -1 : gb_port_check_file(&m.parts[k]);
   const char *what = rc < 0                   ? "could not be read: a read of its mapping faulted (truncated or unreadable)"
                      : rc == GB_PORT_ECHANGED ? "was truncated or written since it was opened"
                      : rc != GB_PORT_OK       ? "can no longer be examined"
@@ -824,7 +888,7 @@ gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn)
   return fail(log, GB_ERR_FILE_CHANGED,
               "%s: the model file %s (%llu bytes when opened); nothing computed from it is handed out: "
               "open the model again",
-              fn, what, (unsigned long long)m.mapping.size);
+              fn, what, (unsigned long long)(m.mapping.size + m.parts_bytes));
 }
 }  // namespace gb
 
@@ -835,6 +899,7 @@ extern "C" void gb_model_close(gb_model *m) {
   const size_t mem_bytes = m->mem_bytes;
   const bool locked = m->locked_bytes != 0;
   m->handle = gb::kHandleDead;  // caller memory stays readable: a second close is refused
+  for (uint32_t k = 0; k < m->n_parts; k++) gb_port_unmap_file(&m->parts[k]);  // before the memory holding them goes
   gb_port_unmap_file(&map);     // a zeroed mapping (opened from memory) holds nothing; unmapping unlocks
   // The model's own memory (this struct is its first bytes) is unlocked
   // before it goes back, so the pages do not stay locked for the allocator.

@@ -96,15 +96,29 @@ struct gb_model {
   uint32_t gguf_meta_crc;
   void *mem;  // the one allocation holding this struct and its arrays
   size_t mem_bytes;       // its size (also when the caller gave it)
+  // A split GGUF: the files after the first (in this model's memory), and
+  // their bytes.
+  gb_port_mapping *parts;
+  uint32_t n_parts;
+  uint64_t parts_bytes;
   uint64_t locked_bytes;  // GB_MODEL_LOAD_LOCK: bytes locked (0: nothing locked)
 };
 
 namespace gb {
+// The files after the first of a split GGUF ("NAME-00001-of-00003.gguf"
+// and its siblings), mapped or loaded by gb_model_open_file.
+constexpr uint32_t kMaxSplitParts = 64;
+struct GgufPart {
+  const uint8_t *p;
+  uint64_t size;
+  gb_port_mapping mapping;
+};
 // Parse and validate `size` bytes at `base` (a mapping or caller memory).
 // With mem_bytes_out, only count the bytes the model's tables need (header
 // and metadata checked, nothing placed, *out untouched).
 gb_status model_open(const uint8_t *base, uint64_t size, const gb_model_options &opt,
-                     const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out = nullptr);
+                     const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out = nullptr,
+                     const GgufPart *parts = nullptr, uint32_t n_parts = 0);
 // Options with defaults filled in; GB_ERR_STRUCT_SIZE / GB_ERR_INVALID_ARGUMENT.
 // Logs its failures naming fn.
 gb_status read_model_options(const gb_model_options *in, gb_model_options *o, const char *fn);
@@ -146,9 +160,21 @@ gb_status check_model_tensors(gb_model *m, const Logger &log);
 // The model's memory: opt.mem (checked against bytes) or the port's.
 gb_status model_mem(const gb_model_options &opt, size_t bytes, const Logger &log, void **mem);
 void model_count_params(gb_model *m);
-// A GGUF opened in place (model_gguf.cpp): model_open's contract.
+// A GGUF opened in place (model_gguf.cpp): model_open's contract; parts:
+// the other files of a split one (the model takes their mappings on
+// success).
 gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_options &opt, const Logger &log,
-                          const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out);
+                          const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out,
+                          const GgufPart *parts = nullptr, uint32_t n_parts = 0);
+// The number of files of the GGUF at p (its "split.count", 1 when it has
+// none) and which one it is ("split.no", from 0). Statuses of the GGUF
+// parser; GB_ERR_CORRUPT for a split key out of range.
+gb_status gguf_split_of(const uint8_t *p, uint64_t size, const Logger &log, uint32_t *no, uint32_t *count);
+// The bytes of section s that lie in the first file (a split GGUF's tier
+// spans several): what residency hints and measurements may touch.
+inline uint64_t section_span_in_file(const gb_model *m, const SectionRef &s) {
+  return s.offset >= m->size ? 0 : (s.size < m->size - s.offset ? s.size : m->size - s.offset);
+}
 // gb_model_verify of a GGUF opened in place: the metadata's CRC taken at
 // open, and every stored scale and float of the tensors in use finite.
 gb_status verify_gguf(const gb_model &m);

@@ -185,14 +185,14 @@ class Binder {
                  GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name,
                  (unsigned long long)t.ne[0], (unsigned long long)t.ne[1], (unsigned long long)t.ne[2],
                  (unsigned long long)t.ne[3], c, rows);
-    GB_RETURN_IF((uintptr_t)(g_.base + t.offset) % 4 != 0, log_, GB_ERR_ALIGNMENT,
+    GB_RETURN_IF((uintptr_t)(t.base + t.offset) % 4 != 0, log_, GB_ERR_ALIGNMENT,
                  "gguf: tensor '%s' data at offset %llu is not 4-byte aligned (general.alignment below 4)", name,
                  (unsigned long long)t.offset);
     const uint64_t rb = row_bytes(fmt, c);
     uint64_t row0 = 0;
     for (uint32_t i = 0; i < n_kinds; i++) {
       expected_shape(m_->meta, kinds[i], &r, &c);
-      TensorRef ref{g_.base + t.offset + row0 * rb, fmt, r, c, (uint64_t)r * rb};
+      TensorRef ref{t.base + t.offset + row0 * rb, fmt, r, c, (uint64_t)r * rb};
       GB_TRY(place(kinds[i], layer, ref, name));
       row0 += r;
     }
@@ -300,8 +300,10 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
     TensorRef f{reinterpret_cast<const uint8_t *>(linear_factors), kFmtF32, 1, d.rope_dim / 2, 2ull * d.rope_dim};
     GB_TRY(b.place(kRopeFreqs, 0, f, "rope scaling"));
   }
-  if (b.bound < g.n_tensors)
-    log.log(GB_LOG_WARN, "gguf: ignoring %llu tensor(s) a %s model does not use", (unsigned long long)(g.n_tensors - b.bound),
+  uint64_t n_tensors = 0;
+  for (const GgufView *v = &g; v; v = v->next_part) n_tensors += v->n_tensors;
+  if (b.bound < n_tensors)
+    log.log(GB_LOG_WARN, "gguf: ignoring %llu tensor(s) a %s model does not use", (unsigned long long)(n_tensors - b.bound),
             a.name);
   return GB_OK;
 }
@@ -398,21 +400,24 @@ bool has_rows16(uint32_t ggml_type) { return rows16_format(format_of_ggml(ggml_t
 // a type with a 16-row variant but the embedding, and the embedding again
 // when the classifier shares it (the copy is interleaved, the embedding's
 // row lookups keep the file's rows); each 64-byte aligned.
-uint64_t repack_bytes(const GgufView &g) {
+uint64_t repack_bytes(const GgufView &first) {
   uint64_t total = 0;
   bool tied = true, embd_rows16 = false;
   uint64_t embd_bytes = 0;
-  uint64_t pos = g.ti_start;
-  for (uint64_t i = 0; i < g.n_tensors; i++) {
-    const GgufTensorInfo t = g.next_tensor(&pos);
-    if (g.name_is(t, "output.weight")) tied = false;
-    if (!has_rows16(t.type) || !t.nbytes) continue;
-    if (g.name_is(t, "token_embd.weight")) {
-      embd_rows16 = true;
-      embd_bytes = t.nbytes;
-      continue;
+  for (const GgufView *v = &first; v; v = v->next_part) {
+    const GgufView &g = *v;
+    uint64_t pos = g.ti_start;
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+      const GgufTensorInfo t = g.next_tensor(&pos);
+      if (g.name_is(t, "output.weight")) tied = false;
+      if (!has_rows16(t.type) || !t.nbytes) continue;
+      if (g.name_is(t, "token_embd.weight")) {
+        embd_rows16 = true;
+        embd_bytes = t.nbytes;
+        continue;
+      }
+      total += align_up(t.nbytes, 64);
     }
-    total += align_up(t.nbytes, 64);
   }
   if (tied && embd_rows16) total += align_up(embd_bytes, 64);
   return total;
@@ -476,12 +481,107 @@ void repack_tier(gb_model *m, Repack mode, uint8_t *region, uint64_t region_byte
           mode == kRepackInPlace ? "in place" : "into the model's memory");
 }
 
+// The split keys of one file: "split.no" (which file, from 0),
+// "split.count" (how many; absent: 1) and "split.tensors.count" (tensors of
+// all of them; -1 when absent). Any integer type is taken.
+gb_status split_keys(const GgufView &g, const Logger &log, uint32_t *no, uint32_t *count, int64_t *tensors) {
+  GgufScalar v;
+  *no = 0, *count = 1, *tensors = -1;
+  auto get = [&](const char *key, int64_t lo, int64_t hi, int64_t *out) -> gb_status {
+    GgufArray a;
+    if (g.array(key, &a)) return fail(log, GB_ERR_CORRUPT, "gguf: '%s' is an array", key);
+    if (!g.value(key, &v)) return GB_OK;
+    GB_RETURN_IF(!v.is_int || v.big || v.i < lo || v.i > hi, log, GB_ERR_CORRUPT, "gguf: '%s' is not an integer in [%lld, %lld]",
+                 key, (long long)lo, (long long)hi);
+    *out = v.i;
+    return GB_OK;
+  };
+  int64_t n = 0, c = 1;
+  GB_TRY(get("split.no", 0, 65535, &n));
+  GB_TRY(get("split.count", 0, 65535, &c));
+  GB_TRY(get("split.tensors.count", 0, (int64_t)kGgufMaxTensors * kMaxSplitParts, tensors));
+  if (c == 0) c = 1;  // a writer's placeholder
+  GB_RETURN_IF(n >= c, log, GB_ERR_CORRUPT, "gguf: split.no %lld of split.count %lld", (long long)n, (long long)c);
+  *no = (uint32_t)n;
+  *count = (uint32_t)c;
+  return GB_OK;
+}
+
+// The parts of a split file after the first: each a GGUF whose split keys
+// say it is that part of the same count, tensor names unique over all the
+// parts, the count of tensors the first part announces. views[k] is part
+// k + 1, chained after `first` (tables as given, or walked).
+gb_status open_parts(GgufView *first, uint32_t count, int64_t announced, const GgufPart *parts, uint32_t n_parts,
+                     GgufView *views, GgufKv *const *kv, GgufTensorInfo *const *ti, uint32_t *scratch, const Logger &log) {
+  GB_RETURN_IF(count > 1 && n_parts == 0, log, GB_ERR_INVALID_ARGUMENT,
+               "gguf: this is the first of %u files of a split model: open it by its path with gb_model_open_file, which "
+               "opens the others",
+               count);
+  GB_RETURN_IF(n_parts + 1 != count, log, GB_ERR_CORRUPT, "gguf: split.count %u, but %u files given", count, n_parts + 1);
+  uint64_t total = first->n_tensors;
+  const GgufView *prev = first;
+  for (uint32_t k = 0; k < n_parts; k++) {
+    const gb_status st =
+        gguf_view_open(parts[k].p, parts[k].size, log, kv ? kv[k] : nullptr, ti ? ti[k] : nullptr, scratch, &views[k]);
+    GB_RETURN_IF(st != GB_OK, log, st, "gguf: part %u of %u of the split model is malformed", k + 2, count);
+    uint32_t no, c;
+    int64_t t;
+    GB_TRY(split_keys(views[k], log, &no, &c, &t));
+    GB_RETURN_IF(no != k + 1 || c != count, log, GB_ERR_CORRUPT,
+                 "gguf: file %u of the split model says it is part %u of %u", k + 2, no + 1, c);
+    total += views[k].n_tensors;
+    const_cast<GgufView *>(prev)->next_part = &views[k];
+    prev = &views[k];
+  }
+  GB_RETURN_IF(announced >= 0 && (uint64_t)announced != total, log, GB_ERR_CORRUPT,
+               "gguf: split.tensors.count %lld, but the %u files hold %llu tensors", (long long)announced, count,
+               (unsigned long long)total);
+  // A tensor in two parts would make the model depend on which one is found.
+  for (uint32_t k = 0; k < n_parts; k++) {
+    uint64_t pos = views[k].ti_start;
+    for (uint64_t i = 0; i < views[k].n_tensors; i++) {
+      const GgufTensorInfo t = views[k].next_tensor(&pos);
+      char name[kGgufMaxNameBytes + 1];
+      memcpy(name, views[k].base + t.name_off, t.name_len);
+      name[t.name_len] = 0;
+      for (const GgufView *v = first; v != &views[k]; v = v->next_part) {
+        GgufTensorInfo other;
+        const GgufView *saved = v->next_part;
+        const_cast<GgufView *>(v)->next_part = nullptr;  // this file only
+        const bool dup = v->tensor(name, &other);
+        const_cast<GgufView *>(v)->next_part = saved;
+        GB_RETURN_IF(dup, log, GB_ERR_CORRUPT, "gguf: tensor '%s' is in two files of the split model", name);
+      }
+    }
+  }
+  return GB_OK;
+}
+
 }  // namespace
 
-gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_options &opt, const Logger &log,
-                          const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out) {
+gb_status gguf_split_of(const uint8_t *p, uint64_t size, const Logger &log, uint32_t *no, uint32_t *count) {
   GgufView g;
   GB_TRY(gguf_view_open(p, size, log, nullptr, nullptr, nullptr, &g));
+  int64_t t;
+  return split_keys(g, log, no, count, &t);
+}
+
+gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_options &opt, const Logger &log,
+                          const gb_port_mapping *mapping, gb_model **out, size_t *mem_bytes_out, const GgufPart *parts,
+                          uint32_t n_parts) {
+  GgufView g;
+  GB_TRY(gguf_view_open(p, size, log, nullptr, nullptr, nullptr, &g));
+  // A split file: its first part here, the others in parts, one view each.
+  uint32_t split_no, split_count;
+  int64_t split_tensors;
+  GB_TRY(split_keys(g, log, &split_no, &split_count, &split_tensors));
+  GB_RETURN_IF(split_no != 0, log, GB_ERR_INVALID_ARGUMENT,
+               "gguf: this is part %u of %u of a split model: open the first part (NAME-00001-of-%05u.gguf)", split_no + 1,
+               split_count, split_count);
+  GB_RETURN_IF(split_count > kMaxSplitParts, log, GB_ERR_UNSUPPORTED_FEATURE, "gguf: a model split in %u files (at most %u)",
+               split_count, kMaxSplitParts);
+  GgufView pv[kMaxSplitParts];
+  GB_TRY(open_parts(&g, split_count, split_tensors, parts, n_parts, pv, nullptr, nullptr, nullptr, log));
   Plan pl;
   GB_TRY(read_plan(g, log, &pl));
   const Meta &meta = pl.meta;
@@ -489,14 +589,28 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   const uint64_t region_bytes = repack == kRepackIntoMemory ? repack_bytes(g) : 0;
   // The model, the tokenizer's tables, the view's tables, the tokenizer
   // image, one scratch for the checks and the build, linear RoPE factors.
+  // Each part's tables, and the mappings the model keeps.
+  GgufKv *part_kv[kMaxSplitParts];
+  GgufTensorInfo *part_ti[kMaxSplitParts];
+  gb_port_mapping *part_maps = nullptr;
+  uint64_t most_kv = g.n_kv, most_tensors = g.n_tensors;
+  for (uint32_t k = 0; k < n_parts; k++) {
+    if (pv[k].n_kv > most_kv) most_kv = pv[k].n_kv;
+    if (pv[k].n_tensors > most_tensors) most_tensors = pv[k].n_tensors;
+  }
   auto layout = [&](Arena &a, void **tok_mem, GgufKv **kv, GgufTensorInfo **ti, uint8_t **img, uint32_t **scratch,
                     float **factors, uint8_t **region) {
     gb_model *m = model_carve(a, meta, pl.tok.tables_bytes, tok_mem);
     *region = region_bytes ? a.array<uint8_t>((size_t)region_bytes) : nullptr;
     *kv = a.array<GgufKv>((size_t)g.n_kv);
     *ti = a.array<GgufTensorInfo>((size_t)g.n_tensors);
+    for (uint32_t k = 0; k < n_parts; k++) {
+      part_kv[k] = a.array<GgufKv>((size_t)pv[k].n_kv);
+      part_ti[k] = a.array<GgufTensorInfo>((size_t)pv[k].n_tensors);
+    }
+    part_maps = n_parts ? a.array<gb_port_mapping>(n_parts) : nullptr;
     *img = a.array<uint8_t>(pl.tok.image_bytes, 8);
-    const size_t sv = gguf_view_scratch_bytes(g.n_kv, g.n_tensors);
+    const size_t sv = gguf_view_scratch_bytes(most_kv, most_tensors);
     *scratch = a.array<uint32_t>((sv > pl.tok.scratch_bytes ? sv : pl.tok.scratch_bytes) / 4 + 1);
     *factors = pl.rope_linear > 0.0f ? a.array<float>(meta.rope_dim / 2 + 1) : nullptr;
     return m;
@@ -529,6 +643,10 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   m->meta = meta;
   if (mapping) m->mapping = *mapping;
   gb_status st = gguf_view_open(p, size, log, kv, ti, scratch, &g);
+  // The parts again, with their tables (their data checked not to overlap).
+  uint64_t parts_data = 0;
+  if (st == GB_OK) st = open_parts(&g, split_count, split_tensors, parts, n_parts, pv, part_kv, part_ti, scratch, log);
+  for (uint32_t k = 0; k < n_parts && st == GB_OK; k++) parts_data += parts[k].size - (pv[k].data_start < parts[k].size ? pv[k].data_start : parts[k].size);
   TokView tv;
   if (st == GB_OK) st = tokdata_build(g, log, img, scratch, &pl.tok);
   if (st == GB_OK) st = tokdata_view(img, pl.tok.image_bytes, log, &tv);
@@ -568,19 +686,26 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
     // its CRC the metadata's (the model's identity in saved states).
     m->gguf_meta_bytes = g.data_start < size ? g.data_start : size;
     m->gguf_meta_crc = crc32_update(0, p, m->gguf_meta_bytes);
-    const SectionRef data{kSecGearBase + tier, m->gguf_meta_bytes, size - m->gguf_meta_bytes, m->gguf_meta_crc};
+    const SectionRef data{kSecGearBase + tier, m->gguf_meta_bytes, size - m->gguf_meta_bytes + parts_data, m->gguf_meta_crc};
     m->n_sections = 1;
     m->sections[0] = data;
     m->gear_section[tier] = data;
     st = check_model_tensors(m, log);
   }
-  const bool scan = opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size <= opt.verify_auto_limit);
+  const bool scan = opt.verify == GB_VERIFY_ALL || (opt.verify == GB_VERIFY_AUTO && size + parts_data <= opt.verify_auto_limit);
   if (st == GB_OK && scan) st = scan_values(*m, log);
   if (st == GB_OK && repack != kKeepRows) repack_tier(m, repack, region, region_bytes, log);
   if (st != GB_OK) {
     if (!opt.mem) gb_port_aligned_free(mem);
     return st;
   }
+  // The model owns the parts' mappings from here.
+  for (uint32_t k = 0; k < n_parts; k++) {
+    part_maps[k] = parts[k].mapping;
+    m->parts_bytes += parts[k].size;
+  }
+  m->parts = part_maps;
+  m->n_parts = n_parts;
   model_count_params(m);
   *out = m;
   return GB_OK;
