@@ -248,16 +248,25 @@ void render_llama2(Out &o, const gb_chat_message *msgs, size_t n, bool) {
 
 // Llama 3 (Meta-Llama-3-*-Instruct): BOS text, then per message a header
 // with the role, the trimmed text and <|eot_id|>.
-void render_llama3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
-  o.put("<|begin_of_text|>");
-  for (size_t k = 0; k < n; k++) {
-    const Msg m = msg_at(msgs, k);
+// One Llama 3 turn: the role's header, the trimmed text, <|eot_id|>. A
+// tool's result (Llama 3.1) is an "ipython" turn holding the text as a JSON
+// string.
+void put_llama3_turn(Out &o, const Msg &m) {
+  if (m.role == kTool) {
+    o.put("<|start_header_id|>ipython<|end_header_id|>\n\n");
+    json_dump_py_string(m.text.p, m.text.n, o);
+  } else {
     o.put("<|start_header_id|>");
     o.put(m.role_name);
     o.put("<|end_header_id|>\n\n");
     put_stripped(o, m.text);
-    o.put("<|eot_id|>");
   }
+  o.put("<|eot_id|>");
+}
+
+void render_llama3(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
+  o.put("<|begin_of_text|>");
+  for (size_t k = 0; k < n; k++) put_llama3_turn(o, msg_at(msgs, k));
   if (gen) o.put("<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
@@ -291,19 +300,7 @@ void render_llama31(Out &o, const gb_chat_message *msgs, size_t n, bool gen, con
     put_stripped(o, msg_at(msgs, k++).text);
     o.put("<|eot_id|>");
   }
-  for (; k < n; k++) {
-    const Msg m = msg_at(msgs, k);
-    if (m.role == kTool) {
-      o.put("<|start_header_id|>ipython<|end_header_id|>\n\n");
-      json_dump_py_string(m.text.p, m.text.n, o);
-    } else {
-      o.put("<|start_header_id|>");
-      o.put(m.role_name);
-      o.put("<|end_header_id|>\n\n");
-      put_stripped(o, m.text);
-    }
-    o.put("<|eot_id|>");
-  }
+  for (; k < n; k++) put_llama3_turn(o, msg_at(msgs, k));
   if (gen) o.put("<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
