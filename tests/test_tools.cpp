@@ -675,7 +675,7 @@ TEST(ToolGrammar, SampledRepliesAreCallsTheParserReads) {
   };
   const Case cases[] = {{"fixtures/qwen2-tiny-Q4_K_M.gguf", GB_CHAT_TEMPLATE_QWEN25, 2},
                         {"fixtures/llama3-tiny-Q4_K_M.gguf", GB_CHAT_TEMPLATE_LLAMA31, 1}};
-  const int n_seeds = (int)(40 * gbt::test_scale()) + 1;
+  const int n_seeds = (int)(16 * gbt::test_scale()) + 1;
   for (const Case &c : cases) {
     gb_model_options mo = gbt::quiet_model_options();
     gb_model *m = nullptr;
