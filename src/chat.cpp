@@ -45,37 +45,10 @@ bool is_py_space(uint32_t c) {
 
 // The code point of the well-formed UTF-8 sequence at p (at most n bytes);
 // *len its length. Returns false for an ill-formed one (never white space).
+// (json_text.h's decoder, in the form the trimming below reads.)
 bool decode_utf8(const unsigned char *p, size_t n, uint32_t *cp, size_t *len) {
-  const unsigned char b = p[0];
-  if (b < 0x80) {
-    *cp = b;
-    *len = 1;
-    return true;
-  }
-  size_t k;
-  uint32_t c;
-  if (b >= 0xc2 && b <= 0xdf) {
-    k = 2;
-    c = b & 0x1fu;
-  } else if (b >= 0xe0 && b <= 0xef) {
-    k = 3;
-    c = b & 0x0fu;
-  } else if (b >= 0xf0 && b <= 0xf4) {
-    k = 4;
-    c = b & 0x07u;
-  } else {
-    return false;
-  }
-  if (n < k) return false;
-  for (size_t i = 1; i < k; i++) {
-    if ((p[i] & 0xc0u) != 0x80u) return false;
-    c = (c << 6) | (p[i] & 0x3fu);
-  }
-  if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
-    return false;
-  *cp = c;
-  *len = k;
-  return true;
+  *len = utf8_decode(p, n, cp);
+  return *len != 0;
 }
 
 // Bytes of leading white space in s.
@@ -803,15 +776,6 @@ gb_status chat_template_detect(const char *jinja_text, size_t len, gb_chat_templ
   return detect(jinja_text, len, out);
 }
 
-namespace {
-
-// Templates whose tool definitions are rendered (and whose calls
-// gb_tool_calls_parse and gb_grammar_from_tools read).
-bool has_tools_block(gb_chat_template t) {
-  return t == GB_CHAT_TEMPLATE_QWEN25 || t == GB_CHAT_TEMPLATE_QWEN3 || t == GB_CHAT_TEMPLATE_LLAMA31;
-}
-
-}  // namespace
 
 gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t n, const gb_chat_options *opts,
                         char *buf, size_t cap, size_t *n_out, const Logger &log) {
@@ -832,7 +796,7 @@ gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t 
   if (o.date) x.date = span_of(o.date);
   JsonDoc tools{o.tools, o.tools_len};
   if (o.tools) {
-    if (!has_tools_block(t))
+    if (tool_format(t) == kNoToolFormat)
       return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "chat template %s has no tool definitions", chat_template_name(t));
     GB_TRY(tools_check(tools, log));
     x.tools = &tools;
@@ -870,8 +834,6 @@ void chat_options_init(gb_chat_options *o) {
   o->add_assistant_prompt = 1;
   o->thinking = 1;
 }
-
-bool chat_has_tools(gb_chat_template t) { return has_tools_block(t); }
 
 gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count) {
   if (!strings || !count) return GB_ERR_NULL_POINTER;

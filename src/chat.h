@@ -31,9 +31,6 @@ gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t 
                         char *buf, size_t cap, size_t *n_out, const Logger &log);
 void chat_options_init(gb_chat_options *o);
 
-// Templates that render tool definitions and whose tool calls are parsed.
-bool chat_has_tools(gb_chat_template t);
-
 // Static NULL-terminated list of end-of-turn strings; count without the NULL.
 gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count);
 

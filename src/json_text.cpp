@@ -20,27 +20,6 @@ int hex_val(char c) {
   return -1;
 }
 
-// The well-formed UTF-8 sequence at p (n bytes available): its length and
-// code point, or 0 when ill-formed.
-size_t utf8_at(const unsigned char *p, size_t n, uint32_t *cp) {
-  const unsigned char b = p[0];
-  if (b < 0x80) return *cp = b, 1;
-  size_t k;
-  uint32_t c;
-  if (b >= 0xc2 && b <= 0xdf) k = 2, c = b & 0x1fu;
-  else if (b >= 0xe0 && b <= 0xef) k = 3, c = b & 0x0fu;
-  else if (b >= 0xf0 && b <= 0xf4) k = 4, c = b & 0x07u;
-  else return 0;
-  if (n < k) return 0;
-  for (size_t i = 1; i < k; i++) {
-    if ((p[i] & 0xc0u) != 0x80u) return 0;
-    c = (c << 6) | (p[i] & 0x3fu);
-  }
-  if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff)) return 0;
-  *cp = c;
-  return k;
-}
-
 void put_utf8(TextOut &o, uint32_t cp) {
   char b[4];
   size_t k;
@@ -129,7 +108,7 @@ struct Checker {
         continue;
       }
       uint32_t cp;
-      const size_t k = utf8_at(p + i, d.n - i, &cp);
+      const size_t k = utf8_decode(p + i, d.n - i, &cp);
       if (!k) return fail(i, "ill-formed UTF-8");
       i += k;
     }
@@ -384,6 +363,25 @@ void dump(const JsonDoc &d, size_t v, int indent, uint32_t depth, TextOut &o) {
 
 }  // namespace
 
+size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp) {
+  const unsigned char b = p[0];
+  if (b < 0x80) return *cp = b, 1;
+  size_t k;
+  uint32_t c;
+  if (b >= 0xc2 && b <= 0xdf) k = 2, c = b & 0x1fu;
+  else if (b >= 0xe0 && b <= 0xef) k = 3, c = b & 0x0fu;
+  else if (b >= 0xf0 && b <= 0xf4) k = 4, c = b & 0x07u;
+  else return 0;
+  if (n < k) return 0;
+  for (size_t i = 1; i < k; i++) {
+    if ((p[i] & 0xc0u) != 0x80u) return 0;
+    c = (c << 6) | (p[i] & 0x3fu);
+  }
+  if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff)) return 0;
+  *cp = c;
+  return k;
+}
+
 bool JsonDoc::check(size_t *pos, const char **what) const {
   Checker c{*this};
   size_t i = 0;
@@ -500,7 +498,7 @@ int32_t JsonDoc::next_cp(size_t *pi) const {
     return (int32_t)u;
   }
   uint32_t cp = 0;
-  const size_t k = utf8_at(reinterpret_cast<const unsigned char *>(s) + i, n - i, &cp);
+  const size_t k = utf8_decode(reinterpret_cast<const unsigned char *>(s) + i, n - i, &cp);
   *pi = i + k;
   return (int32_t)cp;
 }
@@ -515,7 +513,7 @@ bool JsonDoc::str_eq(size_t str, const char *lit) const {
     if (cp < 0) return left == 0;
     if (!left) return false;
     uint32_t want;
-    const size_t k = utf8_at(p, left, &want);
+    const size_t k = utf8_decode(p, left, &want);
     if (!k || want != (uint32_t)cp) return false;
     p += k, left -= k;
   }
@@ -552,7 +550,7 @@ void json_dump_py_string(const char *text, size_t len, TextOut &o) {
   o.put('"');
   for (size_t i = 0; i < len;) {
     uint32_t cp = 0;
-    size_t k = utf8_at(p + i, len - i, &cp);
+    size_t k = utf8_decode(p + i, len - i, &cp);
     if (!k) cp = 0xfffd, k = 1;
     put_json_cp(o, cp);
     i += k;

@@ -9,6 +9,11 @@
 
 namespace gb {
 
+// The well-formed UTF-8 sequence at p (n bytes available, n >= 1): its
+// length, *cp its code point; 0 when ill-formed (overlong, surrogate, past
+// U+10FFFF, cut short).
+size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp);
+
 // Counts every byte; copies them only when buf is set (the writing pass of
 // a two-pass renderer: count, check the capacity, write).
 struct TextOut {

@@ -42,6 +42,15 @@ gb_status syntax_at(const Logger &log, const char *what_doc, size_t pos, const c
 
 }  // namespace
 
+ToolFormat tool_format(gb_chat_template t) {
+  switch (raw_enum(t)) {
+    case GB_CHAT_TEMPLATE_QWEN25:
+    case GB_CHAT_TEMPLATE_QWEN3: return kToolQwen;
+    case GB_CHAT_TEMPLATE_LLAMA31: return kToolLlama31;
+    default: return kNoToolFormat;
+  }
+}
+
 size_t tool_function(const JsonDoc &tools, size_t v) {
   const size_t f = tools.member(v, "function");
   return f != JsonDoc::kNpos && tools.at(f) == '{' ? f : v;
@@ -89,17 +98,6 @@ gb_status tools_check(const JsonDoc &tools, const Logger &log) {
 }
 
 namespace {
-
-enum Format { kNoFormat, kQwen, kLlama31 };
-
-Format format_of(gb_chat_template t) {
-  switch (raw_enum(t)) {
-    case GB_CHAT_TEMPLATE_QWEN25:
-    case GB_CHAT_TEMPLATE_QWEN3: return kQwen;
-    case GB_CHAT_TEMPLATE_LLAMA31: return kLlama31;
-    default: return kNoFormat;
-  }
-}
 
 // ---- parsing ---------------------------------------------------------------------
 
@@ -206,14 +204,14 @@ struct GrammarOut {
   }
 };
 
-gb_status tools_grammar(Format f, gb_chat_template t, const JsonDoc &tools, gb_tool_choice choice, uint32_t max_calls,
+gb_status tools_grammar(ToolFormat f, gb_chat_template t, const JsonDoc &tools, gb_tool_choice choice, uint32_t max_calls,
                         const Logger &log, GrammarOut &o) {
   const bool think = t == GB_CHAT_TEMPLATE_QWEN3;
   o.s("root ::= ");
   if (think) o.s("tool-think? ");
   o.s(choice == GB_TOOL_CHOICE_AUTO ? "(tool-calls | tool-text)\n" : "tool-calls\n");
   if (think) o.s("tool-think ::= \"<think>\" [^<]* \"</think>\" \"\\n\"{0,2}\n");
-  if (choice == GB_TOOL_CHOICE_AUTO) o.s(f == kQwen ? "tool-text ::= [^<] .*\n" : "tool-text ::= [^{] .*\n");
+  if (choice == GB_TOOL_CHOICE_AUTO) o.s(f == kToolQwen ? "tool-text ::= [^<] .*\n" : "tool-text ::= [^{] .*\n");
   o.s("tool-calls ::= tool-call");
   if (max_calls > 1) {
     o.s(" (\"\\n\" tool-call)");
@@ -226,7 +224,7 @@ gb_status tools_grammar(Format f, gb_chat_template t, const JsonDoc &tools, gb_t
     }
   }
   o.s("\n");
-  o.s(f == kQwen ? "tool-call ::= \"<tool_call>\\n{\\\"name\\\": \\\"\" tool-args \"}\\n</tool_call>\"\n"
+  o.s(f == kToolQwen ? "tool-call ::= \"<tool_call>\\n{\\\"name\\\": \\\"\" tool-args \"}\\n</tool_call>\"\n"
                  : "tool-call ::= \"{\\\"name\\\": \\\"\" tool-args \"}\"\n");
   o.s("tool-args ::= ");
   size_t cur = tools.root() + 1, v;
@@ -235,7 +233,7 @@ gb_status tools_grammar(Format f, gb_chat_template t, const JsonDoc &tools, gb_t
     if (k) o.s(" | ");
     o.s("\"");
     o.s(tools.s + name + 1, tool_name(tools, name));
-    o.s(f == kQwen ? "\\\", \\\"arguments\\\": \" tool" : "\\\", \\\"parameters\\\": \" tool");
+    o.s(f == kToolQwen ? "\\\", \\\"arguments\\\": \" tool" : "\\\", \\\"parameters\\\": \" tool");
     o.u(k);
     o.s("-root");
   }
@@ -274,8 +272,8 @@ extern "C" gb_status gb_tool_calls_parse(gb_chat_template t, const char *text, s
   if (!calls && cap) return null_arg(log, fn, "calls (with cap > 0)");
   if (!n_calls) return null_arg(log, fn, "n_calls");
   if (!content_len) return null_arg(log, fn, "content_len");
-  const Format f = format_of(t);
-  if (f == kNoFormat)
+  const ToolFormat f = tool_format(t);
+  if (f == kNoToolFormat)
     return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "%s: chat template %s has no tool-call format", fn,
                 chat_template_name(t));
   Parser p{JsonDoc{text ? text : "", len}, log, calls, cap};
@@ -283,12 +281,12 @@ extern "C" gb_status gb_tool_calls_parse(gb_chat_template t, const char *text, s
   // caller's untouched.
   Parser count{p.d, log, nullptr, 0};
   size_t content;
-  GB_TRY(f == kQwen ? count.qwen(&content) : count.llama31(&content));
+  GB_TRY(f == kToolQwen ? count.qwen(&content) : count.llama31(&content));
   if (count.n > cap) {
     *n_calls = count.n;
     return GB_ERR_BUFFER_TOO_SMALL;
   }
-  GB_TRY(f == kQwen ? p.qwen(&content) : p.llama31(&content));
+  GB_TRY(f == kToolQwen ? p.qwen(&content) : p.llama31(&content));
   *n_calls = p.n;
   *content_len = content;
   return GB_OK;
@@ -303,16 +301,16 @@ extern "C" gb_status gb_grammar_from_tools(gb_chat_template t, const char *tools
   if (!tools && tools_len) return null_arg(log, fn, "tools (with tools_len > 0)");
   if (!n_out) return null_arg(log, fn, "n_out");
   if (!buf && cap) return null_arg(log, fn, "buf (with cap > 0)");
-  const Format f = format_of(t);
-  if (f == kNoFormat)
+  const ToolFormat f = tool_format(t);
+  if (f == kNoToolFormat)
     return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "%s: chat template %s has no tool-call format", fn,
                 chat_template_name(t));
   const int32_t c = raw_enum(choice);
   if (c != GB_TOOL_CHOICE_REQUIRED && c != GB_TOOL_CHOICE_AUTO)
     return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: unknown tool choice %d", fn, c);
-  if (max_calls == 0 || (f == kLlama31 && max_calls > 1))
+  if (max_calls == 0 || (f == kToolLlama31 && max_calls > 1))
     return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: max_calls %u (1%s)", fn, max_calls,
-                f == kLlama31 ? " for llama3.1" : " or more");
+                f == kToolLlama31 ? " for llama3.1" : " or more");
   const JsonDoc d{tools ? tools : "", tools_len};
   GB_TRY(tools_check(d, log));
   if (d.count(d.root()) == 0) return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: no tools", fn);

@@ -15,6 +15,11 @@ namespace gb {
 // otherwise). Logged through log, naming the offset.
 gb_status tools_check(const JsonDoc &tools, const Logger &log);
 
+// The tool-call format of a chat template: the one list of the templates
+// that render tool definitions, whose calls are parsed and constrained.
+enum ToolFormat { kNoToolFormat, kToolQwen, kToolLlama31 };
+ToolFormat tool_format(gb_chat_template t);
+
 // The function object of the tool at v of a checked array (v itself when it
 // has no "function" member).
 size_t tool_function(const JsonDoc &tools, size_t v);
