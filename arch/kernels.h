@@ -37,6 +37,35 @@
  *         s = e/32 has the 6-bit scale ls = nibble s%2 of sl[s/2] | bits
  *         2s..2s+1 of sh << 4 and its codes as iq4nl's in qs[16s..16s+15]:
  *         w = d*(ls - 32)*grid.
+ *   The i-quants (codebooks and decoders: arch/iquants.h), 256-weight
+ *   super-blocks of 32-weight sub-blocks s, each four groups l of 8 weights
+ *   (a codebook entry of 8, or two of 4, magnitudes) with signs:
+ *   iq2xxs {f16 d; u8 q[64]} 66 B: sub-block s is q[8s..8s+7]: bytes 0..3
+ *         index group l in a 256-entry grid, the u32 of bytes 4..7 holds
+ *         group l's 7 sign bits at bit 7l (the eighth: their parity) and
+ *         ls at bits 28..31; w = d*(0.5 + ls)/4*grid*sign.
+ *   iq2xs {f16 d; u16 q[32]; u8 sc[8]} 74 B: group l of s is q[4s + l]:
+ *         9-bit index (512-entry grid), 7 sign bits above; ls of weights
+ *         16t.. is nibble t%2 of sc[t/2]; w as iq2xxs.
+ *   iq2s  {f16 d; u8 qs[32]; u8 signs[32]; u8 qh[8]; u8 sc[8]} 82 B: index
+ *         of group l of s: qs[4s + l] | bits 2l..2l+1 of qh[s] << 8 (1024
+ *         entries); signs[4s + l] bit j negates weight j; ls as iq2xs.
+ *   iq3xxs {f16 d; u8 qs[64]; u32 ss[8]} 98 B: group l of s is the 4-entry
+ *         grid rows qs[8s + 2l], qs[8s + 2l + 1] (256 entries); ss[s] as
+ *         iq2xxs's sign word; w = d*(0.5 + ls)/2*grid*sign.
+ *   iq3s  {f16 d; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 sc[4]} 110 B: row
+ *         index k of s: qs[8s + k] | bit k of qh[s] << 8 (512 entries);
+ *         signs as iq2s; ls nibble s%2 of sc[s/2]; w = d*(1 + 2ls)*grid*sign.
+ *   iq1s  {f16 d; u8 qs[32]; u16 qh[8]} 50 B: index of group l of s:
+ *         qs[4s + l] | bits 3l..3l+2 of qh[s] << 8 (2048 entries of -1, 0,
+ *         1); ls bits 12..14, delta = -1/8 if bit 15 else 1/8;
+ *         w = d*(2ls + 1)*(grid + delta).
+ *   iq1m  {u8 qs[32]; u8 qh[16]; u16 sc[4]} 56 B: index as iq1s from
+ *         nibble l%2 of qh[2s + l/2] (bit 3 of that nibble: delta's sign);
+ *         3-bit ls of weights 16t.. at bit 3(t%4) of sc[t/4]; d is the f16
+ *         of the four top nibbles of sc[0..3] (sc[0]'s lowest).
+ *   mxfp4 {u8 e; u8 qs[16]} 17 B, 32 weights: nibbles as q4_1 index
+ *         {0,1,2,3,4,6,8,12,0,-1,-2,-3,-4,-6,-8,-12}; w = 2^(e-128)*value.
  *   q2k   {u8 sc[16]; u8 qs[64]; f16 d, dmin} 84 B: u = bits 2g..2g+1 of
  *         qs[32h + e%32] (half h = e/128, group g = (e%128)/32); 16-weight
  *         group t = e/16 has scale sc[t]&15, min sc[t]>>4;

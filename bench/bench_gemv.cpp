@@ -11,7 +11,7 @@
 // (arch/kernels.h): q4r16 is q4 with 16 rows interleaved, as `gearbx
 // convert` writes the low tier (shapes whose row count is not a multiple of
 // 16 have no q4r16 cells). GGUF's block formats (q4_1 .. q6k) are random
-// blocks (random code bytes, f16 scales of a model's magnitude); shapes
+// blocks (random code bytes, scales of a model's magnitude); shapes
 // whose k is not a multiple of their block (32, or 256 for the K-quants)
 // have no cells of them.
 //
@@ -141,6 +141,13 @@ bool make_matrices(Matrices *m, uint32_t fmt, size_t rows, size_t cols, size_t c
         blk[at] = (uint8_t)h;
         blk[at + 1] = (uint8_t)(h >> 8);
       }
+      if (g->id == GB_FMT_IQ1M) {  // d in the top nibbles of the scale words at 48..55
+        float v;
+        random_floats(&v, 1, &seed);
+        const uint16_t h = gb::f32_to_f16(v * 0.005f);
+        for (int k = 0; k < 4; k++) blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
+      }
+      if (g->id == GB_FMT_MXFP4) blk[0] = (uint8_t)(116 + splitmix64(&seed) % 9);  // 2^-12 .. 2^-4
     }
   } else {
     for (size_t r = 0; r < rows; r++) {

@@ -36,8 +36,10 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // phi3 architecture id; version 7 the post-attention and post-FFN norms
 // (kinds 20, 21) and META's sliding-window, embedding-scale, logit-cap and
 // FFN-activation fields (+168 .. +188), with the gemma3 architecture id;
-// version 8 weight format 16 (GGUF's IQ4_XS blocks). Readers accept 1..8.
-constexpr uint32_t kGbxVersion = 8;
+// version 8 weight format 16 (GGUF's IQ4_XS blocks); version 9 formats
+// 17..24 (GGUF's i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+// IQ1_M and MXFP4). Readers accept 1..9.
+constexpr uint32_t kGbxVersion = 9;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -192,14 +194,23 @@ enum WeightFormat : uint32_t {
   kFmtCountV3 = 14,  // files of version 3 use 0..13 (but 4)
   kFmtCountV2 = 4,   // files of version 1 and 2 use 0..3 only
   kFmtIq4xs = 16,    // version 8: GGUF's IQ4_XS blocks
-  kFmtCount = 17,    // one past the largest id, memory-only ids included
+  kFmtIq2xxs = 17,   // version 9: GGUF's i-quants and MXFP4, 17..24
+  kFmtIq2xs = 18,
+  kFmtIq2s = 19,
+  kFmtIq3xxs = 20,
+  kFmtIq3s = 21,
+  kFmtIq1s = 22,
+  kFmtIq1m = 23,
+  kFmtMxfp4 = 24,
+  kFmtCount = 25,    // one past the largest id, memory-only ids included
 };
 static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
               "file format ids are the kernel tables' indexes");
 static_assert((int)kFmtQ4_1 == GB_FMT_Q4_1 && (int)kFmtQ5_0 == GB_FMT_Q5_0 && (int)kFmtQ5_1 == GB_FMT_Q5_1 &&
                   (int)kFmtIq4nl == GB_FMT_IQ4NL && (int)kFmtQ2K == GB_FMT_Q2K && (int)kFmtQ3K == GB_FMT_Q3K &&
                   (int)kFmtQ4K == GB_FMT_Q4K && (int)kFmtQ5K == GB_FMT_Q5K && (int)kFmtQ6K == GB_FMT_Q6K &&
-                  (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtIq4xs == GB_FMT_IQ4XS && (int)kFmtCount == GB_FMT_COUNT,
+                  (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtIq4xs == GB_FMT_IQ4XS && (int)kFmtIq2xxs == GB_FMT_IQ2XXS &&
+                  (int)kFmtIq1m == GB_FMT_IQ1M && (int)kFmtMxfp4 == GB_FMT_MXFP4 && (int)kFmtCount == GB_FMT_COUNT,
               "file format ids are the kernel tables' indexes");
 // Layouts: row-major (any format), or kLayoutRows16 = blocks of 16 rows
 // interleaved: q4 (version 1+), q4k and q6k (version 3) tier matrices only,
@@ -222,7 +233,8 @@ inline bool is_memory_only_format(uint32_t fmt) { return file_format(fmt) != fmt
 inline bool file_format_known(uint32_t fmt, uint32_t version) {
   if (version < 3) return fmt < kFmtCountV2;
   if (fmt < kFmtCountV3) return !is_memory_only_format(fmt);
-  return version >= 8 && fmt == kFmtIq4xs;
+  if (fmt == kFmtIq4xs) return version >= 8;
+  return version >= 9 && fmt >= kFmtIq2xxs && fmt <= kFmtMxfp4;
 }
 static_assert((uint32_t)GB_FMT_NONE == (uint32_t)kFmtCount, "rows16_format's none");
 

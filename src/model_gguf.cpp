@@ -355,6 +355,11 @@ bool tensor_finite(const TensorRef &t) {
     }
     if (f.d_at >= 0 && !finite16(p + f.d_at)) return false;
     if (f.m_at >= 0 && !finite16(p + f.m_at)) return false;
+    if (t.format == kFmtIq1m) {  // d: the top nibbles of the four scale words at +48, lowest first
+      const uint16_t d = (uint16_t)((ld_u16(p + 48) >> 12) | ((ld_u16(p + 50) >> 8) & 0x00f0) |
+                                    ((ld_u16(p + 52) >> 4) & 0x0f00) | (ld_u16(p + 54) & 0xf000));
+      if ((d & 0x7C00) == 0x7C00) return false;
+    }
   }
   return true;
 }

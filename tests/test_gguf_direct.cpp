@@ -366,9 +366,9 @@ TEST(GgufDirect, PlantedFaultsGetTheirStatus) {
     EXPECT_EQ(open_bytes(b, &log), GB_ERR_CORRUPT);
     EXPECT_NE(log.text.find("overlap"), std::string::npos) << log.text;
   }
-  {  // a type no format reads (IQ2_XXS)
+  {  // a type no format reads (NVFP4)
     std::vector<uint8_t> b = file;
-    b[q_type] = 16;
+    b[q_type] = 40;
     Log log;
     EXPECT_EQ(open_bytes(b, &log), GB_ERR_UNSUPPORTED_TYPE);
     EXPECT_NE(log.text.find("blk.0.attn_q.weight"), std::string::npos) << log.text;

@@ -82,13 +82,22 @@ void random_gguf_rows(const gb::FormatInfo &g, uint8_t *out, size_t rows, size_t
       continue;
     }
     for (uint32_t i = 0; i < g.bytes; i++) blk[i] = (uint8_t)rng();
+    auto scale16 = [&]() -> uint16_t {
+      const uint32_t sign = rng() % 2 ? 0x8000u : 0u;
+      return wide ? (uint16_t)(sign | (rng() % 22) << 10 | (rng() & 0x3ff)) : (uint16_t)(sign | gb::f32_to_f16(mag(rng)));
+    };
     for (int at : {g.d_at, g.m_at}) {
       if (at < 0) continue;
-      const uint32_t sign = rng() % 2 ? 0x8000u : 0u;
-      const uint16_t h = wide ? (uint16_t)(sign | (rng() % 22) << 10 | (rng() & 0x3ff)) : (uint16_t)(sign | gb::f32_to_f16(mag(rng)));
+      const uint16_t h = scale16();
       blk[at] = (uint8_t)h;
       blk[at + 1] = (uint8_t)(h >> 8);
     }
+    if (g.id == GB_FMT_IQ1M) {  // d: the top nibbles of the scale words at 48, 50, 52, 54
+      const uint16_t h = scale16();
+      for (int k = 0; k < 4; k++) blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0f) | (((h >> (4 * k)) & 15) << 4));
+    }
+    if (g.id == GB_FMT_MXFP4)  // 2^(e - 128): a model's magnitudes (2^-12..2^-4), or (wide) 2^-40..2^8
+      blk[0] = (uint8_t)(wide ? 88 + rng() % 49 : 116 + rng() % 9);
   }
 }
 

@@ -1,6 +1,8 @@
 // ARMv8-A Advanced SIMD GEMV of GGUF's 32-weight block formats q4_1, q5_0,
-// q5_1 and iq4nl (layouts in kernels.h), one position (gemv) and several
-// (gemvm), the Cortex-A53 baseline (no SDOT); one driver for the four.
+// q5_1, iq4nl and mxfp4 (layouts in kernels.h), one position (gemv) and
+// several (gemvm), the Cortex-A53 baseline (no SDOT); one driver for the
+// five. mxfp4 is iq4nl with its own table (-12..12) and the scale
+// 2^(e - 128) formed from the block's first byte as ggml forms it.
 //
 // A block is decoded in registers to its 32 codes as two int8 vectors
 // (weights 0..15: the low nibbles, 16..31: the high ones): q4_1 0..15;
@@ -28,6 +30,7 @@
 #include <string.h>
 
 #include "arm64/arm64_common.h"
+#include "iquants.h"
 #include "kernels.h"
 
 namespace {
@@ -75,6 +78,7 @@ inline int32x4_t dot2(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) {
 // 0), the decoder and the dot product its codes allow.
 struct Q4_1 {
   static constexpr size_t kBytes = GB_Q4_1_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;
   static constexpr int kMinAt = 2;
   static void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
     uint8x16_t lo, hi;
@@ -86,6 +90,7 @@ struct Q4_1 {
 };
 struct Q5_0 {
   static constexpr size_t kBytes = GB_Q5_0_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;
   static constexpr int kMinAt = -1;
   static void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
     uint8x16_t lo, hi, fa, fb;
@@ -99,6 +104,7 @@ struct Q5_0 {
 };
 struct Q5_1 {
   static constexpr size_t kBytes = GB_Q5_1_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;
   static constexpr int kMinAt = 2;
   static void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
     uint8x16_t lo, hi, fa, fb;
@@ -111,12 +117,27 @@ struct Q5_1 {
 };
 struct Iq4nl {
   static constexpr size_t kBytes = GB_IQ4NL_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;
   static constexpr int kMinAt = -1;
   static void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
     static const int8_t kGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     const int8x16_t grid = vld1q_s8(kGrid);
     uint8x16_t lo, hi;
     nibbles(blk + 2, lo, hi);
+    a = vqtbl1q_s8(grid, lo);
+    b = vqtbl1q_s8(grid, hi);
+  }
+  static int32x4_t dot(int8x16_t a, int8x16_t b, int8x16_t x0, int8x16_t x1) { return dot2(a, b, x0, x1); }
+};
+
+struct Mxfp4 {
+  static constexpr size_t kBytes = GB_MXFP4_BLOCK_BYTES;
+  static constexpr bool kE8m0 = true;  // the scale 2^(e - 128) of the byte at 0 (arch/iquants.h)
+  static constexpr int kMinAt = -1;
+  static void load(const uint8_t *blk, int8x16_t &a, int8x16_t &b) {
+    const int8x16_t grid = vld1q_s8(gb_iq::kMxfp4);
+    uint8x16_t lo, hi;
+    nibbles(blk + 1, lo, hi);
     a = vqtbl1q_s8(grid, lo);
     b = vqtbl1q_s8(grid, hi);
   }
@@ -142,7 +163,14 @@ void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_
         blk[k] = row[k] + b * F::kBytes;
         F::load(blk[k], wa[k], wb[k]);
       }
-      const float32x4_t dw = f16_scales4(blk[0], blk[1], blk[2], blk[3]);
+      float32x4_t dw;
+      if (F::kE8m0) {
+        const float d[4] = {gb_iq::mxfp4_d(blk[0][0]), gb_iq::mxfp4_d(blk[1][0]), gb_iq::mxfp4_d(blk[2][0]),
+                            gb_iq::mxfp4_d(blk[3][0])};
+        dw = vld1q_f32(d);
+      } else {
+        dw = f16_scales4(blk[0], blk[1], blk[2], blk[3]);
+      }
       float32x4_t mw = vdupq_n_f32(0.0f);
       if (F::kMinAt >= 0) mw = f16_scales4(blk[0] + F::kMinAt, blk[1] + F::kMinAt, blk[2] + F::kMinAt, blk[3] + F::kMinAt);
       for (size_t p = 0; p < m; p++) {
@@ -178,3 +206,4 @@ GB_BLK32_NEON(q4_1, Q4_1)
 GB_BLK32_NEON(q5_0, Q5_0)
 GB_BLK32_NEON(q5_1, Q5_1)
 GB_BLK32_NEON(iq4nl, Iq4nl)
+GB_BLK32_NEON(mxfp4, Mxfp4)

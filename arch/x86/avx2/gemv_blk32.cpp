@@ -1,4 +1,5 @@
-// AVX2 GEMV of GGUF's 32-weight block formats q4_1, q5_0, q5_1 and iq4nl
+// AVX2 GEMV of GGUF's 32-weight block formats q4_1, q5_0, q5_1, iq4nl and
+// mxfp4
 // (layouts in kernels.h), one position (gemv) and several (gemvm): four
 // rows and two blocks per step, one driver for the four formats.
 //
@@ -6,7 +7,9 @@
 // byte each, in one 256-bit vector (low 128 bits: weights 0..15, the low
 // nibbles; high: 16..31): q4_1 the nibbles (0..15); q5_0 / q5_1 the nibbles
 // or their fifth bit (qh broadcast, one byte per weight selected by a bit
-// mask: 0..31); iq4nl the grid value of the nibble (vpshufb, -127..113).
+// mask: 0..31); iq4nl the grid value of the nibble (vpshufb, -127..113),
+// mxfp4 likewise from its table (-12..12), its scale 2^(e - 128) formed
+// from the block's first byte as ggml forms it (arch/iquants.h).
 // Unsigned codes meet the activations through vpmaddubsw (pairs <= 2 * 31 *
 // 128: exact in int16) and vpmaddwd by ones; iq4nl's signed codes through
 // the same with |code| and the activation carrying the code's sign (pairs
@@ -32,6 +35,7 @@
 
 #include "avx2_common.h"
 #include "gguf_blocks.h"
+#include "iquants.h"
 #include "kernels.h"
 
 namespace {
@@ -64,24 +68,28 @@ inline __m256i fifth_bits(const uint8_t *p) {
 // decoder (the f16 scale d is at byte 0 of every block).
 struct Q4_1 {
   static constexpr size_t kBytes = GB_Q4_1_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;  // the scale: f16 d at byte 0
   static constexpr int kMinAt = 2, kOff = 0;
   static constexpr bool kSigned = false;
   static __m256i codes(const uint8_t *b) { return nibbles(b + 4); }
 };
 struct Q5_0 {
   static constexpr size_t kBytes = GB_Q5_0_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;  // the scale: f16 d at byte 0
   static constexpr int kMinAt = -1, kOff = 16;
   static constexpr bool kSigned = false;
   static __m256i codes(const uint8_t *b) { return _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)); }
 };
 struct Q5_1 {
   static constexpr size_t kBytes = GB_Q5_1_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;  // the scale: f16 d at byte 0
   static constexpr int kMinAt = 2, kOff = 0;
   static constexpr bool kSigned = false;
   static __m256i codes(const uint8_t *b) { return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); }
 };
 struct Iq4nl {
   static constexpr size_t kBytes = GB_IQ4NL_BLOCK_BYTES;
+  static constexpr bool kE8m0 = false;
   static constexpr int kMinAt = -1, kOff = 0;
   static constexpr bool kSigned = true;
   static __m256i codes(const uint8_t *b) {
@@ -91,6 +99,17 @@ struct Iq4nl {
   }
 };
 
+struct Mxfp4 {
+  static constexpr size_t kBytes = GB_MXFP4_BLOCK_BYTES;
+  static constexpr bool kE8m0 = true;  // the scale: 2^(e - 128), e the byte at 0
+  static constexpr int kMinAt = -1, kOff = 0;
+  static constexpr bool kSigned = true;
+  static __m256i codes(const uint8_t *b) {
+    const __m256i grid =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb_iq::kMxfp4)));
+    return _mm256_shuffle_epi8(grid, nibbles(b + 1));
+  }
+};
 // The exact int32 products of one block's codes with activations x, in
 // eight partial lanes.
 template <class F>
@@ -125,7 +144,17 @@ __attribute__((always_inline)) inline void step(__m256 *acc, const uint8_t *cons
     c0[i] = F::codes(w[i] + off);
     c1[i] = PAIR ? F::codes(w[i] + off + F::kBytes) : _mm256_setzero_si256();
   }
-  const __m256 dw = scales8<PAIR>(w, off, F::kBytes, 0);
+  __m256 dw;
+  if (F::kE8m0) {
+    float d[8];
+    for (int i = 0; i < 4; i++) {
+      d[i] = gb_iq::mxfp4_d(w[i][off]);
+      d[4 + i] = PAIR ? gb_iq::mxfp4_d(w[i][off + F::kBytes]) : 0.0f;
+    }
+    dw = _mm256_loadu_ps(d);
+  } else {
+    dw = scales8<PAIR>(w, off, F::kBytes, 0);
+  }
   const __m256 mw = F::kMinAt >= 0 ? scales8<PAIR>(w, off, F::kBytes, F::kMinAt) : _mm256_setzero_ps();
   for (size_t p = 0; p < m; p++) {
     const gb_q8x_block *xq = XQ + p * ldxq + b;
@@ -190,3 +219,4 @@ GB_BLK32_AVX2(q4_1, Q4_1)
 GB_BLK32_AVX2(q5_0, Q5_0)
 GB_BLK32_AVX2(q5_1, Q5_1)
 GB_BLK32_AVX2(iq4nl, Iq4nl)
+GB_BLK32_AVX2(mxfp4, Mxfp4)
