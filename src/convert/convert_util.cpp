@@ -31,9 +31,19 @@ gb_status InputFile::open(const char *path, const Logger &log, const char *what)
   return GB_OK;
 }
 
+void InputFile::open_memory(const void *p, uint64_t n, const char *name) {
+  mem_ = static_cast<const uint8_t *>(p);
+  size_ = n;
+  path_ = name ? name : "";
+}
+
 bool InputFile::read_at(uint64_t off, void *dst, size_t n) {
-  if (!f_ || !in_range(off, n, size_)) return false;
+  if ((!f_ && !mem_) || !in_range(off, n, size_)) return false;
   if (n == 0) return true;
+  if (mem_) {
+    memcpy(dst, mem_ + off, n);
+    return true;
+  }
   if (fseeko(f_, (off_t)off, SEEK_SET) != 0) return false;
   return fread(dst, 1, n, f_) == n;
 }

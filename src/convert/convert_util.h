@@ -34,6 +34,8 @@ class InputFile {
 
   // FILE_NOT_FOUND when absent, IO when it cannot be opened or is not a file.
   gb_status open(const char *path, const Logger &log, const char *what);
+  // The n bytes at p (the caller keeps them) read as a file named `name`.
+  void open_memory(const void *p, uint64_t n, const char *name);
   uint64_t size() const { return size_; }
   const char *path() const { return path_.c_str(); }
   // Exactly n bytes at off; false on a short read (callers check ranges
@@ -42,6 +44,7 @@ class InputFile {
 
  private:
   FILE *f_ = nullptr;
+  const uint8_t *mem_ = nullptr;
   uint64_t size_ = 0;
   std::string path_;
 };
@@ -87,5 +90,12 @@ gb_status check_vocab(const GbxVocab &v, const GbxModelDesc &d, const Logger &lo
 
 // A llama2.c tokenizer.bin holding exactly n_vocab tokens (import_llama2c.cpp).
 gb_status read_llama2c_tokenizer(const char *path, uint32_t n_vocab, const Logger &log, GbxVocab *v);
+gb_status read_llama2c_tokenizer(InputFile &f, uint32_t n_vocab, const Logger &log, GbxVocab *v);
+
+// A llama2.c checkpoint's 28-byte header h, for a checkpoint of file_size
+// bytes named `name`: the model it describes (every field checked, the
+// arrays' total size against file_size: TRUNCATED when short, CORRUPT when
+// long). Reads nothing but h.
+gb_status parse_llama2c_header(const uint8_t *h, uint64_t file_size, const char *name, const Logger &log, GbxModelDesc *d);
 
 }  // namespace gb

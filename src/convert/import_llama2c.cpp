@@ -59,11 +59,11 @@ class Llama2cSource : public TensorSource {
   Logger log_;
 };
 
-gb_status parse_header(InputFile &f, const Logger &log, GbxModelDesc *d, Llama2cLayout *l) {
-  uint8_t h[28];
-  GB_RETURN_IF(f.size() < 28, log, GB_ERR_TRUNCATED, "llama2c: '%s' is %llu bytes, too small for the 28-byte header", f.path(),
-               (unsigned long long)f.size());
-  GB_RETURN_IF(!f.read_at(0, h, 28), log, GB_ERR_IO, "llama2c: cannot read '%s'", f.path());
+// The header's model and the arrays' layout; file_size: the checkpoint's bytes.
+gb_status parse_header_bytes(const uint8_t *h, uint64_t file_size, const char *path, const Logger &log, GbxModelDesc *d,
+                             Llama2cLayout *l) {
+  GB_RETURN_IF(file_size < 28, log, GB_ERR_TRUNCATED, "llama2c: '%s' is %llu bytes, too small for the 28-byte header", path,
+               (unsigned long long)file_size);
   int32_t v[7];
   for (int i = 0; i < 7; i++) v[i] = ld_i32(h + 4 * i);
   static const char *const names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
@@ -91,7 +91,7 @@ gb_status parse_header(InputFile &f, const Logger &log, GbxModelDesc *d, Llama2c
   d->pad_id = -1;
   d->shared_classifier = v[5] > 0 ? 1 : 0;
   d->source = kSourceLlama2c;
-  d->name = file_stem(f.path());
+  d->name = file_stem(path);
   GB_TRY(check_model_desc(*d, log, GB_ERR_CORRUPT, "llama2c"));
 
   // Every factor is bounded by check_model_desc, so these products fit in u64.
@@ -119,11 +119,19 @@ gb_status parse_header(InputFile &f, const Logger &log, GbxModelDesc *d, Llama2c
   l->wcls = d->shared_classifier ? l->embd : take(V * dim);
   l->end = at;
   const uint64_t want = 28 + at * 4;
-  GB_RETURN_IF(f.size() < want, log, GB_ERR_TRUNCATED, "llama2c: '%s' is %llu bytes, its header needs %llu", f.path(),
-               (unsigned long long)f.size(), (unsigned long long)want);
-  GB_RETURN_IF(f.size() > want, log, GB_ERR_CORRUPT, "llama2c: '%s' has %llu bytes past the last tensor", f.path(),
-               (unsigned long long)(f.size() - want));
+  GB_RETURN_IF(file_size < want, log, GB_ERR_TRUNCATED, "llama2c: '%s' is %llu bytes, its header needs %llu", path,
+               (unsigned long long)file_size, (unsigned long long)want);
+  GB_RETURN_IF(file_size > want, log, GB_ERR_CORRUPT, "llama2c: '%s' has %llu bytes past the last tensor", path,
+               (unsigned long long)(file_size - want));
   return GB_OK;
+}
+
+gb_status parse_header(InputFile &f, const Logger &log, GbxModelDesc *d, Llama2cLayout *l) {
+  uint8_t h[28];
+  GB_RETURN_IF(f.size() < 28, log, GB_ERR_TRUNCATED, "llama2c: '%s' is %llu bytes, too small for the 28-byte header", f.path(),
+               (unsigned long long)f.size());
+  GB_RETURN_IF(!f.read_at(0, h, 28), log, GB_ERR_IO, "llama2c: cannot read '%s'", f.path());
+  return parse_header_bytes(h, f.size(), f.path(), log, d, l);
 }
 
 gb_status cursor_error(const Cursor &c, const Logger &log, const char *path, const char *what) {
@@ -135,9 +143,19 @@ gb_status cursor_error(const Cursor &c, const Logger &log, const char *path, con
 
 // tokenizer.bin: i32 max_token_length, then per token f32 score, i32 len,
 // len bytes. The file has no count: it must hold exactly n_vocab tokens.
+gb_status parse_llama2c_header(const uint8_t *h, uint64_t file_size, const char *name, const Logger &log, GbxModelDesc *d) {
+  Llama2cLayout l{};
+  return parse_header_bytes(h, file_size, name ? name : "", log, d, &l);
+}
+
 gb_status read_llama2c_tokenizer(const char *path, uint32_t n_vocab, const Logger &log, GbxVocab *v) {
   InputFile f;
   GB_TRY(f.open(path, log, "tokenizer"));
+  return read_llama2c_tokenizer(f, n_vocab, log, v);
+}
+
+gb_status read_llama2c_tokenizer(InputFile &f, uint32_t n_vocab, const Logger &log, GbxVocab *v) {
+  const char *path = f.path();
   Cursor c(f);
   uint32_t max_len_u;
   if (!c.u32(&max_len_u)) return cursor_error(c, log, path, "the header");

@@ -7,7 +7,6 @@
 namespace {
 
 struct Dot {
-  static constexpr int kOffset = 0;
   static __m256i grid() {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb_gguf::kIq4nlGrid)));
   }
