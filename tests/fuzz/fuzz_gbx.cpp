@@ -21,10 +21,10 @@
 
 #include "bytes.h"
 #include "convert.h"
-#include "crc32.h"
 #include "format.h"
 #include "gearbx.h"
 #include "sample_files.h"
+#include "fuzz/gbx_crc.h"
 
 namespace {
 
@@ -34,21 +34,6 @@ void quiet(void *, gb_log_level, const char *) {}
 // past the checksums.
 long g_inputs, g_opened;
 void print_stats() { fprintf(stderr, "fuzz_gbx: %ld inputs, %ld opened\n", g_inputs, g_opened); }
-
-void fix_crcs(std::vector<uint8_t> &img) {
-  using namespace gb;
-  if (img.size() < kHeaderFixedBytes) return;
-  const uint32_t n = ld_u32(&img[16]);
-  const uint64_t hb = kHeaderFixedBytes + (uint64_t)n * kSectionEntryBytes;
-  if (n > kMaxSections || hb > img.size()) return;
-  for (uint32_t i = 0; i < n; i++) {
-    uint8_t *e = &img[kHeaderFixedBytes + i * kSectionEntryBytes];
-    const uint64_t off = ld_u64(e + 8), size = ld_u64(e + 16);
-    if (off <= img.size() && size <= img.size() - off) st_u32(e + 24, crc32_update(0, img.data() + off, size));
-  }
-  st_u32(&img[36], 0);
-  st_u32(&img[36], crc32_update(0, img.data(), hb));
-}
 
 [[noreturn]] void fuzz_fail(const char *what) {
   fprintf(stderr, "fuzz_gbx: %s\n", what);
@@ -63,7 +48,9 @@ void exercise(gb_model *m, bool generic) {
   const char *text = "Once upon a time";
   int32_t ids[GB_TOKENIZE_CAPACITY(16)];
   size_t n = 0;
-  if (gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, ids, sizeof ids / sizeof ids[0], &n) != GB_OK || n == 0)
+  // BOS first when the model has one (a file may have none: GB_ERR_UNAVAILABLE).
+  const uint32_t flags = mi.bos_id >= 0 ? GB_TOKENIZE_ADD_BOS : 0;
+  if (gb_tokenize(m, text, strlen(text), flags, ids, sizeof ids / sizeof ids[0], &n) != GB_OK || n == 0)
     fuzz_fail("a model that opened cannot tokenize");
   for (size_t i = 0; i < n; i++) {
     const char *p;
@@ -126,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   g_inputs++;
   const uint8_t mode = data[0];
   std::vector<uint8_t> img(data + 1, data + size);
-  if (mode & 1) fix_crcs(img);
+  if (mode & 1) gbx_fix_crcs(img);
   // 64-byte aligned copy, as from flash.
   void *buf = nullptr;
   if (posix_memalign(&buf, 64, img.size() ? img.size() : 64) != 0) return 0;

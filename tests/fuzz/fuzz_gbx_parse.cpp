@@ -6,8 +6,8 @@
 // tokenization and the tokenizer's facts. Nothing is decoded.
 // Input: one mode byte (bit 0: recompute every CRC32 before opening, so the
 // mutation reaches the structural checks behind the checksums; bit 1: full
-// verification), then the image. Seeds: small synthetic models (a few tens
-// of kilobytes), in the four modes.
+// verification), then the image. Seeds: small synthetic models (10 to 25
+// kilobytes), in the four modes.
 // Checks: the sizing pass and the open agree (a file the open accepts is
 // one the sizing pass accepts), an open model answers its info and
 // tokenizes into its vocabulary, a session sizing that succeeds is not
@@ -23,10 +23,10 @@
 
 #include "bytes.h"
 #include "convert.h"
-#include "crc32.h"
 #include "format.h"
 #include "gearbx.h"
 #include "sample_files.h"
+#include "fuzz/gbx_crc.h"
 
 static const char kFuzzName[] = "fuzz_gbx_parse";
 #include "fuzz/fuzz_util.h"
@@ -34,21 +34,6 @@ static const char kFuzzName[] = "fuzz_gbx_parse";
 namespace {
 
 void quiet(void *, gb_log_level, const char *) {}
-
-void fix_crcs(std::vector<uint8_t> &img) {
-  using namespace gb;
-  if (img.size() < kHeaderFixedBytes) return;
-  const uint32_t n = ld_u32(&img[16]);
-  const uint64_t hb = kHeaderFixedBytes + (uint64_t)n * kSectionEntryBytes;
-  if (n > kMaxSections || hb > img.size()) return;
-  for (uint32_t i = 0; i < n; i++) {
-    uint8_t *e = &img[kHeaderFixedBytes + i * kSectionEntryBytes];
-    const uint64_t off = ld_u64(e + 8), size = ld_u64(e + 16);
-    if (off <= img.size() && size <= img.size() - off) st_u32(e + 24, crc32_update(0, img.data() + off, size));
-  }
-  st_u32(&img[36], 0);
-  st_u32(&img[36], crc32_update(0, img.data(), hb));
-}
 
 }  // namespace
 
@@ -58,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   const uint8_t mode = data[0];
   std::vector<uint8_t> img(data + 1, data + size);
-  if (mode & 1) fix_crcs(img);
+  if (mode & 1) gbx_fix_crcs(img);
   // A tight, 64-byte aligned copy (as from flash): ASan sees any read past the end.
   const size_t n = img.size();
   uint8_t *buf = static_cast<uint8_t *>(aligned_alloc(64, (n + 63) / 64 * 64 + 64));
@@ -90,11 +75,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       size_t sb = 0;
       if (gb_session_mem_size(m, &so, &sb) == GB_OK && sb == 0) fuzz_fail("a session of zero bytes");
     }
+    // With BOS first when the model has one (GB_ERR_UNAVAILABLE otherwise,
+    // which a file without a BOS token may well be).
     const char *text = "Once upon a time";
     int32_t ids[GB_TOKENIZE_CAPACITY(16)];
     size_t k = 0;
-    if (gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, ids, sizeof ids / sizeof ids[0], &k) != GB_OK || k == 0)
+    const uint32_t flags = mi.bos_id >= 0 ? GB_TOKENIZE_ADD_BOS : 0;
+    if (gb_tokenize(m, text, strlen(text), flags, ids, sizeof ids / sizeof ids[0], &k) != GB_OK || k == 0)
       fuzz_fail("a model that opened cannot tokenize");
+    if (mi.bos_id < 0 && gb_tokenize(m, text, strlen(text), GB_TOKENIZE_ADD_BOS, ids, sizeof ids / sizeof ids[0], &k) !=
+                             GB_ERR_UNAVAILABLE)
+      fuzz_fail("BOS added by a model without one");
     for (size_t i = 0; i < k; i++)
       if (ids[i] < 0 || (uint32_t)ids[i] >= mi.vocab_size) fuzz_fail("a token id outside the vocabulary");
     const gb_tokenizer *tk = nullptr;
@@ -110,17 +101,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   return 0;
 }
 
-// Seeds: small synthetic models converted here (four tiers; two tiers with
-// other shapes and GQA; one tier), each in the four modes; mutations focused
-// on everything before the first data section.
+// Seeds: small synthetic models converted here (one 4-bit tier; two tiers
+// with other shapes and GQA; the f32 tier alone), each in the four modes;
+// mutations focused on everything before the first data section.
 void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const char *t = getenv("TMPDIR");
   std::string path =
       std::string(t && *t ? t : "/tmp") + "/gb-fuzz-gbx-parse-" + std::to_string((long)getpid()) + ".gbx";
-  const char *specs[] = {"dim=32,layers=1,hidden=64,heads=2,kv_heads=1,vocab=300,seq_len=16,seed=1",
-                         "dim=48,layers=2,hidden=40,heads=4,kv_heads=2,vocab=270,seq_len=8,seed=2",
+  // Small on purpose (10-25 KB): every input is checksummed, sized and
+  // opened whole, so the rate follows the size.
+  const char *specs[] = {"dim=16,layers=1,hidden=16,heads=2,kv_heads=1,vocab=260,seq_len=8,seed=1",
+                         "dim=32,layers=2,hidden=32,heads=4,kv_heads=2,vocab=262,seq_len=8,seed=2",
                          "dim=16,layers=1,hidden=32,heads=2,kv_heads=2,vocab=260,seq_len=8,seed=3"};
-  const uint32_t tiers[] = {0xFu, 0x5u, 0x1u};
+  const uint32_t tiers[] = {0x1u, 0x5u, 0x8u};
   for (int i = 0; i < 3; i++) {
     gb::ConvertOptions o;
     o.page_align = 64;
