@@ -167,12 +167,22 @@ enum TensorKind : uint32_t {
   // Optional (version 7), common, F32, every layer or none, both or neither:
   kPostAttnNorm = 20,   // (1, dim) per layer: the attention output is rmsnorm(Wo xb) * weight before the residual add
   kPostFfnNorm = 21,    // (1, dim) per layer: the same for the FFN output
+  // Short-convolution layers (a GGUF opened in place; no .gbx version holds
+  // them yet): in such a layer the mixer is the gated short convolution
+  // (forward.cpp) instead of attention, and its two projections take the
+  // attention matrices' places (MatIndex kMatQ and kMatO; kMatK and kMatV
+  // stay empty).
+  kConvIn = 22,      // (3 * dim, dim) tier matrix: the B, C and X rows, in that order
+  kConvOut = 23,     // (dim, dim) tier matrix
+  kConvKernel = 24,  // (dim, conv_kernel) per layer, common, F32: each channel's taps, oldest first
   kTensorKindMaxV1 = 12,
   kTensorKindMaxV4 = 16,
   kTensorKindMaxV5 = 18,
   kTensorKindMaxV6 = 19,
   kTensorKindMax = 21,
 };
+// The most taps a short convolution (kConvKernel) may have.
+constexpr uint32_t kMaxConvKernel = 16;
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row
 // layout, in memory only). 5..13 (version 3) are GGUF's own block formats,

@@ -5,6 +5,10 @@
 //   x = embed[token] * embed_scale                (gemma3: sqrt(dim); else 1)
 //   for each layer l:
 //     xb = rmsnorm(x) * attn_norm[l]
+//     a short-convolution layer (lfm2) mixes positions by its gated
+//         convolution instead of attention (short_conv: B, C, X = W_in xb;
+//         xb2 = W_out (C * sum over the last conv_kernel positions of
+//         taps * B * X)), then joins the FFN below; every other layer:
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier;
 //         phi3's Wq, Wk, Wv are row ranges of one fused matrix, as are W1, W3)
 //         (+ bq, bk, bv where the model has biases: qwen2)
@@ -107,6 +111,7 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   sc->q = a.array<float>(M * qd);
   sc->k = a.array<float>(M * kvd);
   sc->v = a.array<float>(M * kvd);
+  sc->conv = c.conv_kernel ? a.array<float>(M * 3 * c.dim) : nullptr;
   sc->logit_rows = sh.logit_rows;
   sc->logits = a.array<float>((size_t)sh.logit_rows * c.vocab_size);
   sc->xq_stride = (wide + 31) / 32;
@@ -256,6 +261,38 @@ void swiglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) 
       &task);
 }
 
+// The mixer of short-convolution layer l (lfm2.cpp): xb's positions in,
+// sc.xb2 out. Each position's product B * X enters the pool's row for its
+// position; the convolution then reads, per channel, the rows of the
+// conv_kernel positions ending at its own (oldest tap first, positions
+// before 0 counting as 0, summed in that order in f32), and gates the
+// result by C before the output projection.
+void short_conv(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool *kv, const gb_model *mod, const TensorRef *W,
+                uint32_t l, uint32_t m, uint32_t pos) {
+  const uint32_t dim = mod->meta.dim, taps = mod->meta.conv_kernel;
+  matmul(e, sc, kind, cost, sc.conv, sc.xb, m, W[kMatQ]);
+  for (uint32_t i = 0; i < m; i++) {
+    const float *bcx = sc.conv + (size_t)i * 3 * dim;
+    float *bx = kv_conv_row(kv, l, pos + i);
+    for (uint32_t c = 0; c < dim; c++) bx[c] = bcx[c] * bcx[2 * dim + c];
+  }
+  const float *w = reinterpret_cast<const float *>(mod->conv_kernel[l].data);  // (dim, taps), F32
+  const float *rows[kMaxConvKernel];
+  for (uint32_t i = 0; i < m; i++) {
+    const uint32_t p = pos + i;
+    for (uint32_t j = 0; j < taps; j++) rows[j] = p + j + 1 >= taps ? kv_conv_find(kv, l, p + j + 1 - taps) : nullptr;
+    const float *cg = sc.conv + (size_t)i * 3 * dim + dim;
+    float *out = sc.xb + (size_t)i * dim;
+    for (uint32_t c = 0; c < dim; c++) {
+      float sum = 0.0f;
+      for (uint32_t j = 0; j < taps; j++)
+        if (rows[j]) sum += rows[j][c] * w[(size_t)c * taps + j];
+      out[c] = cg[c] * sum;
+    }
+  }
+  matmul(e, sc, kind, cost, sc.xb2, sc.xb, m, W[kMatO]);
+}
+
 }  // namespace
 
 gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tok, uint32_t m, uint32_t pos,
@@ -294,38 +331,42 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     // The previous layer's FFN output joins the residual stream here (and,
     // after the last layer, just before the output norm).
     add_and_norm(e, X, l ? XB2 : nullptr, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
-    {
-      float *const Y[3] = {sc.q, sc.k, sc.v};
-      const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
-      matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 3);
-    }
-    if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
-    if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
-    if (mod->bias[2][l].data) add_bias(sc.v, kvd, m, mod->bias[2][l]);
-    const bool qk_norm = mod->qk_norm[0][l].data != nullptr, rotate = c.rope_layer(l), slide = c.swa_layer(l);
-    const float *freq = slide ? e.rope_freq_swa : e.rope_freq;
-    const float rscale = slide ? 1.0f : e.rope_scale;
-    for (uint32_t i = 0; i < m; i++) {
-      float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
-      if (qk_norm) {
-        for (uint32_t h = 0; h < c.n_heads; h++)
-          rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, mod->qk_norm[0][l], hd, c.norm_eps);
-        for (uint32_t h = 0; h < c.n_kv_heads; h++)
-          rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
+    if (c.conv_layer(l)) {
+      short_conv(e, sc, kind, cost, kv, mod, W, l, m, pos);
+    } else {
+      {
+        float *const Y[3] = {sc.q, sc.k, sc.v};
+        const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
+        matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 3);
       }
-      if (rotate) {
-        rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
-        rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
+      if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
+      if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
+      if (mod->bias[2][l].data) add_bias(sc.v, kvd, m, mod->bias[2][l]);
+      const bool qk_norm = mod->qk_norm[0][l].data != nullptr, rotate = c.rope_layer(l), slide = c.swa_layer(l);
+      const float *freq = slide ? e.rope_freq_swa : e.rope_freq;
+      const float rscale = slide ? 1.0f : e.rope_scale;
+      for (uint32_t i = 0; i < m; i++) {
+        float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
+        if (qk_norm) {
+          for (uint32_t h = 0; h < c.n_heads; h++)
+            rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, mod->qk_norm[0][l], hd, c.norm_eps);
+          for (uint32_t h = 0; h < c.n_kv_heads; h++)
+            rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
+        }
+        if (rotate) {
+          rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
+          rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
+        }
+        kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
       }
-      kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
+      // For each head h (kv head h / (n_heads / n_kv_heads)):
+      //   xb_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t
+      // over the cached tokens, read in place from the pool's buckets;
+      // position i attends to t <= pos + i only (the pass's m - 1 - i later
+      // tokens, already cached, are hidden from it).
+      attend_positions(e, sc, kv, l, m, pos, qd);
+      matmul(e, sc, kind, cost, XB2, XB, m, W[kMatO]);
     }
-    // For each head h (kv head h / (n_heads / n_kv_heads)):
-    //   xb_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t
-    // over the cached tokens, read in place from the pool's buckets;
-    // position i attends to t <= pos + i only (the pass's m - 1 - i later
-    // tokens, already cached, are hidden from it).
-    attend_positions(e, sc, kv, l, m, pos, qd);
-    matmul(e, sc, kind, cost, XB2, XB, m, W[kMatO]);
     if (mod->post_norm[0][l].data) norm_rows(e, XB2, mod->post_norm[0][l], m, dim, c.norm_eps);
     add_and_norm(e, X, XB2, XB, &mod->ffn_norm[l], m, dim, c.norm_eps);
     {

@@ -49,6 +49,7 @@ struct Scratch {
   float *hb, *hb2;   // (m_max, hidden_dim)
   float *q;          // (m_max, q_dim)
   float *k, *v;      // (m_max, kv_dim) this pass's keys and values before they are cached
+  float *conv;       // (m_max, 3 * dim) a short-convolution layer's B, C, X rows; nullptr without such layers
   float *logits;     // (logit_rows, vocab)
   uint32_t logit_rows;
   gb_q8x_block *xq;  // (m_max, xq_stride) activations quantized for the integer kernels

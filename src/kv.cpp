@@ -42,9 +42,10 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   const char *const pname = gb_kv_policy_name((gb_kv_policy)policy);
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
-  uint32_t n_ring = 0;
+  uint32_t n_ring = 0, n_conv = 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_ring += c.swa_layer(l) ? 1 : 0;
-  const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers - n_ring, n_ctx = o.n_ctx;
+  for (uint32_t l = 0; l < c.n_layers; l++) n_conv += c.conv_layer(l) ? 1 : 0;
+  const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers - n_ring - n_conv, n_ctx = o.n_ctx;
   GB_RETURN_IF(L == 0, log, GB_ERR_UNSUPPORTED_TYPE, "kv pool: every layer of the model slides (no global layer): not supported");
   GB_RETURN_IF(quantized && (d % 8 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM), log, GB_ERR_INVALID_ARGUMENT,
                "kv policy %s needs a head_dim that is a multiple of 8 and at most %u (model: %u)", pname,
@@ -89,10 +90,20 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   // The sliding-window layers' rings: the window plus the longest run of
   // positions that enters at once or rolls back (a prefill chunk, a verify
   // pass or a draft of the spec gear), less one.
+  const uint32_t chunk = o.prefill_batch > 1 && o.n_ctx > 1 && !multi ? o.prefill_batch : 1;
+  const uint32_t spec = o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 1;
+  const uint32_t run = chunk > spec ? chunk : spec;
+  if (n_conv) {
+    // The short-convolution layers' rows (kv.h, KvConv), held at f32 under
+    // every policy: the state is a few rows per layer.
+    p->conv_layers = n_conv;
+    p->conv_taps = c.conv_kernel;
+    p->conv_dim = c.dim;
+    p->conv_cap = c.conv_kernel - 1 + run;
+    p->conv_bytes = (uint64_t)n_conv * p->conv_cap * c.dim * 4;
+  }
   if (n_ring) {
-    const uint32_t chunk = o.prefill_batch > 1 && o.n_ctx > 1 && !multi ? o.prefill_batch : 1;
-    const uint32_t spec = o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 1;
-    const uint64_t want = (uint64_t)c.swa_window + (chunk > spec ? chunk : spec) - 1;
+    const uint64_t want = (uint64_t)c.swa_window + run - 1;
     p->ring_layers = n_ring;
     p->ring_window = c.swa_window;
     const uint64_t cap = want < n_ctx ? want : n_ctx;
@@ -105,10 +116,13 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   const uint64_t fp16 = 2ull * ((uint64_t)L * n_ctx + (uint64_t)n_ring * p->ring_cap) * R * d * 2;
   if (budget) {
     const uint64_t total = k.pool_bytes ? k.pool_bytes : (uint64_t)((double)k.beta * (double)fp16);
-    GB_RETURN_IF(total <= p->ring_bytes, log, GB_ERR_BUDGET_EXCEEDED,
-                 "KV pool of %llu bytes cannot hold the %u sliding-window layers' rings (%llu bytes: %u tokens each)",
-                 (unsigned long long)total, n_ring, (unsigned long long)p->ring_bytes, p->ring_cap);
-    const uint64_t layer = (total - p->ring_bytes) / L;
+    const uint64_t fixed = p->ring_bytes + p->conv_bytes;
+    GB_RETURN_IF(total <= fixed, log, GB_ERR_BUDGET_EXCEEDED,
+                 "KV pool of %llu bytes cannot hold the %u sliding-window layers' rings (%llu bytes: %u tokens each) and the %u "
+                 "short-convolution layers' state (%llu bytes)",
+                 (unsigned long long)total, n_ring, (unsigned long long)p->ring_bytes, p->ring_cap, n_conv,
+                 (unsigned long long)p->conv_bytes);
+    const uint64_t layer = (total - fixed) / L;
     uint64_t cap = layer / (p->rec[p->min] + p->scale_bytes);
     if (cap > n_ctx) cap = n_ctx;
     for (int it = 0; it < 8; it++) {  // slots that pages can never fill are given back as pages
@@ -125,7 +139,7 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   }
   p->max_tokens = max_tokens(p->n_pages, p->cap);
   p->layer_bytes = (uint64_t)p->cap * p->scale_bytes + (uint64_t)p->n_pages * p->page_bytes;
-  p->pool_bytes = p->layer_bytes * L + p->ring_bytes;
+  p->pool_bytes = p->layer_bytes * L + p->ring_bytes + p->conv_bytes;
   p->importance = multi || k.evict;
   // The smallest usable pool: the protected tokens at 8 bits plus one token at the minimum.
   const uint32_t need = (prot_want + 1 < n_ctx ? prot_want + 1 : n_ctx);
@@ -153,7 +167,7 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
   kv->plan = p;
   kv->opt = o.kv;
   kv->n_model_layers = c.n_layers;
-  kv->n_layers = c.n_layers - p.ring_layers;
+  kv->n_layers = c.n_layers - p.ring_layers - p.conv_layers;
   kv->n_heads = c.n_heads;
   kv->n_kv_heads = c.n_kv_heads;
   kv->head_dim = c.head_dim;
@@ -162,8 +176,14 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
   const bool seed = p.policy == GB_KV_SEED;
   uint32_t *map = a.array<uint32_t>(c.n_layers);
   if (map)
-    for (uint32_t l = 0, g = 0, r = 0; l < c.n_layers; l++) map[l] = c.swa_layer(l) ? kRingBit | r++ : g++;
+    for (uint32_t l = 0, g = 0, r = 0, v = 0; l < c.n_layers; l++)
+      map[l] = c.conv_layer(l) ? kConvBit | v++ : c.swa_layer(l) ? kRingBit | r++ : g++;
   kv->layer_map = map;
+  memset(&kv->conv, 0, sizeof kv->conv);
+  if (p.conv_layers) {
+    kv->conv.rows = a.array<float>((size_t)p.conv_layers * p.conv_cap * p.conv_dim);
+    kv->conv.pos = a.array<uint32_t>(p.conv_cap);
+  }
   memset(&kv->ring, 0, sizeof kv->ring);
   if (p.ring_layers) {
     const size_t n = (size_t)p.ring_layers * p.ring_cap;
@@ -235,6 +255,7 @@ void kv_reset(KvPool *kv) {
     kv->ring.pos[i] = kRingEmpty;
     kv->ring.ids[i] = i;
   }
+  for (uint32_t i = 0; i < p.conv_cap; i++) kv->conv.pos[i] = kRingEmpty;
 }
 
 uint32_t kv_room(const KvPool *kv) {
@@ -427,6 +448,7 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
   if (kv->snap) kv->snap[slot] = 0.0f;
   kv->cur_slot = slot;
   if (p.ring_layers) kv->ring.pos[pos % p.ring_cap] = pos;  // replaces position pos - ring_cap
+  if (p.conv_layers) kv->conv.pos[pos % p.conv_cap] = pos;  // the same for the convolutions' rows
   return GB_OK;
 }
 
@@ -617,7 +639,10 @@ bool kv_batchable(const KvPool *kv, uint32_t pos, uint32_t m) {
   // The batch's last token replaces position pos + m - 1 - ring_cap, which
   // its first query (reading from pos - window + 1) must not need.
   const bool ring_ok = !p.ring_layers || (uint64_t)m + p.ring_window <= (uint64_t)p.ring_cap + 1 || (uint64_t)pos + m <= p.ring_cap;
-  return !kv_policy_multi_level(p.policy) && kv_room(kv) >= m && kv->n_free_slots >= m && ring_ok;
+  // The batch's rows replace positions up to pos + m - 1 - conv_cap, which
+  // its first position (reading from pos - conv_taps + 1) must not need.
+  const bool conv_ok = !p.conv_layers || (uint64_t)m + p.conv_taps <= (uint64_t)p.conv_cap + 1;
+  return !kv_policy_multi_level(p.policy) && kv_room(kv) >= m && kv->n_free_slots >= m && ring_ok && conv_ok;
 }
 
 gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {
@@ -662,6 +687,8 @@ void kv_truncate(KvPool *kv, uint32_t pos) {
   }
   for (uint32_t i = 0; i < kv->plan.ring_cap; i++)
     if (kv->ring.pos[i] != kRingEmpty && kv->ring.pos[i] >= pos) kv->ring.pos[i] = kRingEmpty;
+  for (uint32_t i = 0; i < kv->plan.conv_cap; i++)
+    if (kv->conv.pos[i] != kRingEmpty && kv->conv.pos[i] >= pos) kv->conv.pos[i] = kRingEmpty;
   kv->newest = pos > 0 ? pos - 1 : 0;
 }
 

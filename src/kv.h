@@ -101,6 +101,12 @@ struct KvPlan {
   uint32_t ring_cap;               // records per ring
   uint8_t ring_level;              // the level of every ring record
   uint64_t ring_bytes;             // ring_layers * ring_cap * (rec[ring_level] + scale_bytes)
+  // Short-convolution layers (0 of them: none): their state.
+  uint32_t conv_layers;            // how many
+  uint32_t conv_taps;              // the model's conv_kernel
+  uint32_t conv_dim;               // floats per row (the model's dim)
+  uint32_t conv_cap;               // rows per layer
+  uint64_t conv_bytes;             // conv_layers * conv_cap * conv_dim * 4
 };
 // What a saved session state holds of it (state.cpp): every field once, in
 // order; SAVE written and restored, MATCH configuration a state must have
@@ -111,7 +117,8 @@ struct KvPlan {
   F(MATCH, policy) F(MATCH, levels) F(MATCH, entry) F(MATCH, min) F(MATCH, kbits) F(MATCH, vbits) F(SKIP, unit)       \
   F(MATCH, rec) F(MATCH, tpp) F(MATCH, page_bytes) F(SKIP, n_pages) F(MATCH, reserve) F(SKIP, cap) F(SKIP, max_tokens) \
   F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance) F(MATCH, ring_layers)            \
-  F(MATCH, ring_window) F(MATCH, ring_cap) F(MATCH, ring_level) F(SKIP, ring_bytes)
+  F(MATCH, ring_window) F(MATCH, ring_cap) F(MATCH, ring_level) F(SKIP, ring_bytes) F(SKIP, conv_layers) F(SKIP, conv_taps)  \
+  F(SKIP, conv_dim) F(SKIP, conv_cap) F(SKIP, conv_bytes)
 // The pool options (KvConfig: gb_kv_options and gb_kv_experimental) a state
 // must have been saved with (the others are resolved into the plan, or size
 // the pool).
@@ -138,6 +145,19 @@ struct KvRing {
   uint32_t *pos;         // (ring_cap) position of the token at each index; kRingEmpty
   uint32_t *ids;         // (ring_cap) 0, 1, ...: the attention kernel's scale indexes
 };
+// The short-convolution layers' state: each such layer's products B * X
+// (forward.cpp) of the newest positions, the row of position p at index
+// p % conv_cap. A position reads the rows of itself and the conv_taps - 1
+// positions before it; conv_cap is conv_taps - 1 plus the longest run of
+// positions that may enter at once or be rolled back, so that a batch never
+// overwrites a row one of its positions reads and a rollback (speculative
+// decoding) finds the rows before it intact: the state of any position in
+// that run is at hand without a copy, and a rejected draft leaves it as if
+// the drafted tokens never ran.
+struct KvConv {
+  float *rows;           // (conv_layers, conv_cap, conv_dim)
+  uint32_t *pos;         // (conv_cap) position of the row at each index; kRingEmpty
+};
 constexpr uint32_t kRingEmpty = 0xffffffffu;
 constexpr uint32_t kRingBlock = 32;
 
@@ -146,8 +166,9 @@ struct KvPool {
   KvConfig opt;
   uint32_t n_layers, n_heads, n_kv_heads, head_dim, n_ctx;
   uint32_t n_model_layers;
-  uint32_t *layer_map;   // (n_model_layers) index among the global layers, or kRingBit | index among the rings
+  uint32_t *layer_map;   // (n_model_layers) index among the global layers, kRingBit | index among the rings, or kConvBit | index among the short-convolution layers
   KvRing ring;
+  KvConv conv;
   KvLayer *layers;       // (n_layers)
   // Per slot, shared by the layers.
   uint32_t *pos;         // (cap) position of the token in the slot
@@ -182,7 +203,7 @@ struct KvPool {
 // tokens' slots, pages and records (state.cpp's kv codec).
 #define GB_KV_POOL_FIELDS(F)                                                                                          \
   F(NEST, plan) F(NEST, opt) F(SKIP, n_layers) F(SKIP, n_heads) F(SKIP, n_kv_heads) F(SKIP, head_dim) F(SKIP, n_ctx)    \
-  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
+  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, conv) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
   F(OWN, n_free_slots) F(SAVE, n_tokens) F(SAVE, newest) F(SKIP, att) F(SKIP, mass) F(SKIP, wmass) F(OWN, head_w)      \
   F(SKIP, tmp) F(SKIP, planned) F(SKIP, order) F(SKIP, heap) F(SAVE, cur_slot) F(SKIP, batch_slot) F(SAVE, step)       \
   F(SAVE, reallocs) F(SAVE, requant) F(SAVE, evicted) F(SKIP, alloc_ns)
@@ -228,6 +249,20 @@ bool kv_batchable(const KvPool *kv, uint32_t pos, uint32_t m);
 // Slots of attention scratch a query needs (the larger of the pool's and a ring's).
 inline uint32_t kv_attn_cap(const KvPlan &p) { return p.ring_cap > p.cap ? p.ring_cap : p.cap; }
 constexpr uint32_t kRingBit = 0x80000000u;
+constexpr uint32_t kConvBit = 0x40000000u;
+// The row of position pos of short-convolution layer model_layer, to write
+// (its position entered with kv_begin / kv_begin_batch).
+inline float *kv_conv_row(KvPool *kv, uint32_t model_layer, uint32_t pos) {
+  const KvPlan &p = kv->plan;
+  return kv->conv.rows + ((size_t)(kv->layer_map[model_layer] & ~kConvBit) * p.conv_cap + pos % p.conv_cap) * p.conv_dim;
+}
+// The same row to read; nullptr when the pool does not hold position pos
+// (before the first position, or not entered).
+inline const float *kv_conv_find(const KvPool *kv, uint32_t model_layer, uint32_t pos) {
+  const KvPlan &p = kv->plan;
+  if (kv->conv.pos[pos % p.conv_cap] != pos) return nullptr;
+  return kv->conv.rows + ((size_t)(kv->layer_map[model_layer] & ~kConvBit) * p.conv_cap + pos % p.conv_cap) * p.conv_dim;
+}
 // Begin the m tokens at positions pos..pos+m-1 (kv_batchable holds): their
 // slots go to kv->batch_slot. Position i then stores with kv_store_slot and
 // attends with hide = m - 1 - i; kv_end once per token afterwards.

@@ -1,5 +1,6 @@
 // kv_state.cpp — the KV pool's record of a saved session state (the format
 // is in state.cpp's header comment).
+#include "format.h"
 #include "kv.h"
 #include "state_fields.h"
 #include "state_io.h"
@@ -102,6 +103,22 @@ void save_kv(W &w, const KvPool &kv) {
           for (uint32_t j = 0; j < R2; j++) w.u16(kv.ring.scales[at * R2 + j]);
       }
   }
+  // The short-convolution layers: the positions a next one reads (the
+  // newest conv_taps - 1 held), ascending, then per layer their rows.
+  if (p.conv_layers) {
+    uint32_t keep[kMaxConvKernel], n = 0;
+    for (uint32_t back = p.conv_taps - 1; back >= 1; back--) {
+      if (kv.n_tokens == 0 || kv.newest + 1 < back) continue;
+      const uint32_t ps = kv.newest + 1 - back;
+      if (kv.conv.pos[ps % p.conv_cap] == ps) keep[n++] = ps;
+    }
+    w.u32(n);
+    for (uint32_t i = 0; i < n; i++) w.u32(keep[i]);
+    for (uint32_t l = 0; l < p.conv_layers; l++)
+      for (uint32_t i = 0; i < n; i++)
+        for (uint32_t c = 0; c < p.conv_dim; c++)
+          w.f32(kv.conv.rows[((size_t)l * p.conv_cap + keep[i] % p.conv_cap) * p.conv_dim + c]);
+  }
   w.end(rec);
 }
 
@@ -117,7 +134,8 @@ uint64_t kv_max_bytes(const KvPool &kv) {
   layer += kLevels * (4 + 4ull) + 4ull * (cap + kLevels) + 4 * cap + cap * rec_max;  // buckets
   layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);  // per slot
   const uint64_t rings = 4 + 8ull * p.ring_cap + (uint64_t)p.ring_layers * p.ring_cap * (rec_max + p.scale_bytes);
-  return n + layer * kv.n_layers + rings;
+  const uint64_t conv = p.conv_layers ? 4 + 4ull * p.conv_taps + (uint64_t)p.conv_layers * p.conv_taps * p.conv_dim * 4 : 0;
+  return n + layer * kv.n_layers + rings + conv;
 }
 
 // Read a pool record into kv (apply) or only check it against kv (!apply).
@@ -326,6 +344,32 @@ gb_status load_kv(R &outer, KvPool *kv, bool apply, const Logger &log, uint32_t 
           for (uint32_t k = 0; k < R2; k++) kv->ring.scales[at * R2 + k] = ld_u16(sc + 2 * k);
       }
     }
+  }
+  if (p.conv_layers) {
+    // The newest positions' rows of the short convolutions: fewer than
+    // conv_taps positions, ascending, below the session's position (so
+    // that no two share an index of any conv_cap >= conv_taps - 1).
+    const uint32_t n = r.u32();
+    GB_RETURN_IF(r.bad || n >= p.conv_taps, log, GB_ERR_CORRUPT, "session state: %s convolution state: %u rows for %u taps", which, n,
+                 p.conv_taps);
+    uint32_t ps[kMaxConvKernel];
+    for (uint32_t i = 0; i < n; i++) {
+      ps[i] = r.u32();
+      GB_RETURN_IF(r.bad || ps[i] >= pos_limit || (i > 0 && ps[i] != ps[i - 1] + 1), log,
+                   GB_ERR_CORRUPT, "session state: %s convolution row of position %u out of order or range", which, ps[i]);
+    }
+    if (apply)
+      for (uint32_t i = 0; i < p.conv_cap; i++) kv->conv.pos[i] = kRingEmpty;
+    for (uint32_t l = 0; l < p.conv_layers; l++)
+      for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *src = r.take((size_t)p.conv_dim * 4);
+        GB_RETURN_IF(!src, log, GB_ERR_CORRUPT, "session state: %s convolution layer %u truncated", which, l);
+        for (uint32_t c = 0; c < p.conv_dim; c++)
+          GB_RETURN_IF(!finite(ld_f32(src + 4 * c)), log, GB_ERR_CORRUPT, "session state: %s convolution layer %u not finite", which, l);
+        if (!apply) continue;
+        kv->conv.pos[ps[i] % p.conv_cap] = ps[i];
+        memcpy(kv->conv.rows + ((size_t)l * p.conv_cap + ps[i] % p.conv_cap) * p.conv_dim, src, (size_t)p.conv_dim * 4);
+      }
   }
   return close_record(r, log, which);
 }

@@ -179,6 +179,9 @@ TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_
     case kPostAttnNorm: return &m->post_norm[0][layer];
     case kPostFfnNorm: return &m->post_norm[1][layer];
     case kClassifier: return &m->classifier[tier];
+    case kConvKernel: return &m->conv_kernel[layer];
+    case kConvIn: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatQ];
+    case kConvOut: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatO];
     default: {
       for (int i = 0; i < kMatsPerLayer; i++)
         if (kLayerMatrices[i] == kind) return &m->mats[tier][(size_t)layer * kMatsPerLayer + i];
@@ -220,6 +223,8 @@ gb_status check_meta(const Meta *mp, const Logger &log) {
   GB_RETURN_IF(!(m->logit_softcap == 0.0f || (finite_pos(m->logit_softcap) && m->logit_softcap <= 1e6f)), log, GB_ERR_CORRUPT,
                "gbx: logit_softcap %g invalid", (double)m->logit_softcap);
   GB_RETURN_IF(m->ffn_act > kFfnGelu, log, GB_ERR_CORRUPT, "gbx: ffn_act %u unknown", m->ffn_act);
+  GB_RETURN_IF(m->conv_kernel == 1 || m->conv_kernel > kMaxConvKernel || (m->conv_kernel == 0) != (m->layer_conv == nullptr), log,
+               GB_ERR_CORRUPT, "gbx: short-convolution kernel of %u taps invalid (2..%u)", m->conv_kernel, kMaxConvKernel);
   const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
   for (int i = 0; i < 4; i++)
     GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range",
@@ -288,6 +293,8 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kW1:
     case kW3: *rows = m.hidden_dim; break;
     case kW2: *cols = m.hidden_dim; break;
+    case kConvIn: *rows = 3 * m.dim; break;
+    case kConvKernel: *cols = m.conv_kernel; break;
     default: break;
   }
   if (kind == kBiasQ) *cols = m.q_dim();
@@ -397,11 +404,24 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
     for (uint32_t l = 1; l < mt.n_layers; l++)
       GB_RETURN_IF(!m->bias[b][l].data != !m->bias[b][0].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the %c bias is present in some layers only (layer %u)", "qkv"[b], l);
-  // Per-head Q/K norms: both in every layer, or none.
+  // Per-head Q/K norms: both in every attention layer, or none.
+  uint32_t first_attn = 0;
+  while (first_attn < mt.n_layers && mt.conv_layer(first_attn)) first_attn++;
+  GB_RETURN_IF(first_attn == mt.n_layers, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: no attention layer (not supported)");
   for (uint32_t l = 0; l < mt.n_layers; l++)
-    for (uint32_t b = 0; b < 2; b++)
-      GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][0].data, log, GB_ERR_MISSING_TENSOR,
+    for (uint32_t b = 0; b < 2 && !mt.conv_layer(l); b++)
+      GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][first_attn].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the per-head %c norm is present in some layers only (layer %u)", "qk"[b], l);
+  // Short-convolution layers: their taps, and none of attention's own
+  // tensors; attention layers: no taps.
+  for (uint32_t l = 0; l < mt.n_layers; l++) {
+    const bool conv = mt.conv_layer(l);
+    GB_RETURN_IF(!m->conv_kernel[l].data != !conv, log, conv ? GB_ERR_MISSING_TENSOR : GB_ERR_CORRUPT,
+                 "gbx: layer %u is %s short-convolution layer but %s its taps", l, conv ? "a" : "not a", conv ? "lacks" : "has");
+    GB_RETURN_IF(conv && (m->qk_norm[0][l].data || m->qk_norm[1][l].data || m->bias[0][l].data || m->bias[1][l].data ||
+                          m->bias[2][l].data),
+                 log, GB_ERR_CORRUPT, "gbx: short-convolution layer %u has attention norms or biases", l);
+  }
   // Post-attention / post-FFN norms: both in every layer, or none.
   for (uint32_t l = 0; l < mt.n_layers; l++)
     for (uint32_t b = 0; b < 2; b++)
@@ -422,28 +442,39 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) {
     if (!(m->gears & (1u << g))) continue;
     GB_RETURN_IF(!m->classifier[g].data, log, GB_ERR_MISSING_TENSOR, "gbx: classifier of tier %u missing", g);
-    for (uint32_t i = 0; i < mt.n_layers * kMatsPerLayer; i++)
-      GB_RETURN_IF(!m->mats[g][i].data, log, GB_ERR_MISSING_TENSOR, "gbx: tier %u layer %u matrix %u missing", g,
-                   i / kMatsPerLayer, i % kMatsPerLayer);
+    for (uint32_t i = 0; i < mt.n_layers * kMatsPerLayer; i++) {
+      // A short-convolution layer has no key and value projections.
+      const bool unused = mt.conv_layer(i / kMatsPerLayer) && (i % kMatsPerLayer == kMatK || i % kMatsPerLayer == kMatV);
+      GB_RETURN_IF(!m->mats[g][i].data != unused, log, unused ? GB_ERR_CORRUPT : GB_ERR_MISSING_TENSOR,
+                   "gbx: tier %u layer %u matrix %u %s", g, i / kMatsPerLayer, i % kMatsPerLayer, unused ? "present in a short-convolution layer" : "missing");
+    }
   }
   return GB_OK;
 }
 
 gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
-  TensorRef *norms = a.array<TensorRef>(9ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms; post norms
+  TensorRef *norms = a.array<TensorRef>(10ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms; post norms; conv taps
+  uint8_t *conv_flags = meta.conv_kernel ? a.array<uint8_t>(meta.n_layers) : nullptr;
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tok_bytes, 8);
   uint16_t *gelu = meta.ffn_act == kFfnGelu ? a.array<uint16_t>(65536) : nullptr;
   if (!m) return nullptr;
   m = new (m) gb_model();
-  for (size_t i = 0; i < 9ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < 10ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
   for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
   m->attn_norm = norms;
   m->ffn_norm = norms + meta.n_layers;
   for (uint32_t b = 0; b < 3; b++) m->bias[b] = norms + (size_t)(2 + b) * meta.n_layers;
   for (uint32_t b = 0; b < 2; b++) m->qk_norm[b] = norms + (size_t)(5 + b) * meta.n_layers;
   for (uint32_t b = 0; b < 2; b++) m->post_norm[b] = norms + (size_t)(7 + b) * meta.n_layers;
+  m->conv_kernel = norms + (size_t)9 * meta.n_layers;
+  // The conv-layer flags, copied from the meta being opened (whose pointer
+  // is into a plan that does not outlive the open): the caller points its
+  // model's meta at them (model_set_meta).
+  m->conv_flags = conv_flags;
+  if (conv_flags)
+    for (uint32_t l = 0; l < meta.n_layers; l++) conv_flags[l] = meta.conv_layer(l) ? 1 : 0;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
   // GeGLU's GELU is evaluated at binary16 inputs (format.h, ffn_act): one
   // table of all of them makes it a lookup.
@@ -472,10 +503,16 @@ void model_count_params(gb_model *m) {
   const Meta &meta = m->meta;
   uint64_t params =
       (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
-  for (uint32_t i = 0; i < kMatsPerLayer; i++) {
-    uint32_t r, c;
-    expected_shape(meta, kLayerMatrices[i], &r, &c);
-    params += (uint64_t)meta.n_layers * r * c;
+  for (uint32_t l = 0; l < meta.n_layers; l++) {
+    const bool conv = meta.conv_layer(l);
+    for (uint32_t i = 0; i < kMatsPerLayer; i++) {
+      uint32_t r = 0, c = 0;
+      if (conv && (i == kMatK || i == kMatV)) continue;
+      expected_shape(meta, conv && i == kMatQ ? (uint32_t)kConvIn : conv && i == kMatO ? (uint32_t)kConvOut : kLayerMatrices[i], &r,
+                     &c);
+      params += (uint64_t)r * c;
+    }
+    if (conv) params += (uint64_t)meta.dim * meta.conv_kernel;
   }
   m->n_params = params;
 }
@@ -512,7 +549,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
                  section_name(secs[i].kind), secs[i].crc, crc);
   }
 
-  Meta meta;
+  Meta meta{};
   meta.version = version;
   GB_TRY(parse_meta(p + smeta->offset, smeta->size, log, &meta));
 
@@ -542,7 +579,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   m->log = log;
   m->base = p;
   m->size = size;
-  m->meta = meta;
+  model_set_meta(m, meta);
   if (mapping) m->mapping = *mapping;
   m->n_sections = n_sections;
   memcpy(m->sections, secs, sizeof(SectionRef) * n_sections);

@@ -46,7 +46,15 @@ struct Meta {
   float embed_scale;        // embedding rows times it
   float logit_softcap;      // 0, or c: logits c * tanh(logit / c)
   uint32_t ffn_act;         // FfnAct
-  bool swa_layer(uint32_t l) const { return swa_window > 0 && (swa_period == 0 || l % swa_period < swa_period - 1); }
+  bool swa_layer(uint32_t l) const {
+    return swa_window > 0 && !conv_layer(l) && (swa_period == 0 || l % swa_period < swa_period - 1);
+  }
+  // Short-convolution layers (a GGUF opened in place): conv_kernel taps per
+  // channel (0: the model has none), and which layers they are: layer_conv
+  // points into the model's memory (n_layers flags; nullptr: none).
+  uint32_t conv_kernel;        // 0, or 2..kMaxConvKernel
+  const uint8_t *layer_conv;
+  bool conv_layer(uint32_t l) const { return layer_conv && layer_conv[l]; }
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -57,7 +65,9 @@ struct SectionRef {
   uint32_t crc;
 };
 
-// Index of a managed matrix within a layer (order of kLayerMatrices).
+// Index of a managed matrix within a layer (order of kLayerMatrices). A
+// short-convolution layer holds its input projection at kMatQ and its output
+// projection at kMatO (kMatK and kMatV empty).
 enum MatIndex { kMatQ = 0, kMatK, kMatV, kMatO, kMat1, kMat2, kMat3, kMatsPerLayer };
 
 }  // namespace gb
@@ -85,6 +95,8 @@ struct gb_model {
   gb::TensorRef rope_freqs_long;  // the factors for contexts beyond meta.rope_orig_ctx; data == nullptr: none
   gb::TensorRef *qk_norm[2]; // per-head Q, K norm weights (n_layers each, head_dim); data == nullptr: none
   gb::TensorRef *post_norm[2]; // post-attention, post-FFN norm weights (n_layers each, dim); data == nullptr: none
+  gb::TensorRef *conv_kernel; // (n_layers) the short convolution's taps (dim, conv_kernel); data == nullptr: not a conv layer
+  uint8_t *conv_flags;       // (n_layers) what meta.layer_conv points to; nullptr without conv layers
   uint16_t *gelu_f16;        // (65536) GELU of each binary16 value, as binary16 (FFN_GELU models; else nullptr)
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];
@@ -138,6 +150,11 @@ gb_status verify_section(const gb_model &m, const SectionRef &s);
 // Lay out the model struct and its arrays (counting or placing); tok_bytes:
 // the tokenizer's tables.
 gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem);
+// m->meta = meta, its layer_conv pointed at the model's own copy of the flags.
+inline void model_set_meta(gb_model *m, const Meta &meta) {
+  m->meta = meta;
+  m->meta.layer_conv = m->conv_flags;
+}
 // The model's view of tensor kind (TensorKind) of a layer (0 for a global
 // one) and tier (for tier matrices and the classifier); nullptr for a kind
 // that is none of these.
@@ -147,7 +164,7 @@ TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_
 inline bool is_common_kind(uint32_t kind) {
   return kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || kind == kBiasQ || kind == kBiasK ||
          kind == kBiasV || kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm || kind == kPostFfnNorm ||
-         kind == kRopeFreqs || kind == kRopeFreqsLong;
+         kind == kRopeFreqs || kind == kRopeFreqsLong || kind == kConvKernel;
 }
 // The (rows, cols) a tensor of kind (TensorKind) has in this model.
 void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols);

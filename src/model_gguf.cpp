@@ -65,6 +65,37 @@ class ViewKeys final : public GgufKeys {
     out[v.len] = 0;
     return true;
   }
+  bool u32_array(const char *key, uint32_t *out, size_t cap, size_t *n, gb_status *st) const override {
+    GgufArray a;
+    if (!g_.array(key, &a)) {
+      GgufScalar v;
+      if (g_.value(key, &v) && !v.is_int) *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    const uint64_t w = a.elem == kGgufU8 || a.elem == kGgufI8     ? 1
+                       : a.elem == kGgufU16 || a.elem == kGgufI16 ? 2
+                       : a.elem == kGgufU32 || a.elem == kGgufI32 ? 4
+                       : a.elem == kGgufU64 || a.elem == kGgufI64 ? 8
+                                                                  : 0;
+    if (!w) {
+      *st = GB_ERR_CORRUPT;
+      return false;
+    }
+    *n = (size_t)a.count;
+    // The view was validated: the array's elements lie inside the file.
+    for (uint64_t i = 0; i < a.count && i < cap; i++) {
+      const uint8_t *e = g_.base + a.off + i * w;
+      const bool sgn = a.elem == kGgufI8 || a.elem == kGgufI16 || a.elem == kGgufI32 || a.elem == kGgufI64;
+      const uint64_t u = w == 1 ? e[0] : w == 2 ? ld_u16(e) : w == 4 ? ld_u32(e) : ld_u64(e);
+      const int64_t sv = w == 1 ? (int64_t)(int8_t)u : w == 2 ? (int64_t)(int16_t)u : w == 4 ? (int64_t)(int32_t)u : (int64_t)u;
+      if ((sgn && sv < 0) || (!sgn && u > 0xFFFFFFFFull) || (sgn && sv > 0xFFFFFFFFll)) {
+        *st = GB_ERR_CORRUPT;
+        return false;
+      }
+      out[i] = (uint32_t)(sgn ? (uint64_t)sv : u);
+    }
+    return true;
+  }
   bool has_tensor(const char *name) const override {
     GgufTensorInfo t;
     return g_.tensor(name, &t);
@@ -86,6 +117,7 @@ struct Plan {
   Meta meta{};
   float rope_linear = 0.0f;
   TokBuildSizes tok;
+  uint8_t layer_conv[kArchMaxLayers] = {};  // what meta.layer_conv points to until the model has its own copy
 };
 
 gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
@@ -142,6 +174,11 @@ gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
   m.embed_scale = a->embed_scale_sqrt ? sqrtf((float)hp.dim) : 1.0f;
   m.logit_softcap = hp.logit_softcap;
   m.ffn_act = a->ffn_act;
+  if (hp.conv_kernel) {
+    m.conv_kernel = hp.conv_kernel;
+    memcpy(pl->layer_conv, hp.layer_conv, sizeof pl->layer_conv);
+    m.layer_conv = pl->layer_conv;
+  }
   m.default_gear = GB_GEAR_LOW;  // placed once the tier's bits are known
   GB_TRY(check_meta(&m, log));
   // The architecture's own vocabulary size, when the file states it.
@@ -222,7 +259,8 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
   Meta &d = m->meta;
   char name[64];
   GB_TRY(b.bind1("token_embd.weight", kTokEmbd, 0));
-  GB_TRY(b.bind1("output_norm.weight", kOutNorm, 0));
+  snprintf(name, sizeof name, "%s.weight", a.output_norm);
+  GB_TRY(b.bind1(name, kOutNorm, 0));
   const bool shared = !b.has("output.weight");
   d.shared_classifier = shared;
   if (shared) {
@@ -241,14 +279,25 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
   } kLayer[] = {{"attn_norm", kAttnNorm}, {"attn_q", kWq},   {"attn_k", kWk},   {"attn_v", kWv}, {"attn_output", kWo},
                 {"ffn_norm", kFfnNorm},   {"ffn_gate", kW1}, {"ffn_down", kW2}, {"ffn_up", kW3}};
   static const uint32_t kQkv[3] = {kWq, kWk, kWv}, kGateUp[2] = {kW1, kW3};
+  static const struct {
+    const char *suffix;
+    uint32_t kind;
+  } kConv[] = {{"shortconv.in_proj", kConvIn}, {"shortconv.conv", kConvKernel}, {"shortconv.out_proj", kConvOut}};
   for (uint32_t l = 0; l < d.n_layers; l++) {
+    const bool conv = d.conv_layer(l);
+    for (const auto &e : kConv) {
+      if (!conv) continue;
+      snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
+      GB_TRY(b.bind1(name, e.kind, l));
+    }
     for (const auto &e : kLayer) {
+      if (conv && (e.kind == kWq || e.kind == kWk || e.kind == kWv || e.kind == kWo)) continue;
       if (fused_qkv && (e.kind == kWq || e.kind == kWk || e.kind == kWv)) continue;
       if (fused_gate_up && (e.kind == kW1 || e.kind == kW3)) continue;
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
       GB_TRY(b.bind1(name, e.kind, l));
     }
-    if (fused_qkv) {
+    if (fused_qkv && !conv) {
       snprintf(name, sizeof name, "blk.%u.attn_qkv.weight", l);
       GB_TRY(b.bind(name, kQkv, 3, l));
     }
@@ -268,12 +317,16 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
       snprintf(name, sizeof name, "blk.%u.%s.bias", l, e.suffix);
       GB_TRY(b.bind1(name, e.kind, l));
     }
-  // Pairs of per-layer norms: every layer, both, or none, as the row says.
-  auto pair = [&](ArchNeed need, const char *first, uint32_t k1, const char *second, uint32_t k2) -> gb_status {
-    snprintf(name, sizeof name, "blk.0.%s.weight", first);
+  // Pairs of per-layer norms: every (attention) layer, both, or none, as
+  // the row says.
+  uint32_t first_attn = 0;
+  while (first_attn < d.n_layers && d.conv_layer(first_attn)) first_attn++;
+  auto pair = [&](ArchNeed need, const char *first, uint32_t k1, const char *second, uint32_t k2, bool attn_only) -> gb_status {
+    snprintf(name, sizeof name, "blk.%u.%s.weight", attn_only ? first_attn : 0, first);
     const bool has = need != kNever && b.has(name);
     GB_RETURN_IF(need == kMust && !has, log, GB_ERR_MISSING_TENSOR, "gguf: %s model without %s", a.name, name);
     for (uint32_t l = 0; has && l < d.n_layers; l++) {
+      if (attn_only && d.conv_layer(l)) continue;
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, first);
       GB_TRY(b.bind1(name, k1, l));
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, second);
@@ -281,8 +334,8 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
     }
     return GB_OK;
   };
-  GB_TRY(pair(a.qk_norm, "attn_q_norm", kQNorm, "attn_k_norm", kKNorm));
-  GB_TRY(pair(a.post_norms, "post_attention_norm", kPostAttnNorm, "post_ffw_norm", kPostFfnNorm));
+  GB_TRY(pair(a.qk_norm, "attn_q_norm", kQNorm, "attn_k_norm", kKNorm, true));
+  GB_TRY(pair(a.post_norms, "post_attention_norm", kPostAttnNorm, "post_ffw_norm", kPostFfnNorm, false));
   // RoPE: LongRoPE's short and long factors, or frequency factors, or
   // linear scaling made into factors.
   const bool longrope = a.rope_freqs != kNever && (b.has("rope_factors_long.weight") || b.has("rope_factors_short.weight"));
@@ -381,6 +434,7 @@ gb_status scan_values(const gb_model &m, const Logger &log) {
     for (uint32_t k = 0; k < 3; k++) GB_TRY(check(m.bias[k][l], "a bias", l));
     for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.qk_norm[k][l], "a Q/K norm", l));
     for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.post_norm[k][l], "a post norm", l));
+    GB_TRY(check(m.conv_kernel[l], "the short convolution's taps", l));
     for (uint32_t k = 0; k < kMatsPerLayer; k++)
       GB_TRY(check(m.mats[d.default_gear][(size_t)l * kMatsPerLayer + k], "a weight matrix", l));
   }
@@ -645,7 +699,7 @@ gb_status model_open_gguf(const uint8_t *p, uint64_t size, const gb_model_option
   m->log = log;
   m->base = p;
   m->size = size;
-  m->meta = meta;
+  model_set_meta(m, meta);
   if (mapping) m->mapping = *mapping;
   gb_status st = gguf_view_open(p, size, log, kv, ti, scratch, &g);
   // The parts again, with their tables (their data checked not to overlap).

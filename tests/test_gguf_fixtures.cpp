@@ -184,19 +184,36 @@ bool is_float_fixture(const std::string &name) {
 
 // gguf: the file; ref: its references; tweak (optional): changes the opened
 // model before the session (the sensitivity checks).
+// Whether the GGUF's architecture has a .gbx form (`gearbx convert` takes it).
+bool gbx_holds(const std::string &gguf) {
+  gb_model *m = nullptr;
+  gb_model_options mo = gbt::quiet_model_options();
+  if (gb_model_open_file(gguf.c_str(), &mo, &m) != GB_OK) return true;
+  const gb::ArchDef *a = gb::arch_by_id(m->meta.arch);
+  gb_model_close(m);
+  return a && a->min_gbx_version <= gb::kGbxVersion;
+}
+
 void score_file(const std::string &name, const std::string &gguf, const gbt::Json &ref, size_t n_windows, Score *r,
                 void (*tweak)(gb_model *) = nullptr) {
   const std::string out = gbt::temp_dir() + "/fx-" + name + ".gbx";
   const bool flt = is_float_fixture(name);
-  gb::ConvertOptions o;
-  o.log.fn = gbt::quiet_log;
-  if (flt) {
-    o.tiers = 1u << GB_GEAR_F32;
-    o.embd_format = gb::kFmtF32;
-  }
-  ASSERT_EQ(gb::convert_gguf(gguf.c_str(), out.c_str(), o), GB_OK) << name;
   gb_model *m = nullptr;
-  ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
+  // An architecture no .gbx holds is scored from its GGUF opened in place;
+  // the others converted (a float file to its f32 tier alone).
+  const bool direct = !gbx_holds(gguf);
+  if (direct) {
+    ASSERT_EQ(gb_model_open_file(gguf.c_str(), nullptr, &m), GB_OK) << name;
+  } else {
+    gb::ConvertOptions o;
+    o.log.fn = gbt::quiet_log;
+    if (flt) {
+      o.tiers = 1u << GB_GEAR_F32;
+      o.embd_format = gb::kFmtF32;
+    }
+    ASSERT_EQ(gb::convert_gguf(gguf.c_str(), out.c_str(), o), GB_OK) << name;
+    ASSERT_EQ(gb_model_open_file(out.c_str(), nullptr, &m), GB_OK) << name;
+  }
   if (tweak) tweak(m);
   r->arch = m->meta.arch;
   r->info.struct_size = sizeof r->info;
@@ -411,7 +428,7 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
 // written here from its fixed seed (sample_files.h, arch_fixture_spec): the
 // same bytes the references were computed on, which the reference's
 // dequantized embedding values confirm bit for bit.
-const char *const kArchFixtures[] = {"qwen3", "smollm3", "phi3", "gemma3"};
+const char *const kArchFixtures[] = {"qwen3", "smollm3", "phi3", "gemma3", "lfm2"};
 
 double window0_nll(gb_model *m, gb_gear gear, const gbt::Json &ref);
 
@@ -496,7 +513,9 @@ TEST(ArchFixtures, EachScoresLikeLlamaCpp) {
 // the attention factor, or rotating whole heads, disagree with llama.cpp;
 // so do (gemma3) sliding layers that see every position, or rotate with the
 // global base, a global layer without its linear scaling, an unscaled
-// embedding, SiLU for GELU, uncapped logits, or no post-norms.
+// embedding, SiLU for GELU, uncapped logits, or no post-norms; and (lfm2)
+// short convolutions that carry no state from earlier positions, or
+// attention layers without their Q/K norms.
 TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
   struct Case {
     const char *arch;
@@ -524,6 +543,26 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
       {"gemma3",
        [](gb_model *m) {
          for (uint32_t l = 0; l < m->meta.n_layers; l++) m->post_norm[0][l].data = m->post_norm[1][l].data = nullptr;
+       }},
+      // lfm2: the short convolutions blind to the positions before their
+      // own (their older taps zeroed: no state carried), or the attention
+      // layers without their per-head norms.
+      {"lfm2",
+       [](gb_model *m) {
+         static std::vector<float> taps[8];
+         const uint32_t k = m->meta.conv_kernel, d = m->meta.dim;
+         for (uint32_t l = 0; l < m->meta.n_layers && l < 8; l++) {
+           if (!m->conv_kernel[l].data) continue;
+           const float *w = reinterpret_cast<const float *>(m->conv_kernel[l].data);
+           taps[l].assign(w, w + (size_t)d * k);
+           for (uint32_t c = 0; c < d; c++)
+             for (uint32_t j = 0; j + 1 < k; j++) taps[l][(size_t)c * k + j] = 0.0f;
+           m->conv_kernel[l].data = reinterpret_cast<const uint8_t *>(taps[l].data());
+         }
+       }},
+      {"lfm2",
+       [](gb_model *m) {
+         for (uint32_t l = 0; l < m->meta.n_layers; l++) m->qk_norm[0][l].data = m->qk_norm[1][l].data = nullptr;
        }},
   };
   const char *prev = "";
@@ -588,34 +627,40 @@ TEST(ArchFixtures, Phi3ShortFactorsWithinTheTrainedContext) {
 // default tiers (low q4, mid q8, high f16, f32) scores window 0 near the f32
 // tier on each, and the speculative gear's greedy tokens are the high
 // tier's, bit for bit (under emulation: the q8 tier's, the f16 tier's NLL
-// left to native runs).
+// left to native runs). An architecture no .gbx holds (lfm2) runs from the
+// F32 GGUF opened in place, its other tiers made in memory at session
+// creation (lazy tiers, the default): the same gears, the same checks.
 TEST(ArchFixtures, EveryGearRunsAndSpecIsTheVerifier) {
   for (const char *arch : kArchFixtures) {
     gbt::Json ref;
     ASSERT_TRUE(load_json(arch_fixture(std::string(arch) + "-tiny-F32.gguf.ref.json"), &ref));
     const std::string f32 = write_arch_f32(arch, ref), out = gbt::temp_dir() + "/gears-" + arch + ".gbx";
-    gb::ConvertOptions o;
-    o.log.fn = gbt::quiet_log;
-    ASSERT_EQ(gb::convert_gguf(f32.c_str(), out.c_str(), o), GB_OK) << arch;
-    unlink(f32.c_str());
+    const bool direct = !gbx_holds(f32);
+    if (!direct) {
+      gb::ConvertOptions o;
+      o.log.fn = gbt::quiet_log;
+      ASSERT_EQ(gb::convert_gguf(f32.c_str(), out.c_str(), o), GB_OK) << arch;
+    }
     gb_model *m = nullptr;
     gb_model_options mo = gbt::quiet_model_options();
-    ASSERT_EQ(gb_model_open_file(out.c_str(), &mo, &m), GB_OK) << arch;
+    ASSERT_EQ(gb_model_open_file((direct ? f32 : out).c_str(), &mo, &m), GB_OK) << arch;
     gb_model_info info;
     info.struct_size = sizeof info;
     ASSERT_EQ(gb_model_get_info(m, &info), GB_OK);
-    ASSERT_EQ(info.gears, 0xFu) << arch;
+    ASSERT_EQ(info.gears, direct ? 1u << GB_GEAR_F32 : 0xFu) << arch;
     // Under emulation qemu runs binary16 arithmetic in software: the f16
     // tier's NLL is left to native runs and the spec gear verifies on q8.
+    // In place, only the low and mid tiers are made in memory: the spec gear
+    // verifies on the file's own f32 tier (q8 under emulation).
     const bool emulated = gbt::test_scale() < 1.0;
-    const gb_gear verifier = emulated ? GB_GEAR_MID : GB_GEAR_HIGH;
+    const gb_gear verifier = emulated ? GB_GEAR_MID : direct ? GB_GEAR_F32 : GB_GEAR_HIGH;
     double nll[GB_GEAR_COUNT] = {0, 0, 0, 0};
     for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
-      if (!(emulated && g == GB_GEAR_HIGH)) nll[g] = window0_nll(m, (gb_gear)g, ref);
+      if (!((emulated || direct) && g == GB_GEAR_HIGH)) nll[g] = window0_nll(m, (gb_gear)g, ref);
     printf("%-8s window-0 NLL: low %.5f  mid %.5f  high %.5f  f32 %.5f (llama.cpp F32 %.5f)\n", arch, nll[0], nll[1], nll[2],
            nll[3], ref.get("nll_per_window")->items[0].f64());
     EXPECT_NEAR(nll[GB_GEAR_F32], ref.get("nll_per_window")->items[0].f64(), 1e-5) << arch;
-    if (!emulated) {
+    if (!emulated && !direct) {
       EXPECT_NEAR(nll[GB_GEAR_HIGH], nll[GB_GEAR_F32], 5e-3) << arch;
     }
     EXPECT_NEAR(nll[GB_GEAR_MID], nll[GB_GEAR_F32], 2e-2) << arch;
@@ -645,6 +690,7 @@ TEST(ArchFixtures, EveryGearRunsAndSpecIsTheVerifier) {
     EXPECT_EQ(toks[0], toks[1]) << arch;
     gb_model_close(m);
     unlink(out.c_str());
+    unlink(f32.c_str());
   }
 }
 

@@ -185,6 +185,10 @@ class Keys final : public GgufKeys {
     memcpy(out, v->s.c_str(), v->s.size() + 1);
     return true;
   }
+  // The converter's parser keeps scalar keys only (arrays read as absent):
+  // the architectures whose keys are per-layer arrays have no .gbx form,
+  // and read_desc refuses them first.
+  bool u32_array(const char *, uint32_t *, size_t, size_t *, gb_status *) const override { return false; }
   bool has_tensor(const char *name) const override { return g_.tensor(name) != nullptr; }
 
  private:
@@ -202,6 +206,8 @@ gb_status read_desc(const GgufFile &g, const char *path, const Logger &log, GbxM
     arch_names(names, sizeof names);
     return fail(log, GB_ERR_UNSUPPORTED_TYPE, "gguf: architecture '%.64s' not supported (%s)", arch->s.c_str(), names);
   }
+  GB_RETURN_IF(a->min_gbx_version > kGbxVersion, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: no .gbx version holds a %s model yet; open its GGUF directly (gearbx run -m FILE.gguf)", a->name);
   ArchHparams hp;
   GB_TRY(arch_read_hparams(*a, Keys(g), &hp, log));
   d->arch = a->id;

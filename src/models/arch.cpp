@@ -77,6 +77,38 @@ inline gb_status key_u32(const GgufKeys &k, const char *prefix, const char *key,
 inline gb_status key_f32(const GgufKeys &k, const char *prefix, const char *key, float def, const Logger &log, float *out) {
   return arch_key_f32(k, prefix, key, def, log, out);
 }
+// attention.head_count_kv: one value for every layer, or an array of one
+// per layer whose entries are one value or 0, the zeros marking the
+// architecture's short-convolution layers.
+gb_status read_kv_heads(const ArchDef &a, const GgufKeys &keys, const char *p, ArchHparams *hp, const Logger &log) {
+  char full[128];
+  snprintf(full, sizeof full, "%sattention.head_count_kv", p);
+  uint32_t per_layer[kArchMaxLayers];  // 4 KB of stack, at open only
+  size_t n = 0;
+  gb_status st = GB_OK;
+  if (!keys.u32_array(full, per_layer, kArchMaxLayers, &n, &st)) {
+    GB_RETURN_IF(st != GB_OK, log, st, "gguf: key '%s' is neither an unsigned integer nor an array of them", full);
+    return key_u32(keys, p, "attention.head_count_kv", false, hp->n_heads, log, &hp->n_kv_heads);
+  }
+  GB_RETURN_IF(n != hp->n_layers, log, GB_ERR_CORRUPT, "gguf: %s has %zu entries for %u layers", full, n, hp->n_layers);
+  uint32_t kv = 0, conv = 0;
+  for (size_t l = 0; l < n; l++) {
+    if (per_layer[l] == 0) {
+      conv++;
+      hp->layer_conv[l] = 1;
+      continue;
+    }
+    GB_RETURN_IF(kv && per_layer[l] != kv, log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gguf: %s differs between layers (%u, %u): not supported", full, kv, per_layer[l]);
+    kv = per_layer[l];
+  }
+  GB_RETURN_IF(conv && a.conv_layers == kNever, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: %s is 0 in %u layers, which a %s model cannot have", full, conv, a.name);
+  GB_RETURN_IF(!kv, log, GB_ERR_UNSUPPORTED_TYPE, "gguf: %s is 0 in every layer (no attention layer): not supported", full);
+  hp->n_kv_heads = kv;
+  return GB_OK;
+}
+
 }  // namespace
 
 gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams *hp, const Logger &log) {
@@ -86,7 +118,8 @@ gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams 
   GB_TRY(key_u32(keys, p, "feed_forward_length", true, 0, log, &hp->hidden_dim));
   GB_TRY(key_u32(keys, p, "block_count", true, 0, log, &hp->n_layers));
   GB_TRY(key_u32(keys, p, "attention.head_count", true, 0, log, &hp->n_heads));
-  GB_TRY(key_u32(keys, p, "attention.head_count_kv", false, hp->n_heads, log, &hp->n_kv_heads));
+  GB_RETURN_IF(hp->n_layers > kArchMaxLayers, log, GB_ERR_CORRUPT, "gguf: %sblock_count %u out of range", p, hp->n_layers);
+  GB_TRY(read_kv_heads(a, keys, p, hp, log));
   GB_TRY(key_u32(keys, p, "context_length", false, 2048, log, &hp->seq_len));
   GB_RETURN_IF(hp->n_heads == 0, log, GB_ERR_CORRUPT, "gguf: %sattention.head_count is 0", p);
   GB_RETURN_IF(hp->n_kv_heads == 0 || hp->n_heads % hp->n_kv_heads != 0, log, GB_ERR_CORRUPT,

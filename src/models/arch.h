@@ -28,6 +28,11 @@ enum ArchNeed : uint8_t { kNever = 0, kMay = 1, kMust = 2 };
 // .gbx META fields), as the readers of a model file fill them in. head_dim
 // is attention.key_length when the file has it (it may differ from
 // dim / n_heads), else dim / n_heads.
+constexpr uint32_t kArchMaxLayers = 1024;
+// min_gbx_version of an architecture no .gbx version holds yet: it opens in
+// place from its GGUF only, and `gearbx convert` refuses it.
+constexpr uint32_t kNoGbxVersion = 0xffffffffu;
+
 struct ArchHparams {
   uint32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   uint32_t seq_len = 0;
@@ -45,6 +50,10 @@ struct ArchHparams {
   uint32_t swa_window = 0, swa_period = 0;
   float rope_theta_swa = 0.0f;
   float logit_softcap = 0.0f;  // 0, or c: logits c * tanh(logit / c)
+  // Short-convolution layers (ArchDef::conv_layers): the taps per channel,
+  // and which layers are (attention.head_count_kv of 0 in its per-layer form).
+  uint32_t conv_kernel = 0;
+  uint8_t layer_conv[kArchMaxLayers] = {};
 };
 
 // A GGUF file's metadata, as the architecture hooks read it (the converter's
@@ -56,6 +65,11 @@ class GgufKeys {
   virtual bool f32(const char *key, float *out, gb_status *st) const = 0;
   // A string key of at most cap - 1 bytes, NUL-terminated (longer: CORRUPT).
   virtual bool str(const char *key, char *out, size_t cap, gb_status *st) const = 0;
+  // An array of unsigned integers (any integer element type, every value
+  // in 0..2^32-1): its length into *n and up to cap values into out; false
+  // when the key is absent or not such an array (then *st is GB_ERR_CORRUPT
+  // unless absent).
+  virtual bool u32_array(const char *key, uint32_t *out, size_t cap, size_t *n, gb_status *st) const = 0;
   // Whether the file has a tensor of this name.
   virtual bool has_tensor(const char *name) const = 0;
 
@@ -84,6 +98,11 @@ struct ArchDef {
   ArchNeed post_norms;
   uint32_t ffn_act;         // FfnAct: the gate's activation (SiLU or tanh-GELU)
   bool embed_scale_sqrt;    // embedding rows are multiplied by sqrt(dim)
+  // Layers whose attention.head_count_kv entry is 0 (the key then being an
+  // array with one entry per layer) are gated short-convolution layers
+  // (blk.N.shortconv.{in_proj,conv,out_proj}); kNever: such a layer is refused.
+  ArchNeed conv_layers;
+  const char *output_norm;  // the final norm's tensor name (without ".weight")
 };
 
 // Keys of `prefix` + `key` for the hooks: absent -> def (an unsigned key

@@ -136,6 +136,11 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
     b.resize((size_t)v.data_start);
     seeds->push_back(gb::FuzzSeed{b, b.size(), 2});
   }
+  {  // lfm2: a per-layer array of head_count_kv, two kinds of layer
+    gb::GgufLayout lay;
+    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("lfm2-small"), &lay);
+    seeds->push_back(gb::FuzzSeed{b, lay.data_start, 2});
+  }
   // A small model in three parts (the first holds every key).
   gb::SampleDims d;
   gb::GgufSpec whole = gb::sample_gguf_spec(d, gb::kGgmlF32);

@@ -288,14 +288,19 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
     d = ArchFixtureDims{256, 256, 2, 4, 2, 64, 512, 256, 1e4f, 1e-5f, true, 20261130};
   } else if (arch == "gemma3") {
     d = ArchFixtureDims{256, 256, 4, 2, 1, 64, 512, 1024, 1e6f, 1e-6f, true, 20261201};
+  } else if (arch == "lfm2") {
+    d = ArchFixtureDims{256, 256, 6, 4, 2, 64, 512, 256, 1e6f, 1e-5f, true, 20261202};
+  } else if (arch == "lfm2-small") {  // the fuzz targets' seed: 200 KB
+    d = ArchFixtureDims{64, 64, 3, 2, 1, 32, 512, 64, 1e6f, 1e-5f, true, 20261203};
   } else {
     return s;
   }
   // phi3-short: the phi3 file trained at 256 positions, so that the
   // references' context takes the short LongRoPE factors.
   const bool phi3 = arch == "phi3" || arch == "phi3-short";
-  const std::string a = phi3 ? std::string("phi3.") : arch + ".";
-  s.set_str("general.architecture", phi3 ? std::string("phi3") : arch);
+  const std::string family = phi3 ? std::string("phi3") : arch == "lfm2-small" ? std::string("lfm2") : arch;
+  const std::string a = family + ".";
+  s.set_str("general.architecture", family);
   // (llama.cpp marks tokens of a model whose name contains "phi3" by their
   // text, which the sample vocabulary lacks.)
   s.set_str("general.name", phi3 ? std::string("tiny-random-phi") : arch + "-tiny");
@@ -304,7 +309,23 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   s.set_u32(a + "block_count", d.layers);
   s.set_u32(a + "feed_forward_length", d.hidden);
   s.set_u32(a + "attention.head_count", d.heads);
-  s.set_u32(a + "attention.head_count_kv", d.kv_heads);
+  // lfm2: short-convolution layers 0, 1, 3 and 4 (head_count_kv 0 in its
+  // per-layer form), attention layers 2 and 5, three taps.
+  const bool lfm2 = family == "lfm2";
+  auto conv_layer = [&](uint32_t l) { return lfm2 && l % 3 != 2; };
+  if (lfm2) {
+    std::vector<uint8_t> arr = gguf_enc_u32(4);  // element type u32
+    const std::vector<uint8_t> n = {(uint8_t)d.layers, 0, 0, 0, 0, 0, 0, 0};
+    arr.insert(arr.end(), n.begin(), n.end());
+    for (uint32_t l = 0; l < d.layers; l++) {
+      const std::vector<uint8_t> v = gguf_enc_u32(conv_layer(l) ? 0 : d.kv_heads);
+      arr.insert(arr.end(), v.begin(), v.end());
+    }
+    s.set(a + "attention.head_count_kv", 9, arr);
+    s.set_u32(a + "shortconv.l_cache", 3);
+  } else {
+    s.set_u32(a + "attention.head_count_kv", d.kv_heads);
+  }
   if (d.head_dim * d.heads != d.dim) {
     s.set_u32(a + "attention.key_length", d.head_dim);
     s.set_u32(a + "attention.value_length", d.head_dim);
@@ -360,7 +381,7 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   };
   const uint32_t q = d.heads * d.head_dim, kv = d.kv_heads * d.head_dim;
   mat("token_embd.weight", d.vocab, d.dim, 0.05f);
-  norm("output_norm.weight", d.dim);
+  norm(lfm2 ? "token_embd_norm.weight" : "output_norm.weight", d.dim);
   if (!d.tied) mat("output.weight", d.vocab, d.dim, 0.05f);
   if (phi3) {
     // LongRoPE factors: short ones near 1, long ones rising from 1 to 8.
@@ -372,15 +393,23 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   for (uint32_t l = 0; l < d.layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight", d.dim);
-    if (phi3) {
+    if (conv_layer(l)) {
+      // The gated short convolution: B, C, X rows, the taps (3 per channel,
+      // standard deviation 0.5, so that the previous positions' products
+      // move the output), the output projection.
+      mat(p + "shortconv.in_proj.weight", 3 * d.dim, d.dim, 0.05f);
+      s.tensors.push_back(GgufTensorSpec{p + "shortconv.conv.weight", {3, d.dim}, 0,
+                                         encode(weights(&st, (size_t)3 * d.dim, 0.5f * sd, 0.0f), 0, 3)});
+      mat(p + "shortconv.out_proj.weight", d.dim, d.dim, 0.05f);
+    } else if (phi3) {
       fused(p + "attn_qkv.weight", {{q, 0.1f}, {kv, 0.1f}, {kv, 0.05f}}, d.dim);
     } else {
       mat(p + "attn_q.weight", q, d.dim, 0.1f);
       mat(p + "attn_k.weight", kv, d.dim, 0.1f);
       mat(p + "attn_v.weight", kv, d.dim, 0.05f);
     }
-    mat(p + "attn_output.weight", d.dim, q, 0.05f);
-    if (arch == "qwen3" || arch == "gemma3") {
+    if (!conv_layer(l)) mat(p + "attn_output.weight", d.dim, q, 0.05f);
+    if (arch == "qwen3" || arch == "gemma3" || (lfm2 && !conv_layer(l))) {
       norm(p + "attn_q_norm.weight", d.head_dim);
       norm(p + "attn_k_norm.weight", d.head_dim);
     }

@@ -91,7 +91,15 @@ void sample_spm_tokenizer(GgufSpec *s, uint32_t vocab);
 //              tied classifier
 //   "smollm3": dim 256, 4 layers (layer 3 takes no RoPE), 4 heads of 64,
 //              1 KV head (GQA 4:1), ffn 256, RoPE base 1e5, own classifier
-// Both: vocabulary 512 (sample_spm_tokenizer), context 256. Another name:
+//   "phi3", "phi3-short", "gemma3": tests/fixtures/README.md
+//   "lfm2":    dim 256, 6 layers: short convolutions of 3 taps in layers 0,
+//              1, 3, 4 (attention.head_count_kv an array, 0 there),
+//              attention (4 heads of 64, 2 KV heads, per-head Q/K norms,
+//              NeoX RoPE base 1e6) in layers 2 and 5; ffn 256; final norm
+//              token_embd_norm; tied classifier
+//   "lfm2-small": the same shape at dim 64, 3 layers (2 heads of 32): a
+//              fuzz seed
+// All: vocabulary 512 (sample_spm_tokenizer), context 256. Another name:
 // an empty spec.
 struct ArchFixtureDims {
   uint32_t dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq_len;

@@ -1,0 +1,334 @@
+// Short-convolution layers (lfm2) under the session machinery: their state
+// (the last conv_kernel - 1 products B * X of each channel per layer) lives
+// in the session's pool beside the attention layers' KV cache, and every
+// path that moves a session must carry it exactly: save and restore, the
+// speculative gear's rollback of rejected drafts, prefill chunks, thread
+// counts. The files are the repository's lfm2 fixtures (tests/fixtures:
+// the F32 file written from its seed, the Q4_K_M file llama.cpp's quantizer
+// made from it); their agreement with llama.cpp is ArchFixtures' part.
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bytes.h"
+#include "convert.h"
+#include "kv.h"
+#include "model.h"
+#include "models/arch.h"
+#include "sample_files.h"
+#include "session.h"
+#include "test_util.h"
+
+namespace {
+
+std::string q4km() { return std::string(GB_TEST_SOURCE_DIR) + "/fixtures/lfm2-tiny-Q4_K_M.gguf"; }
+
+// The F32 fixture, written once per process.
+const std::string &f32_file() {
+  static const std::string path = [] {
+    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("lfm2"));
+    const std::string p = gbt::temp_dir() + "/lfm2-tiny-F32.gguf";
+    gbt::write_file(p, b);
+    return p;
+  }();
+  return path;
+}
+
+const int32_t kPrompt[] = {1, 403, 407, 261, 266, 324, 290, 382, 311, 267, 400, 365, 354, 260, 277};
+
+gb_session_options options(gb_gear gear, uint32_t threads = 1, uint32_t batch = 4) {
+  gb_session_options so;
+  gb_session_options_init(&so);
+  so.gear = gear;
+  so.n_threads = threads;
+  so.prefill_batch = batch;
+  so.sampler.temperature = 0.0f;
+  so.log = gbt::quiet_log;
+  return so;
+}
+
+struct Steps {
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;  // every step's, concatenated
+};
+
+// `steps` greedy decode steps from where s stands.
+void decode(gb_session *s, uint32_t steps, Steps *r) {
+  for (uint32_t i = 0; i < steps; i++) {
+    gb_step_info info;
+    info.struct_size = sizeof info;
+    int32_t t = -1;
+    ASSERT_EQ(gb_decode_step(s, &t, &info), GB_OK) << "step " << i;
+    r->tokens.push_back(t);
+    r->logits.insert(r->logits.end(), info.logits, info.logits + info.n_vocab);
+  }
+}
+
+Steps prompt_then_decode(gb_model *m, const gb_session_options &so, uint32_t steps) {
+  Steps r;
+  gb_session *s = nullptr;
+  EXPECT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
+  if (!s) return r;
+  EXPECT_EQ(gb_prefill(s, kPrompt, sizeof kPrompt / sizeof kPrompt[0]), GB_OK);
+  decode(s, steps, &r);
+  gb_session_destroy(s);
+  return r;
+}
+
+bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+gb_model *open(const std::string &path) {
+  gb_model *m = nullptr;
+  gb_model_options mo = gbt::quiet_model_options();
+  EXPECT_EQ(gb_model_open_file(path.c_str(), &mo, &m), GB_OK) << path;
+  return m;
+}
+
+// The pool holds the attention layers' KV and the convolutions' rows, sized
+// before creation: two attention layers, four convolution layers of rows for
+// the two older taps plus the longest run that enters at once.
+TEST(ShortConv, ThePoolHoldsEachLayerKindsState) {
+  gb_model *m = open(q4km());
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->meta.conv_kernel, 3u);
+  uint32_t conv = 0;
+  for (uint32_t l = 0; l < m->meta.n_layers; l++) conv += m->meta.conv_layer(l);
+  EXPECT_EQ(conv, 4u);
+  for (uint32_t batch : {1u, 4u, 16u}) {
+    gb_session_options so = options(GB_GEAR_DEFAULT, 1, batch);
+    size_t bytes = 0;
+    ASSERT_EQ(gb_session_mem_size(m, &so, &bytes), GB_OK);
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
+    const gb::KvPlan &p = s->kv.plan;
+    EXPECT_EQ(s->kv.n_layers, 2u);
+    EXPECT_EQ(p.conv_layers, 4u);
+    EXPECT_EQ(p.conv_taps, 3u);
+    EXPECT_EQ(p.conv_cap, 2u + batch);
+    EXPECT_EQ(p.conv_bytes, 4ull * p.conv_cap * m->meta.dim * 4);
+    EXPECT_EQ(p.pool_bytes, p.layer_bytes * 2 + p.conv_bytes);
+    gb_session_destroy(s);
+  }
+  // The speculative gear's verify pass (spec_k + 1 positions) and rollback.
+  gb_session_options so = options(GB_GEAR_DEFAULT, 1, 1);
+  gb_session *s = nullptr;
+  gb_model *f = open(f32_file());
+  ASSERT_NE(f, nullptr);
+  so.gear = GB_GEAR_SPEC;
+  so.spec_verify_gear = GB_GEAR_F32;
+  so.spec_k = 6;
+  ASSERT_EQ(gb_session_create(f, &so, nullptr, 0, &s), GB_OK);
+  EXPECT_EQ(s->kv.plan.conv_cap, 2u + 7u);
+  gb_session_destroy(s);
+  gb_model_close(f);
+  gb_model_close(m);
+}
+
+// Save at a position, go on; restore into a new session and go on: the
+// same logits, bit for bit (F32 and the Q4_K_M tier; the prompt enters in
+// chunks, so the saved rows come from a batch and from single steps).
+TEST(ShortConv, RestoredStateContinuesBitForBit) {
+  for (const std::string &path : {f32_file(), q4km()}) {
+    gb_model *m = open(path);
+    ASSERT_NE(m, nullptr);
+    const gb_session_options so = options(path == q4km() ? GB_GEAR_DEFAULT : GB_GEAR_F32, 1, 4);
+    gb_session *a = nullptr, *b = nullptr;
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &a), GB_OK);
+    ASSERT_EQ(gb_prefill(a, kPrompt, sizeof kPrompt / sizeof kPrompt[0]), GB_OK);
+    Steps head, ra, rb;
+    decode(a, 5, &head);
+    const std::vector<uint8_t> img = gbt::save_state(a);
+    ASSERT_FALSE(img.empty());
+    decode(a, 24, &ra);
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &b), GB_OK);
+    ASSERT_EQ(gb_session_state_load(b, img.data(), img.size()), GB_OK) << path;
+    decode(b, 24, &rb);
+    EXPECT_EQ(ra.tokens, rb.tokens) << path;
+    EXPECT_TRUE(same_bits(ra.logits, rb.logits)) << path;
+    // Without the convolutions' rows the continuation differs: the state
+    // image carries them.
+    gb_session *c = nullptr;
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &c), GB_OK);
+    ASSERT_EQ(gb_session_state_load(c, img.data(), img.size()), GB_OK);
+    for (uint32_t i = 0; i < c->kv.plan.conv_cap; i++) c->kv.conv.pos[i] = gb::kRingEmpty;
+    Steps rc;
+    decode(c, 1, &rc);
+    EXPECT_FALSE(same_bits(std::vector<float>(ra.logits.begin(), ra.logits.begin() + (long)rc.logits.size()), rc.logits)) << path;
+    // Reset forgets them too: the same prompt gives the first run's logits.
+    ASSERT_EQ(gb_session_reset(b), GB_OK);
+    ASSERT_EQ(gb_prefill(b, kPrompt, sizeof kPrompt / sizeof kPrompt[0]), GB_OK);
+    Steps again;
+    decode(b, 5, &again);
+    EXPECT_TRUE(same_bits(head.logits, again.logits)) << path;
+    gb_session_destroy(c);
+    gb_session_destroy(b);
+    gb_session_destroy(a);
+    gb_model_close(m);
+  }
+}
+
+// One thread or several, the prompt in one chunk or many: the same logits
+// bit for bit at every thread count; chunks may change the summation order
+// of the batched matrix products, so across chunk sizes the logits agree to
+// float rounding and the greedy tokens are the same.
+TEST(ShortConv, ThreadsAndChunksGiveTheSameLogits) {
+  const uint32_t steps = gbt::test_scale() >= 1.0 ? 24 : 8;
+  for (const std::string &path : {f32_file(), q4km()}) {
+    gb_model *m = open(path);
+    ASSERT_NE(m, nullptr);
+    const gb_gear g = path == q4km() ? GB_GEAR_DEFAULT : GB_GEAR_F32;
+    const Steps one = prompt_then_decode(m, options(g, 1, 4), steps);
+    ASSERT_EQ(one.tokens.size(), steps);
+    if (gbt::threads_available())
+      for (uint32_t t : {2u, 3u}) {
+        const Steps r = prompt_then_decode(m, options(g, t, 4), steps);
+        EXPECT_EQ(r.tokens, one.tokens) << path << " threads " << t;
+        EXPECT_TRUE(same_bits(r.logits, one.logits)) << path << " threads " << t;
+      }
+    for (uint32_t batch : {1u, 7u, 16u}) {
+      const Steps r = prompt_then_decode(m, options(g, 1, batch), steps);
+      EXPECT_EQ(r.tokens, one.tokens) << path << " batch " << batch;
+      ASSERT_EQ(r.logits.size(), one.logits.size());
+      double worst = 0;
+      for (size_t i = 0; i < r.logits.size(); i++) worst = fmax(worst, fabs((double)r.logits[i] - one.logits[i]));
+      EXPECT_LT(worst, path == q4km() ? 2e-2 : 1e-4) << path << " batch " << batch;
+    }
+    gb_model_close(m);
+  }
+}
+
+// The speculative gear rolls rejected drafts back: the convolutions' rows
+// of the rejected positions are dropped and those before them kept, so the
+// greedy tokens are the verifier's alone, whatever the draft length and
+// draft tier (lazily made from the F32 file: most drafts are rejected on
+// these random weights, so nearly every round rolls back).
+TEST(ShortConv, SpeculativeGreedyIsTheVerifiers) {
+  gb_model *m = open(f32_file());
+  ASSERT_NE(m, nullptr);
+  const uint32_t steps = gbt::test_scale() >= 1.0 ? 48 : 16;
+  const Steps ref = prompt_then_decode(m, options(GB_GEAR_F32, 1, 4), steps);
+  struct Cfg {
+    uint32_t k;
+    gb_gear draft;
+  } cfgs[] = {{1, GB_GEAR_LOW}, {3, GB_GEAR_LOW}, {6, GB_GEAR_LOW}, {4, GB_GEAR_MID}};
+  for (const Cfg &c : cfgs) {
+    gb_session_options so = options(GB_GEAR_SPEC, 1, 4);
+    so.spec_verify_gear = GB_GEAR_F32;
+    so.spec_draft_gear = c.draft;
+    so.spec_k = c.k;
+    const Steps r = prompt_then_decode(m, so, steps);
+    EXPECT_EQ(r.tokens, ref.tokens) << "spec_k " << c.k << " draft " << gb_gear_name(c.draft);
+  }
+  gb_model_close(m);
+}
+
+// ---- malformed files ------------------------------------------------------------
+
+gb_status open_spec(const gb::GgufSpec &spec, std::string *log = nullptr) {
+  const std::vector<uint8_t> b = gb::gguf_serialize(spec);
+  gb_model_options mo = gbt::quiet_model_options();
+  if (log) {
+    mo.log = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
+    mo.log_user = log;
+  }
+  gb_model *m = nullptr;
+  const gb_status st = gb_model_open_memory(b.data(), b.size(), &mo, &m);
+  if (st == GB_OK) gb_model_close(m);
+  return st;
+}
+
+std::vector<uint8_t> u32_array(std::initializer_list<uint32_t> v, uint32_t elem = 4) {
+  std::vector<uint8_t> a(12);
+  gb::st_u32(&a[0], elem);
+  gb::st_u64(&a[4], v.size());
+  for (uint32_t x : v) {
+    const size_t at = a.size();
+    a.resize(at + 4);
+    gb::st_u32(&a[at], x);
+  }
+  return a;
+}
+
+TEST(ShortConv, MalformedFilesAreRefusedWithTheirStatus) {
+  const gb::GgufSpec good = gb::arch_fixture_spec("lfm2-small");
+  ASSERT_EQ(open_spec(good), GB_OK);
+  struct Case {
+    const char *what;
+    gb_status want;
+    void (*edit)(gb::GgufSpec *);
+  } cases[] = {
+      {"head_count_kv array of 2 entries for 3 layers", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("lfm2.attention.head_count_kv", 9, u32_array({0, 1})); }},
+      {"head_count_kv 0 in every layer", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("lfm2.attention.head_count_kv", 9, u32_array({0, 0, 0})); }},
+      {"head_count_kv differing between attention layers", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("lfm2.attention.head_count_kv", 9, u32_array({2, 0, 1})); }},
+      {"head_count_kv an array of i32 with a negative entry", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("lfm2.attention.head_count_kv", 9, u32_array({0, 0, 0xffffffffu}, 5)); }},
+      {"head_count_kv an array of f32", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("lfm2.attention.head_count_kv", 9, u32_array({0, 0, 0x3f800000u}, 6)); }},
+      {"no 0 in head_count_kv (no convolution layer)", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set_u32("lfm2.attention.head_count_kv", 1); }},
+      {"shortconv.l_cache missing", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->remove("lfm2.shortconv.l_cache"); }},
+      {"shortconv.l_cache 1", GB_ERR_UNSUPPORTED_TYPE, [](gb::GgufSpec *s) { s->set_u32("lfm2.shortconv.l_cache", 1); }},
+      {"shortconv.l_cache 17", GB_ERR_UNSUPPORTED_TYPE, [](gb::GgufSpec *s) { s->set_u32("lfm2.shortconv.l_cache", 17); }},
+      {"a sliding window", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set_u32("lfm2.attention.sliding_window", 16); }},
+      {"taps of layer 0 missing", GB_ERR_MISSING_TENSOR, [](gb::GgufSpec *s) { s->remove_tensor("blk.0.shortconv.conv.weight"); }},
+      {"input projection of layer 1 missing", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("blk.1.shortconv.in_proj.weight"); }},
+      {"taps of 4 where l_cache is 3", GB_ERR_SHAPE_MISMATCH,
+       [](gb::GgufSpec *s) {
+         gb::GgufTensorSpec *t = s->tensor("blk.0.shortconv.conv.weight");
+         t->ne = {4, t->ne[1] * 3 / 4};
+       }},
+      {"input projection of 2 * dim rows", GB_ERR_SHAPE_MISMATCH,
+       [](gb::GgufSpec *s) {
+         gb::GgufTensorSpec *t = s->tensor("blk.1.shortconv.in_proj.weight");
+         t->ne[1] = t->ne[1] * 2 / 3;
+         t->data.resize(t->data.size() * 2 / 3);
+       }},
+      {"a non-finite tap", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { gb::st_u32(&s->tensor("blk.1.shortconv.conv.weight")->data[8], 0x7fc00000u); }},
+      {"final norm missing (lfm2 names it token_embd_norm)", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("token_embd_norm.weight"); }},
+      {"the attention layer without its Q norm", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("blk.2.attn_q_norm.weight"); }},
+  };
+  for (const Case &c : cases) {
+    gb::GgufSpec s = good;
+    c.edit(&s);
+    std::string log;
+    EXPECT_EQ(open_spec(s, &log), c.want) << c.what;
+    EXPECT_FALSE(log.empty()) << c.what;
+  }
+  // An architecture without convolution layers refuses a 0 in the array.
+  gb::GgufSpec q = gb::arch_fixture_spec("qwen3");
+  q.set("qwen3.attention.head_count_kv", 9, u32_array({0, 2}));
+  EXPECT_EQ(open_spec(q), GB_ERR_UNSUPPORTED_TYPE);
+  // ... and reads a per-layer array of one value as that value.
+  q.set("qwen3.attention.head_count_kv", 9, u32_array({2, 2}));
+  EXPECT_EQ(open_spec(q), GB_OK);
+}
+
+// No .gbx version holds lfm2 yet: `gearbx convert` refuses it with its
+// status and says to open the GGUF directly.
+TEST(ShortConv, ConvertRefusesAndPointsToTheGguf) {
+  std::string log;
+  gb::ConvertOptions o;
+  o.log.fn = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
+  o.log.user = &log;
+  const std::string out = gbt::temp_dir() + "/lfm2.gbx";
+  EXPECT_EQ(gb::convert_gguf(q4km().c_str(), out.c_str(), o), GB_ERR_UNSUPPORTED_TYPE);
+  EXPECT_NE(log.find("directly"), std::string::npos) << log;
+  EXPECT_NE(access(out.c_str(), F_OK), 0);
+}
+
+}  // namespace
