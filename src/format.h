@@ -174,15 +174,31 @@ enum TensorKind : uint32_t {
   // stay empty).
   kConvIn = 22,      // (3 * dim, dim) tier matrix: the B, C and X rows, in that order
   kConvOut = 23,     // (dim, dim) tier matrix
-  kConvKernel = 24,  // (dim, conv_kernel) per layer, common, F32: each channel's taps, oldest first
+  kConvKernel = 24,  // (conv_channels, conv_kernel) per layer, common, F32: each channel's taps, oldest first
+  // Gated DeltaNet layers (qwen35; GGUF in place only). Tier matrices in the
+  // attention matrices' places: the q, k, v rows before their convolution
+  // (kMatQ), the output gate z (kMatK), the output projection (kMatO).
+  kGdnQkv = 25,      // (2 * gdn_qk_dim + gdn_v_dim, dim)
+  kGdnGate = 26,     // (gdn_v_dim, dim)
+  kGdnOut = 27,      // (dim, gdn_v_dim)
+  // ... and per layer, common: the decay and update-rate projections (any
+  // stored format, read a row at a time), F32 vectors.
+  kGdnAlpha = 28,    // (gdn_v_heads, dim)
+  kGdnBeta = 29,     // (gdn_v_heads, dim)
+  kGdnDtBias = 30,   // (1, gdn_v_heads) added to alpha's rows before softplus
+  kGdnA = 31,        // (1, gdn_v_heads) the decay rate: negative
+  kGdnNorm = 32,     // (1, gdn_state) RMSNorm weight of each value head's output
   kTensorKindMaxV1 = 12,
   kTensorKindMaxV4 = 16,
   kTensorKindMaxV5 = 18,
   kTensorKindMaxV6 = 19,
   kTensorKindMax = 21,
 };
-// The most taps a short convolution (kConvKernel) may have.
+// The most taps a causal convolution (kConvKernel) may have.
 constexpr uint32_t kMaxConvKernel = 16;
+// What mixes positions in a layer (a GGUF opened in place; a .gbx holds
+// attention layers only).
+enum LayerKind : uint8_t { kLayerAttention = 0, kLayerShortConv = 1, kLayerDeltaNet = 2 };
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row
 // layout, in memory only). 5..13 (version 3) are GGUF's own block formats,

@@ -99,7 +99,10 @@ void run_positions(gb_port_pool *pool, uint32_t m, uint64_t values, PositionsFn 
 
 void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh) {
   const uint32_t qd = c.q_dim(), kvd = c.kv_dim(), xbw = qd > c.dim ? qd : c.dim;
-  const uint32_t wide = c.hidden_dim > xbw ? c.hidden_dim : xbw;
+  uint32_t wide = c.hidden_dim > xbw ? c.hidden_dim : xbw;
+  bool delta = false;
+  for (uint32_t l = 0; l < c.n_layers; l++) delta = delta || c.delta_layer(l);
+  if (delta && c.gdn_v_dim() > wide) wide = c.gdn_v_dim();  // W_out's input
   const size_t M = sh.m_max;
   memset(sc, 0, sizeof *sc);
   sc->m_max = sh.m_max;
@@ -108,10 +111,16 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   sc->xb2 = a.array<float>(M * c.dim);
   sc->hb = a.array<float>(M * c.hidden_dim);
   sc->hb2 = a.array<float>(M * c.hidden_dim);
-  sc->q = a.array<float>(M * qd);
+  sc->q = a.array<float>(M * qd * (c.attn_gate ? 2 : 1));  // gated attention: queries and gates, then compacted
+  sc->gate = c.attn_gate ? a.array<float>(M * qd) : nullptr;
   sc->k = a.array<float>(M * kvd);
   sc->v = a.array<float>(M * kvd);
-  sc->conv = c.conv_kernel ? a.array<float>(M * 3 * c.dim) : nullptr;
+  const uint32_t convw = 3 * c.dim > c.conv_channels ? 3 * c.dim : c.conv_channels;
+  sc->conv = c.conv_kernel ? a.array<float>(M * convw) : nullptr;
+  sc->gdn_z = delta ? a.array<float>(M * c.gdn_v_dim()) : nullptr;
+  sc->gdn_o = delta ? a.array<float>(M * c.gdn_v_dim()) : nullptr;
+  sc->gdn_u = delta ? a.array<float>(c.conv_channels) : nullptr;
+  sc->gdn_ab = delta ? a.array<float>((M + 1) * 2 * c.gdn_v_heads) : nullptr;
   sc->logit_rows = sh.logit_rows;
   sc->logits = a.array<float>((size_t)sh.logit_rows * c.vocab_size);
   sc->xq_stride = (wide + 31) / 32;
@@ -293,6 +302,89 @@ void short_conv(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPoo
   matmul(e, sc, kind, cost, sc.xb2, sc.xb, m, W[kMatO]);
 }
 
+inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// The mixer of Gated DeltaNet layer l (qwen35.cpp): xb's positions in,
+// sc.xb2 out. Each position's q, k, v rows (before their convolution) enter
+// the pool's convolution row of its position; the convolution reads the
+// rows of the conv_kernel positions ending at its own, as the short
+// convolution does; the state update (kv_delta_rule) is logged when the
+// pool keeps a log, so that a rollback can replay it.
+void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool *kv, const gb_model *mod, const TensorRef *W,
+               uint32_t l, uint32_t m, uint32_t pos) {
+  const Meta &c = mod->meta;
+  const uint32_t C = c.conv_channels, taps = c.conv_kernel, d = c.gdn_state, hk = c.gdn_k_heads, hv = c.gdn_v_heads;
+  const uint32_t qk = c.gdn_qk_dim(), vd = c.gdn_v_dim();
+  matmul(e, sc, kind, cost, sc.conv, sc.xb, m, W[kMatQ]);
+  matmul(e, sc, kind, cost, sc.gdn_z, sc.xb, m, W[kMatK]);
+  // The decay and rate projections (a few rows, stored in any format): the
+  // same products as every matrix, activations rounded as the format's
+  // kernels round them.
+  float *alpha = sc.gdn_ab, *brate = sc.gdn_ab + (size_t)m * hv;
+  matmul(e, sc, kind, cost, alpha, sc.xb, m, mod->gdn[0][l]);
+  matmul(e, sc, kind, cost, brate, sc.xb, m, mod->gdn[1][l]);
+  const float *dt = reinterpret_cast<const float *>(mod->gdn[2][l].data), *A = reinterpret_cast<const float *>(mod->gdn[3][l].data);
+  const float *w = reinterpret_cast<const float *>(mod->conv_kernel[l].data);  // (C, taps), F32
+  for (uint32_t i = 0; i < m; i++) memcpy(kv_conv_row(kv, l, pos + i), sc.conv + (size_t)i * C, sizeof(float) * C);
+  float *S = kv_delta_state(kv, l);
+  const float qscale = 1.0f / sqrtf((float)d);
+  const float *rows[kMaxConvKernel];
+  float *g = sc.gdn_ab + (size_t)2 * m * hv, *beta = g + hv;  // one position's, per value head
+  for (uint32_t i = 0; i < m; i++) {
+    const uint32_t p = pos + i;
+    for (uint32_t j = 0; j < taps; j++) rows[j] = p + j + 1 >= taps ? kv_conv_find(kv, l, p + j + 1 - taps) : nullptr;
+    float *u = sc.gdn_u;
+    for (uint32_t ch = 0; ch < C; ch++) {
+      float sum = 0.0f;
+      for (uint32_t j = 0; j < taps; j++)
+        if (rows[j]) sum += rows[j][ch] * w[(size_t)ch * taps + j];
+      u[ch] = sum / (1.0f + expf(-sum));  // silu
+    }
+    float *q = u, *k = u + qk, *v = u + 2 * qk;
+    // Each key head of q and k L2-normalized (eps: the model's norm eps); q
+    // scaled by 1/sqrt(d).
+    for (uint32_t h = 0; h < 2 * hk; h++) {
+      float *x = u + (size_t)h * d;
+      double ss = 0.0;
+      for (uint32_t t = 0; t < d; t++) ss += (double)x[t] * x[t];
+      const float scale = 1.0f / fmaxf(sqrtf((float)ss), c.norm_eps);
+      for (uint32_t t = 0; t < d; t++) x[t] *= scale;
+    }
+    for (uint32_t t = 0; t < qk; t++) q[t] *= qscale;
+    for (uint32_t h = 0; h < hv; h++) {
+      const float a = alpha[(size_t)i * hv + h] + dt[h];
+      g[h] = A[h] * (a > 20.0f ? a : logf(1.0f + expf(a)));  // softplus
+      beta[h] = sigmoidf(brate[(size_t)i * hv + h]);
+    }
+    if (float *entry = kv_delta_entry(kv, l, p)) {
+      memcpy(entry, k, sizeof(float) * qk);
+      memcpy(entry + qk, v, sizeof(float) * vd);
+      memcpy(entry + qk + vd, g, sizeof(float) * hv);
+      memcpy(entry + qk + vd + hv, beta, sizeof(float) * hv);
+    }
+    float *o = sc.gdn_o + (size_t)i * vd;
+    const float *z = sc.gdn_z + (size_t)i * vd;
+    for (uint32_t h = 0; h < hv; h++) {
+      float *Sh = S + (size_t)h * d * d;
+      const float *kh = k + (size_t)(h % hk) * d, *qh = q + (size_t)(h % hk) * d;
+      kv_delta_rule(Sh, kh, v + (size_t)h * d, g[h], beta[h], d);
+      float *oh = o + (size_t)h * d;
+      for (uint32_t j = 0; j < d; j++) {
+        const float *row = Sh + (size_t)j * d;
+        float sum = 0.0f;
+        for (uint32_t t = 0; t < d; t++) sum += row[t] * qh[t];
+        oh[j] = sum;
+      }
+      rmsnorm(oh, oh, mod->gdn[4][l], d, c.norm_eps);
+      for (uint32_t j = 0; j < d; j++) {
+        const float zz = z[(size_t)h * d + j];
+        oh[j] *= zz / (1.0f + expf(-zz));  // silu(z)
+      }
+    }
+  }
+  matmul(e, sc, kind, cost, sc.xb2, sc.gdn_o, m, W[kMatO]);
+}
+
 }  // namespace
 
 gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tok, uint32_t m, uint32_t pos,
@@ -315,6 +407,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     GB_RETURN_IF(!kv_batchable(kv, pos, m), e.log, GB_ERR_CONTEXT_FULL, "forward: no room for %u tokens in the KV pool", m);
     GB_TRY(kv_begin_batch(kv, e.k, pos, m, e.log));
   }
+  GB_TRY(kv_delta_begin(kv, pos, m, e.log));
 
   // Embedding rows (any stored format).
   for (uint32_t i = 0; i < m; i++) {
@@ -331,13 +424,25 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     // The previous layer's FFN output joins the residual stream here (and,
     // after the last layer, just before the output norm).
     add_and_norm(e, X, l ? XB2 : nullptr, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
-    if (c.conv_layer(l)) {
+    if (c.shortconv_layer(l)) {
       short_conv(e, sc, kind, cost, kv, mod, W, l, m, pos);
+    } else if (c.delta_layer(l)) {
+      delta_net(e, sc, kind, cost, kv, mod, W, l, m, pos);
     } else {
       {
         float *const Y[3] = {sc.q, sc.k, sc.v};
         const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
         matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 3);
+      }
+      if (c.attn_gate) {
+        // Gated attention: each head's query rows, then its gate rows; the
+        // gates aside, the queries compacted to the usual layout.
+        for (uint32_t i = 0; i < m; i++)
+          for (uint32_t h = 0; h < c.n_heads; h++) {
+            const float *src = sc.q + (size_t)i * 2 * qd + (size_t)h * 2 * hd;
+            memcpy(sc.gate + (size_t)i * qd + (size_t)h * hd, src + hd, sizeof(float) * hd);
+            memmove(sc.q + (size_t)i * qd + (size_t)h * hd, src, sizeof(float) * hd);
+          }
       }
       if (mod->bias[0][l].data) add_bias(sc.q, qd, m, mod->bias[0][l]);
       if (mod->bias[1][l].data) add_bias(sc.k, kvd, m, mod->bias[1][l]);
@@ -365,6 +470,8 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
       // position i attends to t <= pos + i only (the pass's m - 1 - i later
       // tokens, already cached, are hidden from it).
       attend_positions(e, sc, kv, l, m, pos, qd);
+      if (c.attn_gate)
+        for (size_t j = 0; j < (size_t)m * qd; j++) XB[j] *= sigmoidf(sc.gate[j]);
       matmul(e, sc, kind, cost, XB2, XB, m, W[kMatO]);
     }
     if (mod->post_norm[0][l].data) norm_rows(e, XB2, mod->post_norm[0][l], m, dim, c.norm_eps);
@@ -384,6 +491,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);
+  if (kv->plan.delta_layers) kv->delta.next = pos + m;
   if (!want_logits) return GB_OK;
   add_and_norm(e, X, XB2, X, &mod->out_norm, m, dim, c.norm_eps);
   matmul(e, sc, kind, cost, sc.logits, X, m, *w.classifier);

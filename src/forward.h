@@ -49,7 +49,12 @@ struct Scratch {
   float *hb, *hb2;   // (m_max, hidden_dim)
   float *q;          // (m_max, q_dim)
   float *k, *v;      // (m_max, kv_dim) this pass's keys and values before they are cached
-  float *conv;       // (m_max, 3 * dim) a short-convolution layer's B, C, X rows; nullptr without such layers
+  float *conv;       // (m_max, max(3 * dim, conv_channels)) a recurrent layer's convolution inputs; nullptr without such layers
+  float *gdn_z;      // (m_max, gdn_v_dim) a Gated DeltaNet layer's output gates; nullptr without such layers
+  float *gdn_o;      // (m_max, gdn_v_dim) its outputs before W_out
+  float *gdn_u;      // (conv_channels) one position's convolved q, k, v
+  float *gdn_ab;     // (m_max, gdn_v_heads) twice: its alpha and beta products; then one position's decays and rates
+  float *gate;       // (m_max, q_dim) gated attention's gates; nullptr without them
   float *logits;     // (logit_rows, vocab)
   uint32_t logit_rows;
   gb_q8x_block *xq;  // (m_max, xq_stride) activations quantized for the integer kernels

@@ -42,9 +42,10 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   const char *const pname = gb_kv_policy_name((gb_kv_policy)policy);
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
-  uint32_t n_ring = 0, n_conv = 0;
+  uint32_t n_ring = 0, n_conv = 0, n_delta = 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_ring += c.swa_layer(l) ? 1 : 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_conv += c.conv_layer(l) ? 1 : 0;
+  for (uint32_t l = 0; l < c.n_layers; l++) n_delta += c.delta_layer(l) ? 1 : 0;
   const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers - n_ring - n_conv, n_ctx = o.n_ctx;
   GB_RETURN_IF(L == 0, log, GB_ERR_UNSUPPORTED_TYPE, "kv pool: every layer of the model slides (no global layer): not supported");
   GB_RETURN_IF(quantized && (d % 8 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM), log, GB_ERR_INVALID_ARGUMENT,
@@ -98,9 +99,22 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
     // every policy: the state is a few rows per layer.
     p->conv_layers = n_conv;
     p->conv_taps = c.conv_kernel;
-    p->conv_dim = c.dim;
+    p->conv_dim = c.conv_channels;
     p->conv_cap = c.conv_kernel - 1 + run;
-    p->conv_bytes = (uint64_t)n_conv * p->conv_cap * c.dim * 4;
+    p->conv_bytes = (uint64_t)n_conv * p->conv_cap * c.conv_channels * 4;
+  }
+  if (n_delta) {
+    // The Gated DeltaNet layers' matrices (kv.h, KvDelta), at f32 under
+    // every policy; with the speculative gear (the one path that rolls
+    // back) also a checkpoint and a log of its verify pass's positions or a
+    // prefill chunk's, whichever is longer.
+    p->delta_layers = n_delta;
+    p->delta_k_heads = c.gdn_k_heads;
+    p->delta_v_heads = c.gdn_v_heads;
+    p->delta_dim = c.gdn_state;
+    p->delta_log = o.gear == GB_GEAR_SPEC ? run : 0;
+    const uint64_t st = (uint64_t)n_delta * p->delta_state() * 4;
+    p->delta_bytes = st + (p->delta_log ? st + (uint64_t)p->delta_log * n_delta * p->delta_entry() * 4 : 0);
   }
   if (n_ring) {
     const uint64_t want = (uint64_t)c.swa_window + run - 1;
@@ -116,7 +130,7 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   const uint64_t fp16 = 2ull * ((uint64_t)L * n_ctx + (uint64_t)n_ring * p->ring_cap) * R * d * 2;
   if (budget) {
     const uint64_t total = k.pool_bytes ? k.pool_bytes : (uint64_t)((double)k.beta * (double)fp16);
-    const uint64_t fixed = p->ring_bytes + p->conv_bytes;
+    const uint64_t fixed = p->ring_bytes + p->conv_bytes + p->delta_bytes;
     GB_RETURN_IF(total <= fixed, log, GB_ERR_BUDGET_EXCEEDED,
                  "KV pool of %llu bytes cannot hold the %u sliding-window layers' rings (%llu bytes: %u tokens each) and the %u "
                  "short-convolution layers' state (%llu bytes)",
@@ -139,7 +153,7 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   }
   p->max_tokens = max_tokens(p->n_pages, p->cap);
   p->layer_bytes = (uint64_t)p->cap * p->scale_bytes + (uint64_t)p->n_pages * p->page_bytes;
-  p->pool_bytes = p->layer_bytes * L + p->ring_bytes + p->conv_bytes;
+  p->pool_bytes = p->layer_bytes * L + p->ring_bytes + p->conv_bytes + p->delta_bytes;
   p->importance = multi || k.evict;
   // The smallest usable pool: the protected tokens at 8 bits plus one token at the minimum.
   const uint32_t need = (prot_want + 1 < n_ctx ? prot_want + 1 : n_ctx);
@@ -179,6 +193,19 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
     for (uint32_t l = 0, g = 0, r = 0, v = 0; l < c.n_layers; l++)
       map[l] = c.conv_layer(l) ? kConvBit | v++ : c.swa_layer(l) ? kRingBit | r++ : g++;
   kv->layer_map = map;
+  uint32_t *dmap = a.array<uint32_t>(c.n_layers);
+  if (dmap)
+    for (uint32_t l = 0, v = 0; l < c.n_layers; l++) dmap[l] = c.delta_layer(l) ? v++ : 0;
+  kv->delta_map = dmap;
+  memset(&kv->delta, 0, sizeof kv->delta);
+  if (p.delta_layers) {
+    const size_t st = (size_t)p.delta_layers * p.delta_state();
+    kv->delta.s = a.array<float>(st);
+    if (p.delta_log) {
+      kv->delta.ck = a.array<float>(st);
+      kv->delta.log = a.array<float>((size_t)p.delta_log * p.delta_layers * p.delta_entry());
+    }
+  }
   memset(&kv->conv, 0, sizeof kv->conv);
   if (p.conv_layers) {
     kv->conv.rows = a.array<float>((size_t)p.conv_layers * p.conv_cap * p.conv_dim);
@@ -256,6 +283,51 @@ void kv_reset(KvPool *kv) {
     kv->ring.ids[i] = i;
   }
   for (uint32_t i = 0; i < p.conv_cap; i++) kv->conv.pos[i] = kRingEmpty;
+  if (p.delta_layers) {
+    memset(kv->delta.s, 0, sizeof(float) * p.delta_layers * p.delta_state());
+    if (kv->delta.ck) memset(kv->delta.ck, 0, sizeof(float) * p.delta_layers * p.delta_state());
+  }
+  kv->delta.next = kv->delta.ck_pos = 0;
+}
+
+void kv_delta_rule(float *S, const float *k, const float *v, float g, float beta, uint32_t d) {
+  const float decay = expf(g);
+  for (size_t i = 0; i < (size_t)d * d; i++) S[i] *= decay;
+  for (uint32_t j = 0; j < d; j++) {
+    float *row = S + (size_t)j * d;
+    float sk = 0.0f;
+    for (uint32_t i = 0; i < d; i++) sk += row[i] * k[i];
+    const float dj = (v[j] - sk) * beta;
+    for (uint32_t i = 0; i < d; i++) row[i] += k[i] * dj;
+  }
+}
+
+namespace {
+
+// The update inputs of one logged position (kv.h, KvDelta) applied to the
+// states st (delta_layers of them).
+void delta_replay(const KvPool *kv, float *st, uint32_t pos) {
+  const KvPlan &p = kv->plan;
+  const uint32_t d = p.delta_dim, hk = p.delta_k_heads, hv = p.delta_v_heads;
+  for (uint32_t l = 0; l < p.delta_layers; l++) {
+    const float *e = kv->delta.log + ((size_t)(pos % p.delta_log) * p.delta_layers + l) * p.delta_entry();
+    const float *k = e, *v = e + (size_t)hk * d, *g = v + (size_t)hv * d, *beta = g + hv;
+    float *S = st + (size_t)l * p.delta_state();
+    for (uint32_t h = 0; h < hv; h++) kv_delta_rule(S + (size_t)h * d * d, k + (size_t)(h % hk) * d, v + (size_t)h * d, g[h], beta[h], d);
+  }
+}
+
+}  // namespace
+
+gb_status kv_delta_begin(KvPool *kv, uint32_t pos, uint32_t m, const Logger &log) {
+  const KvPlan &p = kv->plan;
+  if (!p.delta_layers) return GB_OK;
+  GB_RETURN_IF(pos != kv->delta.next, log, GB_ERR_INTERNAL, "kv: a pass at position %u, the recurrent state is at %u", pos,
+               kv->delta.next);
+  if (!p.delta_log) return GB_OK;
+  GB_RETURN_IF(m > p.delta_log, log, GB_ERR_INTERNAL, "kv: a pass of %u positions, the recurrent log holds %u", m, p.delta_log);
+  while (kv->delta.next + m - kv->delta.ck_pos > p.delta_log) delta_replay(kv, kv->delta.ck, kv->delta.ck_pos++);
+  return GB_OK;
 }
 
 uint32_t kv_room(const KvPool *kv) {
@@ -689,6 +761,15 @@ void kv_truncate(KvPool *kv, uint32_t pos) {
     if (kv->ring.pos[i] != kRingEmpty && kv->ring.pos[i] >= pos) kv->ring.pos[i] = kRingEmpty;
   for (uint32_t i = 0; i < kv->plan.conv_cap; i++)
     if (kv->conv.pos[i] != kRingEmpty && kv->conv.pos[i] >= pos) kv->conv.pos[i] = kRingEmpty;
+  // The Gated DeltaNet state: the checkpoint, then the logged positions up
+  // to pos (a pool without a log is never rolled back: only the
+  // speculative gear does, and its pools keep one).
+  const KvPlan &dp = kv->plan;
+  if (dp.delta_layers && pos < kv->delta.next && dp.delta_log && pos >= kv->delta.ck_pos) {
+    memcpy(kv->delta.s, kv->delta.ck, sizeof(float) * dp.delta_layers * dp.delta_state());
+    for (uint32_t q = kv->delta.ck_pos; q < pos; q++) delta_replay(kv, kv->delta.s, q);
+    kv->delta.next = pos;
+  }
   kv->newest = pos > 0 ? pos - 1 : 0;
 }
 

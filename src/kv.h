@@ -107,6 +107,13 @@ struct KvPlan {
   uint32_t conv_dim;               // floats per row (the model's dim)
   uint32_t conv_cap;               // rows per layer
   uint64_t conv_bytes;             // conv_layers * conv_cap * conv_dim * 4
+  // Gated DeltaNet layers (0 of them: none): their matrices of state.
+  uint32_t delta_layers;           // how many
+  uint32_t delta_k_heads, delta_v_heads, delta_dim;  // the model's gdn_k_heads, gdn_v_heads, gdn_state
+  uint32_t delta_log;              // positions of update inputs kept for rollback (0: none, no checkpoint)
+  uint64_t delta_bytes;            // the states, the checkpoint and the log
+  uint32_t delta_state() const { return delta_v_heads * delta_dim * delta_dim; }       // floats per layer
+  uint32_t delta_entry() const { return (delta_k_heads + delta_v_heads) * delta_dim + 2 * delta_v_heads; }  // per position and layer
 };
 // What a saved session state holds of it (state.cpp): every field once, in
 // order; SAVE written and restored, MATCH configuration a state must have
@@ -118,7 +125,8 @@ struct KvPlan {
   F(MATCH, rec) F(MATCH, tpp) F(MATCH, page_bytes) F(SKIP, n_pages) F(MATCH, reserve) F(SKIP, cap) F(SKIP, max_tokens) \
   F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance) F(MATCH, ring_layers)            \
   F(MATCH, ring_window) F(MATCH, ring_cap) F(MATCH, ring_level) F(SKIP, ring_bytes) F(SKIP, conv_layers) F(SKIP, conv_taps)  \
-  F(SKIP, conv_dim) F(SKIP, conv_cap) F(SKIP, conv_bytes)
+  F(SKIP, conv_dim) F(SKIP, conv_cap) F(SKIP, conv_bytes) F(SKIP, delta_layers) F(SKIP, delta_k_heads) F(SKIP, delta_v_heads)       \
+  F(SKIP, delta_dim) F(SKIP, delta_log) F(SKIP, delta_bytes)
 // The pool options (KvConfig: gb_kv_options and gb_kv_experimental) a state
 // must have been saved with (the others are resolved into the plan, or size
 // the pool).
@@ -158,6 +166,24 @@ struct KvConv {
   float *rows;           // (conv_layers, conv_cap, conv_dim)
   uint32_t *pos;         // (conv_cap) position of the row at each index; kRingEmpty
 };
+// The Gated DeltaNet layers' state: per layer and value head a delta_dim x
+// delta_dim matrix (row j: value dimension j over the key dimensions), as
+// of the positions before `next`. Rolling back (speculative decoding) needs
+// the state of an earlier position: sessions that may roll back keep a
+// checkpoint (the state before position ck_pos) and a log of each later
+// position's update inputs (its key, value, decay and rate: delta_entry
+// floats per layer, position p at p % delta_log); a rollback copies the
+// checkpoint and replays the log up to the target, with the very function
+// that made the updates, so the state is the one those positions left bit
+// for bit. The checkpoint advances by replaying its oldest entries when a
+// pass needs their room: each update runs twice, once live and once on the
+// checkpoint, in sessions that may roll back; the others keep neither.
+struct KvDelta {
+  float *s;      // (delta_layers, delta_state) the state after positions < next
+  float *ck;     // (delta_layers, delta_state) the state after positions < ck_pos; nullptr without a log
+  float *log;    // (delta_log, delta_layers, delta_entry)
+  uint32_t next, ck_pos;
+};
 constexpr uint32_t kRingEmpty = 0xffffffffu;
 constexpr uint32_t kRingBlock = 32;
 
@@ -169,6 +195,8 @@ struct KvPool {
   uint32_t *layer_map;   // (n_model_layers) index among the global layers, kRingBit | index among the rings, or kConvBit | index among the short-convolution layers
   KvRing ring;
   KvConv conv;
+  KvDelta delta;
+  uint32_t *delta_map;   // (n_model_layers) index among the Gated DeltaNet layers (others: 0)
   KvLayer *layers;       // (n_layers)
   // Per slot, shared by the layers.
   uint32_t *pos;         // (cap) position of the token in the slot
@@ -203,7 +231,7 @@ struct KvPool {
 // tokens' slots, pages and records (state.cpp's kv codec).
 #define GB_KV_POOL_FIELDS(F)                                                                                          \
   F(NEST, plan) F(NEST, opt) F(SKIP, n_layers) F(SKIP, n_heads) F(SKIP, n_kv_heads) F(SKIP, head_dim) F(SKIP, n_ctx)    \
-  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, conv) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
+  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, conv) F(OWN, delta) F(SKIP, delta_map) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
   F(OWN, n_free_slots) F(SAVE, n_tokens) F(SAVE, newest) F(SKIP, att) F(SKIP, mass) F(SKIP, wmass) F(OWN, head_w)      \
   F(SKIP, tmp) F(SKIP, planned) F(SKIP, order) F(SKIP, heap) F(SAVE, cur_slot) F(SKIP, batch_slot) F(SAVE, step)       \
   F(SAVE, reallocs) F(SAVE, requant) F(SAVE, evicted) F(SKIP, alloc_ns)
@@ -255,6 +283,24 @@ constexpr uint32_t kConvBit = 0x40000000u;
 inline float *kv_conv_row(KvPool *kv, uint32_t model_layer, uint32_t pos) {
   const KvPlan &p = kv->plan;
   return kv->conv.rows + ((size_t)(kv->layer_map[model_layer] & ~kConvBit) * p.conv_cap + pos % p.conv_cap) * p.conv_dim;
+}
+// One Gated DeltaNet update of one value head's state S (d x d) by its key
+// k, value v (d each), decay g and rate beta: S <- exp(g) S, then
+// S <- S + (beta (v - S k)) k^T (row j of S: value dimension j).
+void kv_delta_rule(float *S, const float *k, const float *v, float g, float beta, uint32_t d);
+// Before a pass of m positions at pos on Gated DeltaNet layers: pos must be
+// the state's next position (GB_ERR_INTERNAL otherwise); the log makes room
+// for m entries (the checkpoint advances).
+gb_status kv_delta_begin(KvPool *kv, uint32_t pos, uint32_t m, const Logger &log);
+// The state of layer model_layer, and the log entry of position pos to
+// write (nullptr without a log).
+inline float *kv_delta_state(KvPool *kv, uint32_t model_layer) {
+  return kv->delta.s + (size_t)kv->delta_map[model_layer] * kv->plan.delta_state();
+}
+inline float *kv_delta_entry(KvPool *kv, uint32_t model_layer, uint32_t pos) {
+  const KvPlan &p = kv->plan;
+  if (!p.delta_log) return nullptr;
+  return kv->delta.log + ((size_t)(pos % p.delta_log) * p.delta_layers + kv->delta_map[model_layer]) * p.delta_entry();
 }
 // The same row to read; nullptr when the pool does not hold position pos
 // (before the first position, or not entered).

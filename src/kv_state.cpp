@@ -119,6 +119,13 @@ void save_kv(W &w, const KvPool &kv) {
         for (uint32_t c = 0; c < p.conv_dim; c++)
           w.f32(kv.conv.rows[((size_t)l * p.conv_cap + keep[i] % p.conv_cap) * p.conv_dim + c]);
   }
+  // The Gated DeltaNet layers: the position the states stand at, then the
+  // states (the checkpoint and log are rebuilt from them at load).
+  if (p.delta_layers) {
+    w.u32(kv.delta.next);
+    const size_t n = (size_t)p.delta_layers * p.delta_state();
+    for (size_t i = 0; i < n; i++) w.f32(kv.delta.s[i]);
+  }
   w.end(rec);
 }
 
@@ -135,7 +142,8 @@ uint64_t kv_max_bytes(const KvPool &kv) {
   layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);  // per slot
   const uint64_t rings = 4 + 8ull * p.ring_cap + (uint64_t)p.ring_layers * p.ring_cap * (rec_max + p.scale_bytes);
   const uint64_t conv = p.conv_layers ? 4 + 4ull * p.conv_taps + (uint64_t)p.conv_layers * p.conv_taps * p.conv_dim * 4 : 0;
-  return n + layer * kv.n_layers + rings + conv;
+  const uint64_t delta = p.delta_layers ? 4 + 4ull * p.delta_layers * p.delta_state() : 0;
+  return n + layer * kv.n_layers + rings + conv + delta;
 }
 
 // Read a pool record into kv (apply) or only check it against kv (!apply).
@@ -370,6 +378,21 @@ gb_status load_kv(R &outer, KvPool *kv, bool apply, const Logger &log, uint32_t 
         kv->conv.pos[ps[i] % p.conv_cap] = ps[i];
         memcpy(kv->conv.rows + ((size_t)l * p.conv_cap + ps[i] % p.conv_cap) * p.conv_dim, src, (size_t)p.conv_dim * 4);
       }
+  }
+  if (p.delta_layers) {
+    const uint32_t next = r.u32();
+    GB_RETURN_IF(r.bad || next > pos_limit, log, GB_ERR_CORRUPT, "session state: %s recurrent state at position %u beyond %u", which,
+                 next, pos_limit);
+    const size_t n = (size_t)p.delta_layers * p.delta_state();
+    const uint8_t *src = r.take(n * 4);
+    GB_RETURN_IF(!src, log, GB_ERR_CORRUPT, "session state: %s recurrent state truncated", which);
+    for (size_t i = 0; i < n; i++)
+      GB_RETURN_IF(!finite(ld_f32(src + 4 * i)), log, GB_ERR_CORRUPT, "session state: %s recurrent state not finite", which);
+    if (apply) {
+      memcpy(kv->delta.s, src, n * 4);
+      if (kv->delta.ck) memcpy(kv->delta.ck, src, n * 4);
+      kv->delta.next = kv->delta.ck_pos = next;
+    }
   }
   return close_record(r, log, which);
 }

@@ -180,8 +180,16 @@ TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_
     case kPostFfnNorm: return &m->post_norm[1][layer];
     case kClassifier: return &m->classifier[tier];
     case kConvKernel: return &m->conv_kernel[layer];
-    case kConvIn: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatQ];
-    case kConvOut: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatO];
+    case kConvIn:
+    case kGdnQkv: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatQ];
+    case kGdnGate: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatK];
+    case kConvOut:
+    case kGdnOut: return &m->mats[tier][(size_t)layer * kMatsPerLayer + kMatO];
+    case kGdnAlpha:
+    case kGdnBeta:
+    case kGdnDtBias:
+    case kGdnA:
+    case kGdnNorm: return &m->gdn[kind - kGdnAlpha][layer];
     default: {
       for (int i = 0; i < kMatsPerLayer; i++)
         if (kLayerMatrices[i] == kind) return &m->mats[tier][(size_t)layer * kMatsPerLayer + i];
@@ -223,8 +231,17 @@ gb_status check_meta(const Meta *mp, const Logger &log) {
   GB_RETURN_IF(!(m->logit_softcap == 0.0f || (finite_pos(m->logit_softcap) && m->logit_softcap <= 1e6f)), log, GB_ERR_CORRUPT,
                "gbx: logit_softcap %g invalid", (double)m->logit_softcap);
   GB_RETURN_IF(m->ffn_act > kFfnGelu, log, GB_ERR_CORRUPT, "gbx: ffn_act %u unknown", m->ffn_act);
-  GB_RETURN_IF(m->conv_kernel == 1 || m->conv_kernel > kMaxConvKernel || (m->conv_kernel == 0) != (m->layer_conv == nullptr), log,
-               GB_ERR_CORRUPT, "gbx: short-convolution kernel of %u taps invalid (2..%u)", m->conv_kernel, kMaxConvKernel);
+  GB_RETURN_IF(m->conv_kernel == 1 || m->conv_kernel > kMaxConvKernel || (m->conv_kernel == 0) != (m->layer_kind == nullptr) ||
+                   (m->conv_kernel && (m->conv_channels == 0 || m->conv_channels > 4 * kMaxDim)),
+               log, GB_ERR_CORRUPT, "gbx: recurrent layers' convolution of %u taps over %u channels invalid (2..%u taps)",
+               m->conv_kernel, m->conv_channels, kMaxConvKernel);
+  bool delta = false;
+  for (uint32_t l = 0; l < m->n_layers; l++) delta = delta || m->delta_layer(l);
+  GB_RETURN_IF(delta && (m->gdn_state == 0 || m->gdn_state > 1024 || m->gdn_k_heads == 0 || m->gdn_v_heads % m->gdn_k_heads != 0 ||
+                         (uint64_t)m->gdn_v_heads * m->gdn_state > 4 * kMaxDim ||
+                         m->conv_channels != 2 * m->gdn_qk_dim() + m->gdn_v_dim()),
+               log, GB_ERR_CORRUPT, "gbx: Gated DeltaNet of %u key heads, %u value heads of %u invalid", m->gdn_k_heads, m->gdn_v_heads,
+               m->gdn_state);
   const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
   for (int i = 0; i < 4; i++)
     GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range",
@@ -286,7 +303,7 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kKNorm:
     case kPostAttnNorm:
     case kPostFfnNorm: *rows = 1; break;
-    case kWq: *rows = m.q_dim(); break;
+    case kWq: *rows = m.q_dim() * (m.attn_gate ? 2 : 1); break;
     case kWk:
     case kWv: *rows = m.kv_dim(); break;
     case kWo: *cols = m.q_dim(); break;
@@ -294,7 +311,15 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kW3: *rows = m.hidden_dim; break;
     case kW2: *cols = m.hidden_dim; break;
     case kConvIn: *rows = 3 * m.dim; break;
-    case kConvKernel: *cols = m.conv_kernel; break;
+    case kConvKernel: *rows = m.conv_channels, *cols = m.conv_kernel; break;
+    case kGdnQkv: *rows = 2 * m.gdn_qk_dim() + m.gdn_v_dim(); break;
+    case kGdnGate: *rows = m.gdn_v_dim(); break;
+    case kGdnOut: *cols = m.gdn_v_dim(); break;
+    case kGdnAlpha:
+    case kGdnBeta: *rows = m.gdn_v_heads; break;
+    case kGdnDtBias:
+    case kGdnA: *rows = 1, *cols = m.gdn_v_heads; break;
+    case kGdnNorm: *rows = 1, *cols = m.gdn_state; break;
     default: break;
   }
   if (kind == kBiasQ) *cols = m.q_dim();
@@ -412,15 +437,20 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
     for (uint32_t b = 0; b < 2 && !mt.conv_layer(l); b++)
       GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][first_attn].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the per-head %c norm is present in some layers only (layer %u)", "qk"[b], l);
-  // Short-convolution layers: their taps, and none of attention's own
-  // tensors; attention layers: no taps.
+  // Recurrent layers: their convolution taps (and a Gated DeltaNet layer
+  // its five vectors), none of attention's own tensors; attention layers:
+  // none of theirs.
   for (uint32_t l = 0; l < mt.n_layers; l++) {
-    const bool conv = mt.conv_layer(l);
+    const bool conv = mt.conv_layer(l), delta = mt.delta_layer(l);
     GB_RETURN_IF(!m->conv_kernel[l].data != !conv, log, conv ? GB_ERR_MISSING_TENSOR : GB_ERR_CORRUPT,
-                 "gbx: layer %u is %s short-convolution layer but %s its taps", l, conv ? "a" : "not a", conv ? "lacks" : "has");
+                 "gbx: layer %u is %s recurrent layer but %s its convolution taps", l, conv ? "a" : "not a", conv ? "lacks" : "has");
+    for (uint32_t b = 0; b < 5; b++)
+      GB_RETURN_IF(!m->gdn[b][l].data != !delta, log, delta ? GB_ERR_MISSING_TENSOR : GB_ERR_CORRUPT,
+                   "gbx: layer %u is %s Gated DeltaNet layer but %s its tensor of kind %u", l, delta ? "a" : "not a",
+                   delta ? "lacks" : "has", kGdnAlpha + b);
     GB_RETURN_IF(conv && (m->qk_norm[0][l].data || m->qk_norm[1][l].data || m->bias[0][l].data || m->bias[1][l].data ||
                           m->bias[2][l].data),
-                 log, GB_ERR_CORRUPT, "gbx: short-convolution layer %u has attention norms or biases", l);
+                 log, GB_ERR_CORRUPT, "gbx: recurrent layer %u has attention norms or biases", l);
   }
   // Post-attention / post-FFN norms: both in every layer, or none.
   for (uint32_t l = 0; l < mt.n_layers; l++)
@@ -443,8 +473,10 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
     if (!(m->gears & (1u << g))) continue;
     GB_RETURN_IF(!m->classifier[g].data, log, GB_ERR_MISSING_TENSOR, "gbx: classifier of tier %u missing", g);
     for (uint32_t i = 0; i < mt.n_layers * kMatsPerLayer; i++) {
-      // A short-convolution layer has no key and value projections.
-      const bool unused = mt.conv_layer(i / kMatsPerLayer) && (i % kMatsPerLayer == kMatK || i % kMatsPerLayer == kMatV);
+      // A short-convolution layer has no key and value projections, a Gated
+      // DeltaNet layer no value projection (its gate takes the key's place).
+      const uint32_t lk = mt.kind(i / kMatsPerLayer), j = i % kMatsPerLayer;
+      const bool unused = (lk == kLayerShortConv && (j == kMatK || j == kMatV)) || (lk == kLayerDeltaNet && j == kMatV);
       GB_RETURN_IF(!m->mats[g][i].data != unused, log, unused ? GB_ERR_CORRUPT : GB_ERR_MISSING_TENSOR,
                    "gbx: tier %u layer %u matrix %u %s", g, i / kMatsPerLayer, i % kMatsPerLayer, unused ? "present in a short-convolution layer" : "missing");
     }
@@ -454,14 +486,15 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
 
 gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
-  TensorRef *norms = a.array<TensorRef>(10ull * meta.n_layers);  // attn, ffn norms; q, k, v biases; q, k norms; post norms; conv taps
-  uint8_t *conv_flags = meta.conv_kernel ? a.array<uint8_t>(meta.n_layers) : nullptr;
+  // attn, ffn norms; q, k, v biases; q, k norms; post norms; conv taps; 5 Gated DeltaNet vectors
+  TensorRef *norms = a.array<TensorRef>(15ull * meta.n_layers);
+  uint8_t *layer_kinds = meta.conv_kernel ? a.array<uint8_t>(meta.n_layers) : nullptr;
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tok_bytes, 8);
   uint16_t *gelu = meta.ffn_act == kFfnGelu ? a.array<uint16_t>(65536) : nullptr;
   if (!m) return nullptr;
   m = new (m) gb_model();
-  for (size_t i = 0; i < 10ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < 15ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
   for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
   m->attn_norm = norms;
   m->ffn_norm = norms + meta.n_layers;
@@ -469,12 +502,13 @@ gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_m
   for (uint32_t b = 0; b < 2; b++) m->qk_norm[b] = norms + (size_t)(5 + b) * meta.n_layers;
   for (uint32_t b = 0; b < 2; b++) m->post_norm[b] = norms + (size_t)(7 + b) * meta.n_layers;
   m->conv_kernel = norms + (size_t)9 * meta.n_layers;
+  for (uint32_t b = 0; b < 5; b++) m->gdn[b] = norms + (size_t)(10 + b) * meta.n_layers;
   // The conv-layer flags, copied from the meta being opened (whose pointer
   // is into a plan that does not outlive the open): the caller points its
   // model's meta at them (model_set_meta).
-  m->conv_flags = conv_flags;
-  if (conv_flags)
-    for (uint32_t l = 0; l < meta.n_layers; l++) conv_flags[l] = meta.conv_layer(l) ? 1 : 0;
+  m->layer_kinds = layer_kinds;
+  if (layer_kinds)
+    for (uint32_t l = 0; l < meta.n_layers; l++) layer_kinds[l] = (uint8_t)meta.kind(l);
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++) m->mats[g] = mats + (size_t)g * meta.n_layers * kMatsPerLayer;
   // GeGLU's GELU is evaluated at binary16 inputs (format.h, ffn_act): one
   // table of all of them makes it a lookup.
@@ -504,15 +538,21 @@ void model_count_params(gb_model *m) {
   uint64_t params =
       (uint64_t)meta.vocab_size * meta.dim * (meta.shared_classifier ? 1 : 2) + (2ull * meta.n_layers + 1) * meta.dim;
   for (uint32_t l = 0; l < meta.n_layers; l++) {
-    const bool conv = meta.conv_layer(l);
+    const uint32_t k = meta.kind(l);
     for (uint32_t i = 0; i < kMatsPerLayer; i++) {
-      uint32_t r = 0, c = 0;
-      if (conv && (i == kMatK || i == kMatV)) continue;
-      expected_shape(meta, conv && i == kMatQ ? (uint32_t)kConvIn : conv && i == kMatO ? (uint32_t)kConvOut : kLayerMatrices[i], &r,
-                     &c);
+      uint32_t r = 0, c = 0, kind = kLayerMatrices[i];
+      if (k == kLayerShortConv) {
+        if (i == kMatK || i == kMatV) continue;
+        kind = i == kMatQ ? (uint32_t)kConvIn : i == kMatO ? (uint32_t)kConvOut : kind;
+      } else if (k == kLayerDeltaNet) {
+        if (i == kMatV) continue;
+        kind = i == kMatQ ? (uint32_t)kGdnQkv : i == kMatK ? (uint32_t)kGdnGate : i == kMatO ? (uint32_t)kGdnOut : kind;
+      }
+      expected_shape(meta, kind, &r, &c);
       params += (uint64_t)r * c;
     }
-    if (conv) params += (uint64_t)meta.dim * meta.conv_kernel;
+    if (k != kLayerAttention) params += (uint64_t)meta.conv_channels * meta.conv_kernel;
+    if (k == kLayerDeltaNet) params += 2ull * meta.gdn_v_heads * (meta.dim + 1) + meta.gdn_state;
   }
   m->n_params = params;
 }

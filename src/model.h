@@ -49,12 +49,29 @@ struct Meta {
   bool swa_layer(uint32_t l) const {
     return swa_window > 0 && !conv_layer(l) && (swa_period == 0 || l % swa_period < swa_period - 1);
   }
-  // Short-convolution layers (a GGUF opened in place): conv_kernel taps per
-  // channel (0: the model has none), and which layers they are: layer_conv
-  // points into the model's memory (n_layers flags; nullptr: none).
+  // Recurrent layers (a GGUF opened in place): layer_kind points into the
+  // model's memory, one LayerKind per layer (nullptr: every layer is
+  // attention). Both recurrent kinds run a causal convolution of
+  // conv_kernel taps over conv_channels channels (0: the model has none):
+  // the short convolution's B * X products (lfm2: dim channels), or the
+  // Gated DeltaNet's q, k, v rows before their convolution (qwen35).
   uint32_t conv_kernel;        // 0, or 2..kMaxConvKernel
-  const uint8_t *layer_conv;
-  bool conv_layer(uint32_t l) const { return layer_conv && layer_conv[l]; }
+  uint32_t conv_channels;
+  const uint8_t *layer_kind;
+  // Gated DeltaNet layers: gdn_k_heads key heads and gdn_v_heads value
+  // heads (a multiple) of gdn_state values each; per value head a
+  // gdn_state x gdn_state matrix of state.
+  uint32_t gdn_state, gdn_k_heads, gdn_v_heads;
+  // Gated attention (qwen35): the query projection's rows are, per head,
+  // the head's query then its gate; the attention output is multiplied by
+  // sigmoid(gate) before the output projection.
+  uint32_t attn_gate;
+  uint32_t kind(uint32_t l) const { return layer_kind ? layer_kind[l] : 0; }
+  bool conv_layer(uint32_t l) const { return kind(l) != kLayerAttention; }  // recurrent: a convolution ring in the pool
+  bool shortconv_layer(uint32_t l) const { return kind(l) == kLayerShortConv; }
+  bool delta_layer(uint32_t l) const { return kind(l) == kLayerDeltaNet; }
+  uint32_t gdn_qk_dim() const { return gdn_k_heads * gdn_state; }
+  uint32_t gdn_v_dim() const { return gdn_v_heads * gdn_state; }
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
@@ -95,8 +112,9 @@ struct gb_model {
   gb::TensorRef rope_freqs_long;  // the factors for contexts beyond meta.rope_orig_ctx; data == nullptr: none
   gb::TensorRef *qk_norm[2]; // per-head Q, K norm weights (n_layers each, head_dim); data == nullptr: none
   gb::TensorRef *post_norm[2]; // post-attention, post-FFN norm weights (n_layers each, dim); data == nullptr: none
-  gb::TensorRef *conv_kernel; // (n_layers) the short convolution's taps (dim, conv_kernel); data == nullptr: not a conv layer
-  uint8_t *conv_flags;       // (n_layers) what meta.layer_conv points to; nullptr without conv layers
+  gb::TensorRef *conv_kernel; // (n_layers) a recurrent layer's convolution taps (conv_channels, conv_kernel); else data == nullptr
+  gb::TensorRef *gdn[5];      // (n_layers each) Gated DeltaNet alpha, beta, dt bias, A, norm (kGdnAlpha..kGdnNorm); else data == nullptr
+  uint8_t *layer_kinds;       // (n_layers) what meta.layer_kind points to; nullptr without conv layers
   uint16_t *gelu_f16;        // (65536) GELU of each binary16 value, as binary16 (FFN_GELU models; else nullptr)
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
   gb::TensorRef *mats[GB_GEAR_COUNT];
@@ -150,10 +168,10 @@ gb_status verify_section(const gb_model &m, const SectionRef &s);
 // Lay out the model struct and its arrays (counting or placing); tok_bytes:
 // the tokenizer's tables.
 gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem);
-// m->meta = meta, its layer_conv pointed at the model's own copy of the flags.
+// m->meta = meta, its layer_kind pointed at the model's own copy of the flags.
 inline void model_set_meta(gb_model *m, const Meta &meta) {
   m->meta = meta;
-  m->meta.layer_conv = m->conv_flags;
+  m->meta.layer_kind = m->layer_kinds;
 }
 // The model's view of tensor kind (TensorKind) of a layer (0 for a global
 // one) and tier (for tier matrices and the classifier); nullptr for a kind
@@ -164,7 +182,7 @@ TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_
 inline bool is_common_kind(uint32_t kind) {
   return kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || kind == kBiasQ || kind == kBiasK ||
          kind == kBiasV || kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm || kind == kPostFfnNorm ||
-         kind == kRopeFreqs || kind == kRopeFreqsLong || kind == kConvKernel;
+         kind == kRopeFreqs || kind == kRopeFreqsLong || kind == kConvKernel || (kind >= kGdnAlpha && kind <= kGdnNorm);
 }
 // The (rows, cols) a tensor of kind (TensorKind) has in this model.
 void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols);

@@ -72,7 +72,7 @@ class ViewKeys final : public GgufKeys {
       if (g_.value(key, &v) && !v.is_int) *st = GB_ERR_CORRUPT;
       return false;
     }
-    const uint64_t w = a.elem == kGgufU8 || a.elem == kGgufI8     ? 1
+    const uint64_t w = a.elem == kGgufU8 || a.elem == kGgufI8 || a.elem == kGgufBool ? 1
                        : a.elem == kGgufU16 || a.elem == kGgufI16 ? 2
                        : a.elem == kGgufU32 || a.elem == kGgufI32 ? 4
                        : a.elem == kGgufU64 || a.elem == kGgufI64 ? 8
@@ -117,7 +117,7 @@ struct Plan {
   Meta meta{};
   float rope_linear = 0.0f;
   TokBuildSizes tok;
-  uint8_t layer_conv[kArchMaxLayers] = {};  // what meta.layer_conv points to until the model has its own copy
+  uint8_t layer_kind[kArchMaxLayers] = {};  // what meta.layer_kind points to until the model has its own copy
 };
 
 gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
@@ -174,10 +174,15 @@ gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
   m.embed_scale = a->embed_scale_sqrt ? sqrtf((float)hp.dim) : 1.0f;
   m.logit_softcap = hp.logit_softcap;
   m.ffn_act = a->ffn_act;
+  m.gdn_state = hp.gdn_state;
+  m.gdn_k_heads = hp.gdn_k_heads;
+  m.gdn_v_heads = hp.gdn_v_heads;
+  m.attn_gate = hp.attn_gate;
   if (hp.conv_kernel) {
     m.conv_kernel = hp.conv_kernel;
-    memcpy(pl->layer_conv, hp.layer_conv, sizeof pl->layer_conv);
-    m.layer_conv = pl->layer_conv;
+    m.conv_channels = hp.conv_channels;
+    memcpy(pl->layer_kind, hp.layer_kind, sizeof pl->layer_kind);
+    m.layer_kind = pl->layer_kind;
   }
   m.default_gear = GB_GEAR_LOW;  // placed once the tier's bits are known
   GB_TRY(check_meta(&m, log));
@@ -240,7 +245,10 @@ class Binder {
 
   // A fixed view (linear RoPE scaling made into frequency factors).
   gb_status place(uint32_t kind, uint32_t layer, const TensorRef &ref, const char *name) {
-    GB_RETURN_IF(is_common_kind(kind) && kind != kTokEmbd && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
+    // (The embedding, read a row at a time, and the DeltaNet's alpha and beta
+    // projections, multiplied as the matrices are, may take any format.)
+    const bool any_format = kind == kTokEmbd || kind == kGdnAlpha || kind == kGdnBeta;
+    GB_RETURN_IF(is_common_kind(kind) && !any_format && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: tensor '%s' is stored as %s; norms, biases and RoPE factors must be F32", name, format_name(ref.format));
     TensorRef *slot = model_tensor_slot(m_, kind, layer, tier);
     *slot = ref;
@@ -280,18 +288,31 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
                 {"ffn_norm", kFfnNorm},   {"ffn_gate", kW1}, {"ffn_down", kW2}, {"ffn_up", kW3}};
   static const uint32_t kQkv[3] = {kWq, kWk, kWv}, kGateUp[2] = {kW1, kW3};
   static const struct {
-    const char *suffix;
+    const char *name;  // "blk.N." + this
     uint32_t kind;
-  } kConv[] = {{"shortconv.in_proj", kConvIn}, {"shortconv.conv", kConvKernel}, {"shortconv.out_proj", kConvOut}};
+  } kConv[] = {{"shortconv.in_proj.weight", kConvIn}, {"shortconv.conv.weight", kConvKernel}, {"shortconv.out_proj.weight", kConvOut}},
+    kDelta[] = {{"attn_qkv.weight", kGdnQkv},   {"attn_gate.weight", kGdnGate}, {"ssm_conv1d.weight", kConvKernel},
+                {"ssm_out.weight", kGdnOut},    {"ssm_alpha.weight", kGdnAlpha}, {"ssm_beta.weight", kGdnBeta},
+                {"ssm_dt.bias", kGdnDtBias},    {"ssm_a", kGdnA},              {"ssm_norm.weight", kGdnNorm}};
   for (uint32_t l = 0; l < d.n_layers; l++) {
     const bool conv = d.conv_layer(l);
     for (const auto &e : kConv) {
-      if (!conv) continue;
-      snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
+      if (!d.shortconv_layer(l)) break;
+      snprintf(name, sizeof name, "blk.%u.%s", l, e.name);
+      GB_TRY(b.bind1(name, e.kind, l));
+    }
+    for (const auto &e : kDelta) {
+      if (!d.delta_layer(l)) break;
+      snprintf(name, sizeof name, "blk.%u.%s", l, e.name);
       GB_TRY(b.bind1(name, e.kind, l));
     }
     for (const auto &e : kLayer) {
       if (conv && (e.kind == kWq || e.kind == kWk || e.kind == kWv || e.kind == kWo)) continue;
+      if (e.kind == kFfnNorm) {
+        snprintf(name, sizeof name, "blk.%u.%s.weight", l, a.ffn_norm);
+        GB_TRY(b.bind1(name, e.kind, l));
+        continue;
+      }
       if (fused_qkv && (e.kind == kWq || e.kind == kWk || e.kind == kWv)) continue;
       if (fused_gate_up && (e.kind == kW1 || e.kind == kW3)) continue;
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, e.suffix);
@@ -434,7 +455,8 @@ gb_status scan_values(const gb_model &m, const Logger &log) {
     for (uint32_t k = 0; k < 3; k++) GB_TRY(check(m.bias[k][l], "a bias", l));
     for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.qk_norm[k][l], "a Q/K norm", l));
     for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.post_norm[k][l], "a post norm", l));
-    GB_TRY(check(m.conv_kernel[l], "the short convolution's taps", l));
+    GB_TRY(check(m.conv_kernel[l], "the convolution's taps", l));
+    for (uint32_t k = 0; k < 5; k++) GB_TRY(check(m.gdn[k][l], "a Gated DeltaNet tensor", l));
     for (uint32_t k = 0; k < kMatsPerLayer; k++)
       GB_TRY(check(m.mats[d.default_gear][(size_t)l * kMatsPerLayer + k], "a weight matrix", l));
   }

@@ -14,7 +14,7 @@
 #      with SVE at 128, 256 and 512 bits (at 256 and 512 the kernel-level
 #      ones: the SVE code is the same at every vector length, and the
 #      whole-model ones run at 128); the greedy stories of both shared
-#      models and of the qwen3, smollm3, phi3, gemma3 and lfm2 fixtures (tests/fixtures/) on
+#      models and of the qwen3, smollm3, phi3, gemma3, lfm2 and qwen35 fixtures (tests/fixtures/) on
 #      every model, compared with x86's
 #   4. the none port (aarch64, no OS services): a decode test with the model
 #      linked into the program, under qemu (cortex-a53)
@@ -137,14 +137,14 @@ QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 MODEL_DIR="$ROOT/build/models"; mkdir -p "$MODEL_DIR"
 story() { $1 run -m "$2" -n 200 --gear "${3:-high}" --temp 0 --deterministic --quiet ${4:+-p "$4"} 2>/dev/null | md5sum | cut -c1-12; }
 # The architectures beyond llama: the repository's Q4_K_M fixtures (random
-# weights), converted (lfm2: opened in place), on their own tier, after a short prompt (without one,
+# weights), converted (lfm2, qwen35: opened in place), on their own tier, after a short prompt (without one,
 # gemma3-tiny's first greedy token is its end of text); greedy text md5s,
 # one line. A story that is only a newline (md5 68b329da9893) is a failure.
 arch_stories() {  # gearbx [qemu prefix...]
   local a f m out=""
-  for a in qwen3 smollm3 phi3 gemma3 lfm2; do
+  for a in qwen3 smollm3 phi3 gemma3 lfm2 qwen35; do
     f="$MODEL_DIR/$a-tiny-q4km.gbx"
-    [ $a = lfm2 ] && f="$ROOT/tests/fixtures/lfm2-tiny-Q4_K_M.gguf"  # no .gbx form: the GGUF in place
+    case $a in lfm2|qwen35) f="$ROOT/tests/fixtures/$a-tiny-Q4_K_M.gguf" ;; esac  # no .gbx form: the GGUF in place
     m=$(story "$1" "$f" low "Once upon a time")
     [ "$m" = 68b329da9893 ] && m="EMPTY"
     out="$out $a $m"

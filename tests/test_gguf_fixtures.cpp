@@ -428,7 +428,7 @@ TEST(GgufFixtures, Version2TensorsAreChecked) {
 // written here from its fixed seed (sample_files.h, arch_fixture_spec): the
 // same bytes the references were computed on, which the reference's
 // dequantized embedding values confirm bit for bit.
-const char *const kArchFixtures[] = {"qwen3", "smollm3", "phi3", "gemma3", "lfm2"};
+const char *const kArchFixtures[] = {"qwen3", "smollm3", "phi3", "gemma3", "lfm2", "qwen35"};
 
 double window0_nll(gb_model *m, gb_gear gear, const gbt::Json &ref);
 
@@ -515,7 +515,8 @@ TEST(ArchFixtures, EachScoresLikeLlamaCpp) {
 // global base, a global layer without its linear scaling, an unscaled
 // embedding, SiLU for GELU, uncapped logits, or no post-norms; and (lfm2)
 // short convolutions that carry no state from earlier positions, or
-// attention layers without their Q/K norms.
+// attention layers without their Q/K norms; and (qwen35) a DeltaNet state
+// that does not decay, or convolutions blind to earlier positions.
 TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
   struct Case {
     const char *arch;
@@ -550,7 +551,7 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
       {"lfm2",
        [](gb_model *m) {
          static std::vector<float> taps[8];
-         const uint32_t k = m->meta.conv_kernel, d = m->meta.dim;
+         const uint32_t k = m->meta.conv_kernel, d = m->meta.conv_channels;
          for (uint32_t l = 0; l < m->meta.n_layers && l < 8; l++) {
            if (!m->conv_kernel[l].data) continue;
            const float *w = reinterpret_cast<const float *>(m->conv_kernel[l].data);
@@ -563,6 +564,27 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
       {"lfm2",
        [](gb_model *m) {
          for (uint32_t l = 0; l < m->meta.n_layers; l++) m->qk_norm[0][l].data = m->qk_norm[1][l].data = nullptr;
+       }},
+      // qwen35: the DeltaNet state without its decay (A = 0), or its
+      // convolutions blind to earlier positions.
+      {"qwen35",
+       [](gb_model *m) {
+         static const float zeros[64] = {};
+         for (uint32_t l = 0; l < m->meta.n_layers; l++)
+           if (m->gdn[3][l].data) m->gdn[3][l].data = reinterpret_cast<const uint8_t *>(zeros);
+       }},
+      {"qwen35",
+       [](gb_model *m) {
+         static std::vector<float> taps[8];
+         const uint32_t k = m->meta.conv_kernel, d = m->meta.conv_channels;
+         for (uint32_t l = 0; l < m->meta.n_layers && l < 8; l++) {
+           if (!m->conv_kernel[l].data) continue;
+           const float *w = reinterpret_cast<const float *>(m->conv_kernel[l].data);
+           taps[l].assign(w, w + (size_t)d * k);
+           for (uint32_t c = 0; c < d; c++)
+             for (uint32_t j = 0; j + 1 < k; j++) taps[l][(size_t)c * k + j] = 0.0f;
+           m->conv_kernel[l].data = reinterpret_cast<const uint8_t *>(taps[l].data());
+         }
        }},
   };
   const char *prev = "";

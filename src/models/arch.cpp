@@ -95,7 +95,7 @@ gb_status read_kv_heads(const ArchDef &a, const GgufKeys &keys, const char *p, A
   for (size_t l = 0; l < n; l++) {
     if (per_layer[l] == 0) {
       conv++;
-      hp->layer_conv[l] = 1;
+      hp->layer_kind[l] = kLayerShortConv;
       continue;
     }
     GB_RETURN_IF(kv && per_layer[l] != kv, log, GB_ERR_UNSUPPORTED_TYPE,

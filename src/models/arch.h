@@ -50,10 +50,14 @@ struct ArchHparams {
   uint32_t swa_window = 0, swa_period = 0;
   float rope_theta_swa = 0.0f;
   float logit_softcap = 0.0f;  // 0, or c: logits c * tanh(logit / c)
-  // Short-convolution layers (ArchDef::conv_layers): the taps per channel,
-  // and which layers are (attention.head_count_kv of 0 in its per-layer form).
-  uint32_t conv_kernel = 0;
-  uint8_t layer_conv[kArchMaxLayers] = {};
+  // Recurrent layers: what each layer is (LayerKind; short convolutions:
+  // ArchDef::conv_layers, the zeros of a per-layer
+  // attention.head_count_kv; Gated DeltaNet: the architecture's hook), and
+  // their convolution (Meta's fields of the same names).
+  uint32_t conv_kernel = 0, conv_channels = 0;
+  uint8_t layer_kind[kArchMaxLayers] = {};
+  uint32_t gdn_state = 0, gdn_k_heads = 0, gdn_v_heads = 0;
+  uint32_t attn_gate = 0;  // queries interleaved with their output gates (Meta::attn_gate)
 };
 
 // A GGUF file's metadata, as the architecture hooks read it (the converter's
@@ -70,6 +74,7 @@ class GgufKeys {
   // when the key is absent or not such an array (then *st is GB_ERR_CORRUPT
   // unless absent).
   virtual bool u32_array(const char *key, uint32_t *out, size_t cap, size_t *n, gb_status *st) const = 0;
+  // (Boolean arrays read as 0 / 1.)
   // Whether the file has a tensor of this name.
   virtual bool has_tensor(const char *name) const = 0;
 
@@ -103,6 +108,7 @@ struct ArchDef {
   // (blk.N.shortconv.{in_proj,conv,out_proj}); kNever: such a layer is refused.
   ArchNeed conv_layers;
   const char *output_norm;  // the final norm's tensor name (without ".weight")
+  const char *ffn_norm;     // the pre-FFN norm's per-layer name ("ffn_norm"; qwen35: "post_attention_norm")
 };
 
 // Keys of `prefix` + `key` for the hooks: absent -> def (an unsigned key

@@ -60,7 +60,7 @@ extern const ArchDef kArchDefGemma3 = {
     gemma3_hparams,
     /*post_norms*/ kMust,
     kFfnGelu,
-    /*embed_scale_sqrt*/ true, /*conv_layers*/ kNever, "output_norm",
+    /*embed_scale_sqrt*/ true, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
 };
 
 }  // namespace gb

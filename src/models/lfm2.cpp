@@ -23,11 +23,12 @@ gb_status lfm2_hparams(const GgufKeys &keys, const char *p, ArchHparams *hp, con
   GB_TRY(arch_key_u32(keys, p, "attention.sliding_window", false, 0, log, &window));
   GB_RETURN_IF(window != 0, log, GB_ERR_UNSUPPORTED_TYPE, "gguf: %sattention.sliding_window %u: not supported for lfm2", p, window);
   bool any = false;
-  for (uint32_t l = 0; l < hp->n_layers; l++) any = any || hp->layer_conv[l];
+  for (uint32_t l = 0; l < hp->n_layers; l++) any = any || hp->layer_kind[l];
   GB_RETURN_IF(!any, log, GB_ERR_UNSUPPORTED_TYPE,
                "gguf: an lfm2 model without short-convolution layers (%sattention.head_count_kv has no 0): not supported", p);
   GB_RETURN_IF(hp->conv_kernel < 2 || hp->conv_kernel > kMaxConvKernel, log, GB_ERR_UNSUPPORTED_TYPE,
                "gguf: %sshortconv.l_cache %u outside 2..%u", p, hp->conv_kernel, kMaxConvKernel);
+  hp->conv_channels = hp->dim;
   GB_RETURN_IF(hp->head_dim * hp->n_heads != hp->dim, log, GB_ERR_CORRUPT,
                "gguf: lfm2 attention needs head_count x head size = embedding_length (%u x %u, %u)", hp->n_heads, hp->head_dim,
                hp->dim);
@@ -39,7 +40,7 @@ gb_status lfm2_hparams(const GgufKeys &keys, const char *p, ArchHparams *hp, con
 extern const ArchDef kArchDefLfm2 = {
     /*id*/ 7, "lfm2", /*min_gbx_version*/ kNoGbxVersion, GB_ROPE_NEOX, /*qkv_bias*/ kNever, /*rope_freqs*/ kNever,
     /*qk_norm*/ kMust, /*nope_period*/ 0, /*fused_qkv*/ kNever, /*fused_gate_up*/ kNever, lfm2_hparams,
-    /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kMust, "token_embd_norm",
+    /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kMust, "token_embd_norm", "ffn_norm",
 };
 
 }  // namespace gb

@@ -26,7 +26,7 @@ extern const ArchDef kArchDefPhi3 = {
     /*hparams*/ nullptr,
     /*post_norms*/ kNever,
     kFfnSilu,
-    /*embed_scale_sqrt*/ false, /*conv_layers*/ kNever, "output_norm",
+    /*embed_scale_sqrt*/ false, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
 };
 
 }  // namespace gb

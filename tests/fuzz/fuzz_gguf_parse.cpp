@@ -136,9 +136,11 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
     b.resize((size_t)v.data_start);
     seeds->push_back(gb::FuzzSeed{b, b.size(), 2});
   }
-  {  // lfm2: a per-layer array of head_count_kv, two kinds of layer
+  // lfm2 (a per-layer array of head_count_kv) and qwen35 (ssm keys,
+  // multi-section RoPE): two kinds of layer each.
+  for (const char *arch : {"lfm2-small", "qwen35-small"}) {
     gb::GgufLayout lay;
-    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("lfm2-small"), &lay);
+    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec(arch), &lay);
     seeds->push_back(gb::FuzzSeed{b, lay.data_start, 2});
   }
   // A small model in three parts (the first holds every key).

@@ -1,7 +1,7 @@
 // gguf_seeds.h — the GGUF inputs the GGUF fuzz targets start from: small
 // files made here, one per GGUF tensor type the readers take (F32, F16,
 // BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K), one mixing
-// nine types and a small lfm2 (layers of two kinds); stories260K and the two 1 MB fixtures of ../shared as they
+// nine types, a small lfm2 and a small qwen35 (layers of two kinds); stories260K and the two 1 MB fixtures of ../shared as they
 // are; and every fixture of ../shared/fixtures (each type as llama.cpp's
 // quantizer writes it) cut to one layer, with the mutations focused on the
 // metadata and tensor directory. Include after fuzz_util.h.
@@ -265,6 +265,11 @@ inline void gguf_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds, const std::string 
   {
     gb::GgufLayout lay;
     const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("lfm2-small"), &lay);
+    seeds->push_back(gb::FuzzSeed{b, lay.data_start, 6});
+  }
+  {  // qwen35: Gated DeltaNet and gated attention layers
+    gb::GgufLayout lay;
+    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("qwen35-small"), &lay);
     seeds->push_back(gb::FuzzSeed{b, lay.data_start, 6});
   }
   // Real files: stories260K and the two 1 MB fixtures (qwen2 with Q/K/V

@@ -292,13 +292,28 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
     d = ArchFixtureDims{256, 256, 6, 4, 2, 64, 512, 256, 1e6f, 1e-5f, true, 20261202};
   } else if (arch == "lfm2-small") {  // the fuzz targets' seed: 200 KB
     d = ArchFixtureDims{64, 64, 3, 2, 1, 32, 512, 64, 1e6f, 1e-5f, true, 20261203};
+  } else if (arch == "qwen35") {
+    d = ArchFixtureDims{256, 256, 4, 4, 2, 64, 512, 256, 1e7f, 1e-6f, true, 20261204};
+  } else if (arch == "qwen35-small") {  // the fuzz targets' seed
+    d = ArchFixtureDims{64, 64, 4, 2, 1, 32, 512, 64, 1e7f, 1e-6f, true, 20261205};
   } else {
     return s;
   }
   // phi3-short: the phi3 file trained at 256 positions, so that the
   // references' context takes the short LongRoPE factors.
   const bool phi3 = arch == "phi3" || arch == "phi3-short";
-  const std::string family = phi3 ? std::string("phi3") : arch == "lfm2-small" ? std::string("lfm2") : arch;
+  const std::string family = phi3 ? std::string("phi3")
+                             : arch == "lfm2-small" ? std::string("lfm2")
+                             : arch == "qwen35-small" ? std::string("qwen35")
+                                                      : arch;
+  // qwen35: Gated DeltaNet in layers 0..2 (every fourth layer is attention),
+  // 2 key heads and 4 value heads of state dimension d / 8 (32 at dim 256),
+  // convolutions of 4 taps; gated attention with per-head Q/K norms and
+  // NeoX RoPE over a quarter of each head (multi-section [3, 3, 2, 0] at
+  // head 64); the pre-FFN norm named post_attention_norm.
+  const bool qwen35 = family == "qwen35";
+  const uint32_t gs = d.dim / 8, ghk = 2, ghv = 4, gqk = ghk * gs, gvd = ghv * gs;
+  auto delta_layer = [&](uint32_t l) { return qwen35 && (l + 1) % 4 != 0; };
   const std::string a = family + ".";
   s.set_str("general.architecture", family);
   // (llama.cpp marks tokens of a model whose name contains "phi3" by their
@@ -323,6 +338,22 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
     }
     s.set(a + "attention.head_count_kv", 9, arr);
     s.set_u32(a + "shortconv.l_cache", 3);
+  } else if (qwen35) {
+    s.set_u32(a + "attention.head_count_kv", d.kv_heads);
+    s.set_u32(a + "ssm.conv_kernel", 4);
+    s.set_u32(a + "ssm.state_size", gs);
+    s.set_u32(a + "ssm.group_count", ghk);
+    s.set_u32(a + "ssm.time_step_rank", ghv);
+    s.set_u32(a + "ssm.inner_size", gvd);
+    s.set_u32(a + "full_attention_interval", 4);
+    std::vector<uint8_t> sec = gguf_enc_u32(5);  // element type i32
+    const std::vector<uint8_t> n = {4, 0, 0, 0, 0, 0, 0, 0};
+    sec.insert(sec.end(), n.begin(), n.end());
+    for (uint32_t v : {d.head_dim / 16 - 1, d.head_dim / 16 - 1, d.head_dim / 32, 0u}) {
+      const std::vector<uint8_t> e = gguf_enc_u32(v);
+      sec.insert(sec.end(), e.begin(), e.end());
+    }
+    s.set(a + "rope.dimension_sections", 9, sec);
   } else {
     s.set_u32(a + "attention.head_count_kv", d.kv_heads);
   }
@@ -334,7 +365,7 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   // 128 positions (the references' 256-token context takes the long
   // factors), its attention factor sqrt(1 + ln(256 / 128) / ln 128) as
   // Phi's converter computes it.
-  const uint32_t rope_dim = phi3 ? 48 : d.head_dim;
+  const uint32_t rope_dim = phi3 ? 48 : qwen35 ? d.head_dim / 4 : d.head_dim;
   s.set_u32(a + "rope.dimension_count", rope_dim);
   if (phi3) {
     s.set_u32(a + "rope.scaling.original_context_length", arch == "phi3" ? 128 : 256);
@@ -393,7 +424,34 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
   for (uint32_t l = 0; l < d.layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight", d.dim);
-    if (conv_layer(l)) {
+    if (delta_layer(l)) {
+      // Gated DeltaNet: q and k rows at 0.1, v at 0.05; the output gate;
+      // convolution taps at 0.5; decay rates A in [-1.5, -0.1]; the rest
+      // small.
+      fused(p + "attn_qkv.weight", {{gqk, 0.1f}, {gqk, 0.1f}, {gvd, 0.05f}}, d.dim);
+      mat(p + "attn_gate.weight", gvd, d.dim, 0.05f);
+      s.tensors.push_back(GgufTensorSpec{p + "ssm_conv1d.weight", {4, 2 * gqk + gvd}, 0,
+                                         encode(weights(&st, (size_t)4 * (2 * gqk + gvd), 0.5f * sd, 0.0f), 0, 4)});
+      s.tensors.push_back(GgufTensorSpec{p + "ssm_dt.bias", {ghv}, 0, encode(weights(&st, ghv, 0.5f * sd, 0.0f), 0, ghv)});
+      s.tensors.push_back(GgufTensorSpec{p + "ssm_a", {ghv}, 0, encode(weights(&st, ghv, 0.4f * sd, -0.8f), 0, ghv)});
+      mat(p + "ssm_beta.weight", ghv, d.dim, 0.05f);
+      mat(p + "ssm_alpha.weight", ghv, d.dim, 0.05f);
+      norm(p + "ssm_norm.weight", gs);
+      mat(p + "ssm_out.weight", d.dim, gvd, 0.05f);
+    } else if (qwen35) {
+      // Gated attention: per head its 64 query rows (0.1), then 64 gate
+      // rows (0.5: gates far from one half).
+      std::vector<float> w;
+      for (uint32_t h = 0; h < d.heads; h++) {
+        const std::vector<float> qh = weights(&st, (size_t)d.head_dim * d.dim, 0.1f * sd, 0.0f);
+        const std::vector<float> gh = weights(&st, (size_t)d.head_dim * d.dim, 0.5f * sd, 0.0f);
+        w.insert(w.end(), qh.begin(), qh.end());
+        w.insert(w.end(), gh.begin(), gh.end());
+      }
+      s.tensors.push_back(GgufTensorSpec{p + "attn_q.weight", {d.dim, 2 * q}, 0, encode(w, 0, d.dim)});
+      mat(p + "attn_k.weight", kv, d.dim, 0.1f);
+      mat(p + "attn_v.weight", kv, d.dim, 0.05f);
+    } else if (conv_layer(l)) {
       // The gated short convolution: B, C, X rows, the taps (3 per channel,
       // standard deviation 0.5, so that the previous positions' products
       // move the output), the output projection.
@@ -408,13 +466,13 @@ GgufSpec arch_fixture_spec(const std::string &arch) {
       mat(p + "attn_k.weight", kv, d.dim, 0.1f);
       mat(p + "attn_v.weight", kv, d.dim, 0.05f);
     }
-    if (!conv_layer(l)) mat(p + "attn_output.weight", d.dim, q, 0.05f);
-    if (arch == "qwen3" || arch == "gemma3" || (lfm2 && !conv_layer(l))) {
+    if (!conv_layer(l) && !delta_layer(l)) mat(p + "attn_output.weight", d.dim, q, 0.05f);
+    if (arch == "qwen3" || arch == "gemma3" || ((lfm2 || qwen35) && !conv_layer(l) && !delta_layer(l))) {
       norm(p + "attn_q_norm.weight", d.head_dim);
       norm(p + "attn_k_norm.weight", d.head_dim);
     }
     if (arch == "gemma3") norm(p + "post_attention_norm.weight", d.dim);
-    norm(p + "ffn_norm.weight", d.dim);
+    norm(p + (qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight"), d.dim);
     if (phi3) {
       fused(p + "ffn_up.weight", {{d.hidden, 0.05f}, {d.hidden, 0.05f}}, d.dim);  // gate rows, then up rows
       mat(p + "ffn_down.weight", d.dim, d.hidden, 0.05f);

@@ -1,15 +1,17 @@
-// Short-convolution layers (lfm2) under the session machinery: their state
-// (the last conv_kernel - 1 products B * X of each channel per layer) lives
-// in the session's pool beside the attention layers' KV cache, and every
-// path that moves a session must carry it exactly: save and restore, the
+// Recurrent layers (lfm2's gated short convolutions, qwen35's Gated
+// DeltaNet) under the session machinery: their state (a convolution's last
+// inputs per layer, and a DeltaNet's matrix per value head) lives in the
+// session's pool beside the attention layers' KV cache, and every path that
+// moves a session must carry it exactly: save and restore, reset, the
 // speculative gear's rollback of rejected drafts, prefill chunks, thread
-// counts. The files are the repository's lfm2 fixtures (tests/fixtures:
-// the F32 file written from its seed, the Q4_K_M file llama.cpp's quantizer
-// made from it); their agreement with llama.cpp is ArchFixtures' part.
+// counts. The files are the repository's fixtures (tests/fixtures: the F32
+// file written from its seed, the Q4_K_M file llama.cpp's quantizer made
+// from it); their agreement with llama.cpp is ArchFixtures' part.
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,16 +28,19 @@
 
 namespace {
 
-std::string q4km() { return std::string(GB_TEST_SOURCE_DIR) + "/fixtures/lfm2-tiny-Q4_K_M.gguf"; }
+const char *const kArchs[] = {"lfm2", "qwen35"};
+
+std::string q4km(const std::string &arch) { return std::string(GB_TEST_SOURCE_DIR) + "/fixtures/" + arch + "-tiny-Q4_K_M.gguf"; }
 
 // The F32 fixture, written once per process.
-const std::string &f32_file() {
-  static const std::string path = [] {
-    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("lfm2"));
-    const std::string p = gbt::temp_dir() + "/lfm2-tiny-F32.gguf";
-    gbt::write_file(p, b);
-    return p;
-  }();
+const std::string &f32_file(const std::string &arch) {
+  static std::map<std::string, std::string> paths;
+  std::string &path = paths[arch];
+  if (path.empty()) {
+    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec(arch));
+    path = gbt::temp_dir() + "/" + arch + "-tiny-F32.gguf";
+    gbt::write_file(path, b);
+  }
   return path;
 }
 
@@ -91,54 +96,69 @@ gb_model *open(const std::string &path) {
   return m;
 }
 
-// The pool holds the attention layers' KV and the convolutions' rows, sized
-// before creation: two attention layers, four convolution layers of rows for
-// the two older taps plus the longest run that enters at once.
-TEST(ShortConv, ThePoolHoldsEachLayerKindsState) {
-  gb_model *m = open(q4km());
-  ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->meta.conv_kernel, 3u);
-  uint32_t conv = 0;
-  for (uint32_t l = 0; l < m->meta.n_layers; l++) conv += m->meta.conv_layer(l);
-  EXPECT_EQ(conv, 4u);
-  for (uint32_t batch : {1u, 4u, 16u}) {
-    gb_session_options so = options(GB_GEAR_DEFAULT, 1, batch);
-    size_t bytes = 0;
-    ASSERT_EQ(gb_session_mem_size(m, &so, &bytes), GB_OK);
+// The pool holds each kind of layer's state, sized before creation: the
+// attention layers' KV, the recurrent layers' convolution rows (their
+// older taps plus the longest run of positions that enters at once), and
+// the DeltaNet matrices (with a checkpoint and a log of that run's update
+// inputs only where the speculative gear may roll back).
+TEST(Recurrent, ThePoolHoldsEachLayerKindsState) {
+  struct Want {
+    const char *arch;
+    uint32_t attn, conv, delta, taps, channels;
+  } wants[] = {{"lfm2", 2, 4, 0, 3, 256}, {"qwen35", 1, 3, 3, 4, 256}};
+  for (const Want &w : wants) {
+    gb_model *m = open(q4km(w.arch));
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->meta.conv_kernel, w.taps) << w.arch;
+    EXPECT_EQ(m->meta.conv_channels, w.channels) << w.arch;
+    for (uint32_t batch : {1u, 4u, 16u}) {
+      gb_session_options so = options(GB_GEAR_DEFAULT, 1, batch);
+      size_t bytes = 0;
+      ASSERT_EQ(gb_session_mem_size(m, &so, &bytes), GB_OK);
+      gb_session *s = nullptr;
+      ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
+      const gb::KvPlan &p = s->kv.plan;
+      EXPECT_EQ(s->kv.n_layers, w.attn) << w.arch;
+      EXPECT_EQ(p.conv_layers, w.conv) << w.arch;
+      EXPECT_EQ(p.conv_taps, w.taps) << w.arch;
+      EXPECT_EQ(p.conv_cap, w.taps - 1 + batch) << w.arch;
+      EXPECT_EQ(p.conv_bytes, 4ull * w.conv * p.conv_cap * w.channels) << w.arch;
+      EXPECT_EQ(p.delta_layers, w.delta) << w.arch;
+      EXPECT_EQ(p.delta_log, 0u) << w.arch;  // no rollback without the speculative gear
+      EXPECT_EQ(p.delta_bytes, 4ull * w.delta * m->meta.gdn_v_heads * m->meta.gdn_state * m->meta.gdn_state) << w.arch;
+      EXPECT_EQ(p.pool_bytes, p.layer_bytes * w.attn + p.conv_bytes + p.delta_bytes) << w.arch;
+      gb_session_destroy(s);
+    }
+    gb_model_close(m);
+    // The speculative gear's verify pass (spec_k + 1 positions) and rollback.
+    gb_model *f = open(f32_file(w.arch));
+    ASSERT_NE(f, nullptr);
+    gb_session_options so = options(GB_GEAR_SPEC, 1, 1);
+    so.spec_verify_gear = GB_GEAR_F32;
+    so.spec_k = 6;
     gb_session *s = nullptr;
-    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
+    ASSERT_EQ(gb_session_create(f, &so, nullptr, 0, &s), GB_OK);
     const gb::KvPlan &p = s->kv.plan;
-    EXPECT_EQ(s->kv.n_layers, 2u);
-    EXPECT_EQ(p.conv_layers, 4u);
-    EXPECT_EQ(p.conv_taps, 3u);
-    EXPECT_EQ(p.conv_cap, 2u + batch);
-    EXPECT_EQ(p.conv_bytes, 4ull * p.conv_cap * m->meta.dim * 4);
-    EXPECT_EQ(p.pool_bytes, p.layer_bytes * 2 + p.conv_bytes);
+    EXPECT_EQ(p.conv_cap, w.taps - 1 + 7u) << w.arch;
+    EXPECT_EQ(p.delta_log, w.delta ? 7u : 0u) << w.arch;
+    if (w.delta) {
+      const uint64_t st = 4ull * w.delta * p.delta_state();
+      EXPECT_EQ(p.delta_bytes, 2 * st + 7ull * w.delta * p.delta_entry() * 4) << w.arch;
+    }
     gb_session_destroy(s);
+    gb_model_close(f);
   }
-  // The speculative gear's verify pass (spec_k + 1 positions) and rollback.
-  gb_session_options so = options(GB_GEAR_DEFAULT, 1, 1);
-  gb_session *s = nullptr;
-  gb_model *f = open(f32_file());
-  ASSERT_NE(f, nullptr);
-  so.gear = GB_GEAR_SPEC;
-  so.spec_verify_gear = GB_GEAR_F32;
-  so.spec_k = 6;
-  ASSERT_EQ(gb_session_create(f, &so, nullptr, 0, &s), GB_OK);
-  EXPECT_EQ(s->kv.plan.conv_cap, 2u + 7u);
-  gb_session_destroy(s);
-  gb_model_close(f);
-  gb_model_close(m);
 }
 
 // Save at a position, go on; restore into a new session and go on: the
 // same logits, bit for bit (F32 and the Q4_K_M tier; the prompt enters in
 // chunks, so the saved rows come from a batch and from single steps).
-TEST(ShortConv, RestoredStateContinuesBitForBit) {
-  for (const std::string &path : {f32_file(), q4km()}) {
+TEST(Recurrent, RestoredStateContinuesBitForBit) {
+  for (const char *arch : kArchs)
+  for (const std::string &path : {f32_file(arch), q4km(arch)}) {
     gb_model *m = open(path);
     ASSERT_NE(m, nullptr);
-    const gb_session_options so = options(path == q4km() ? GB_GEAR_DEFAULT : GB_GEAR_F32, 1, 4);
+    const gb_session_options so = options(path == q4km(arch) ? GB_GEAR_DEFAULT : GB_GEAR_F32, 1, 4);
     gb_session *a = nullptr, *b = nullptr;
     ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &a), GB_OK);
     ASSERT_EQ(gb_prefill(a, kPrompt, sizeof kPrompt / sizeof kPrompt[0]), GB_OK);
@@ -152,12 +172,16 @@ TEST(ShortConv, RestoredStateContinuesBitForBit) {
     decode(b, 24, &rb);
     EXPECT_EQ(ra.tokens, rb.tokens) << path;
     EXPECT_TRUE(same_bits(ra.logits, rb.logits)) << path;
-    // Without the convolutions' rows the continuation differs: the state
-    // image carries them.
+    // Without the convolutions' rows (or the DeltaNet matrices) the
+    // continuation differs: the state image carries them.
     gb_session *c = nullptr;
     ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &c), GB_OK);
     ASSERT_EQ(gb_session_state_load(c, img.data(), img.size()), GB_OK);
     for (uint32_t i = 0; i < c->kv.plan.conv_cap; i++) c->kv.conv.pos[i] = gb::kRingEmpty;
+    if (c->kv.plan.delta_layers) {
+      ASSERT_EQ(gb_session_state_load(c, img.data(), img.size()), GB_OK);
+      memset(c->kv.delta.s, 0, sizeof(float) * c->kv.plan.delta_layers * c->kv.plan.delta_state());
+    }
     Steps rc;
     decode(c, 1, &rc);
     EXPECT_FALSE(same_bits(std::vector<float>(ra.logits.begin(), ra.logits.begin() + (long)rc.logits.size()), rc.logits)) << path;
@@ -178,12 +202,13 @@ TEST(ShortConv, RestoredStateContinuesBitForBit) {
 // bit for bit at every thread count; chunks may change the summation order
 // of the batched matrix products, so across chunk sizes the logits agree to
 // float rounding and the greedy tokens are the same.
-TEST(ShortConv, ThreadsAndChunksGiveTheSameLogits) {
+TEST(Recurrent, ThreadsAndChunksGiveTheSameLogits) {
   const uint32_t steps = gbt::test_scale() >= 1.0 ? 24 : 8;
-  for (const std::string &path : {f32_file(), q4km()}) {
+  for (const char *arch : kArchs)
+  for (const std::string &path : {f32_file(arch), q4km(arch)}) {
     gb_model *m = open(path);
     ASSERT_NE(m, nullptr);
-    const gb_gear g = path == q4km() ? GB_GEAR_DEFAULT : GB_GEAR_F32;
+    const gb_gear g = path == q4km(arch) ? GB_GEAR_DEFAULT : GB_GEAR_F32;
     const Steps one = prompt_then_decode(m, options(g, 1, 4), steps);
     ASSERT_EQ(one.tokens.size(), steps);
     if (gbt::threads_available())
@@ -198,7 +223,7 @@ TEST(ShortConv, ThreadsAndChunksGiveTheSameLogits) {
       ASSERT_EQ(r.logits.size(), one.logits.size());
       double worst = 0;
       for (size_t i = 0; i < r.logits.size(); i++) worst = fmax(worst, fabs((double)r.logits[i] - one.logits[i]));
-      EXPECT_LT(worst, path == q4km() ? 2e-2 : 1e-4) << path << " batch " << batch;
+      EXPECT_LT(worst, path == q4km(arch) ? 2e-2 : 1e-4) << path << " batch " << batch;
     }
     gb_model_close(m);
   }
@@ -209,8 +234,9 @@ TEST(ShortConv, ThreadsAndChunksGiveTheSameLogits) {
 // greedy tokens are the verifier's alone, whatever the draft length and
 // draft tier (lazily made from the F32 file: most drafts are rejected on
 // these random weights, so nearly every round rolls back).
-TEST(ShortConv, SpeculativeGreedyIsTheVerifiers) {
-  gb_model *m = open(f32_file());
+TEST(Recurrent, SpeculativeGreedyIsTheVerifiers) {
+  for (const char *arch : kArchs) {
+  gb_model *m = open(f32_file(arch));
   ASSERT_NE(m, nullptr);
   const uint32_t steps = gbt::test_scale() >= 1.0 ? 48 : 16;
   const Steps ref = prompt_then_decode(m, options(GB_GEAR_F32, 1, 4), steps);
@@ -224,9 +250,10 @@ TEST(ShortConv, SpeculativeGreedyIsTheVerifiers) {
     so.spec_draft_gear = c.draft;
     so.spec_k = c.k;
     const Steps r = prompt_then_decode(m, so, steps);
-    EXPECT_EQ(r.tokens, ref.tokens) << "spec_k " << c.k << " draft " << gb_gear_name(c.draft);
+    EXPECT_EQ(r.tokens, ref.tokens) << arch << " spec_k " << c.k << " draft " << gb_gear_name(c.draft);
   }
   gb_model_close(m);
+  }
 }
 
 // ---- malformed files ------------------------------------------------------------
@@ -244,19 +271,25 @@ gb_status open_spec(const gb::GgufSpec &spec, std::string *log = nullptr) {
   return st;
 }
 
+// A GGUF array value of elements of type elem (4: u32, 5: i32, 6: f32 bits,
+// 7: bool, one byte each).
 std::vector<uint8_t> u32_array(std::initializer_list<uint32_t> v, uint32_t elem = 4) {
   std::vector<uint8_t> a(12);
   gb::st_u32(&a[0], elem);
   gb::st_u64(&a[4], v.size());
   for (uint32_t x : v) {
     const size_t at = a.size();
+    if (elem == 7) {
+      a.push_back((uint8_t)x);
+      continue;
+    }
     a.resize(at + 4);
     gb::st_u32(&a[at], x);
   }
   return a;
 }
 
-TEST(ShortConv, MalformedFilesAreRefusedWithTheirStatus) {
+TEST(Recurrent, MalformedLfm2FilesAreRefusedWithTheirStatus) {
   const gb::GgufSpec good = gb::arch_fixture_spec("lfm2-small");
   ASSERT_EQ(open_spec(good), GB_OK);
   struct Case {
@@ -318,17 +351,92 @@ TEST(ShortConv, MalformedFilesAreRefusedWithTheirStatus) {
   EXPECT_EQ(open_spec(q), GB_OK);
 }
 
-// No .gbx version holds lfm2 yet: `gearbx convert` refuses it with its
-// status and says to open the GGUF directly.
-TEST(ShortConv, ConvertRefusesAndPointsToTheGguf) {
-  std::string log;
-  gb::ConvertOptions o;
-  o.log.fn = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
-  o.log.user = &log;
-  const std::string out = gbt::temp_dir() + "/lfm2.gbx";
-  EXPECT_EQ(gb::convert_gguf(q4km().c_str(), out.c_str(), o), GB_ERR_UNSUPPORTED_TYPE);
-  EXPECT_NE(log.find("directly"), std::string::npos) << log;
-  EXPECT_NE(access(out.c_str(), F_OK), 0);
+std::vector<uint8_t> sections(std::initializer_list<uint32_t> v) { return u32_array(v, 5); }
+
+TEST(Recurrent, MalformedQwen35FilesAreRefusedWithTheirStatus) {
+  const gb::GgufSpec good = gb::arch_fixture_spec("qwen35-small");
+  ASSERT_EQ(open_spec(good), GB_OK);
+  struct Case {
+    const char *what;
+    gb_status want;
+    void (*edit)(gb::GgufSpec *);
+  } cases[] = {
+      {"ssm.inner_size not heads x state", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->set_u32("qwen35.ssm.inner_size", 33); }},
+      {"value heads not a multiple of key heads", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set_u32("qwen35.ssm.group_count", 3); }},
+      {"ssm.state_size missing", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->remove("qwen35.ssm.state_size"); }},
+      {"ssm.conv_kernel 1", GB_ERR_UNSUPPORTED_TYPE, [](gb::GgufSpec *s) { s->set_u32("qwen35.ssm.conv_kernel", 1); }},
+      {"rope.dimension_sections missing", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->remove("qwen35.rope.dimension_sections"); }},
+      {"sections leaving pairs to the fourth stream", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("qwen35.rope.dimension_sections", 9, sections({0, 0, 0, 4})); }},
+      {"sections of 5 entries", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("qwen35.rope.dimension_sections", 9, sections({1, 1, 1, 0, 0})); }},
+      {"full_attention_interval 0", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->set_u32("qwen35.full_attention_interval", 0); }},
+      {"recurrent_layers: every layer (no attention)", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("qwen35.attention.recurrent_layers", 9, u32_array({1, 1, 1, 1}, 7)); }},
+      {"recurrent_layers of 3 entries for 4 layers", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("qwen35.attention.recurrent_layers", 9, u32_array({1, 1, 0}, 7)); }},
+      {"recurrent_layers with a flag of 2", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("qwen35.attention.recurrent_layers", 9, u32_array({1, 2, 1, 0}, 4)); }},
+      {"nextn_predict_layers = block_count", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->set_u32("qwen35.nextn_predict_layers", 4); }},
+      {"ssm_a of layer 0 missing", GB_ERR_MISSING_TENSOR, [](gb::GgufSpec *s) { s->remove_tensor("blk.0.ssm_a"); }},
+      {"output gate of layer 1 missing", GB_ERR_MISSING_TENSOR, [](gb::GgufSpec *s) { s->remove_tensor("blk.1.attn_gate.weight"); }},
+      {"convolution of 3 taps where ssm.conv_kernel is 4", GB_ERR_SHAPE_MISMATCH,
+       [](gb::GgufSpec *s) { s->set_u32("qwen35.ssm.conv_kernel", 3); }},
+      {"a query projection without its gate rows", GB_ERR_SHAPE_MISMATCH,
+       [](gb::GgufSpec *s) {
+         gb::GgufTensorSpec *t = s->tensor("blk.3.attn_q.weight");
+         t->ne[1] /= 2;
+         t->data.resize(t->data.size() / 2);
+       }},
+      {"a non-finite decay rate", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { gb::st_u32(&s->tensor("blk.2.ssm_a")->data[0], 0x7f800000u); }},
+      {"the pre-FFN norm under the plain name only", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) {
+         for (gb::GgufTensorSpec &t : s->tensors)
+           if (t.name == "blk.0.post_attention_norm.weight") t.name = "blk.0.ffn_norm.weight";
+       }},
+  };
+  for (const Case &c : cases) {
+    gb::GgufSpec s = good;
+    c.edit(&s);
+    std::string log;
+    EXPECT_EQ(open_spec(s, &log), c.want) << c.what;
+    EXPECT_FALSE(log.empty()) << c.what;
+  }
+}
+
+// The recurrent layers marked by attention.recurrent_layers (flags, as some
+// files carry them) instead of full_attention_interval: the same model.
+TEST(Recurrent, RecurrentLayerFlagsAreTheInterval) {
+  gb::GgufSpec s = gb::arch_fixture_spec("qwen35");
+  s.remove("qwen35.full_attention_interval");
+  s.set("qwen35.attention.recurrent_layers", 9, u32_array({1, 1, 1, 0}, 7));
+  const std::vector<uint8_t> b = gb::gguf_serialize(s);
+  const std::string path = gbt::temp_dir() + "/qwen35-flags.gguf";
+  gbt::write_file(path, b);
+  gb_model *a = open(path), *f = open(f32_file("qwen35"));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(f, nullptr);
+  const Steps ra = prompt_then_decode(a, options(GB_GEAR_F32), 8), rf = prompt_then_decode(f, options(GB_GEAR_F32), 8);
+  EXPECT_TRUE(same_bits(ra.logits, rf.logits));
+  gb_model_close(a);
+  gb_model_close(f);
+  unlink(path.c_str());
+}
+
+// No .gbx version holds these architectures yet: `gearbx convert` refuses
+// them with their status and says to open the GGUF directly.
+TEST(Recurrent, ConvertRefusesAndPointsToTheGguf) {
+  for (const char *arch : kArchs) {
+    std::string log;
+    gb::ConvertOptions o;
+    o.log.fn = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
+    o.log.user = &log;
+    const std::string out = gbt::temp_dir() + "/" + arch + ".gbx";
+    EXPECT_EQ(gb::convert_gguf(q4km(arch).c_str(), out.c_str(), o), GB_ERR_UNSUPPORTED_TYPE) << arch;
+    EXPECT_NE(log.find("directly"), std::string::npos) << log;
+    EXPECT_NE(access(out.c_str(), F_OK), 0);
+  }
 }
 
 }  // namespace
