@@ -18,10 +18,10 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
   const uint32_t avail = isa_available | GB_ISA_GENERIC;
   const char *gemv_isa[GB_FMT_COUNT] = {};  // folder of each chosen gemv
   uint32_t gemv_req[GB_FMT_COUNT] = {}, row_req[GB_FMT_COUNT] = {};
-  uint32_t qa_req = 0, attn_req = 0, fin_req = 0, deq_req = 0, gemm_req = 0, pgemm_req[GB_FMT_COUNT] = {};
+  uint32_t qa_req = 0, attn_req = 0, fin_req = 0, deq_req = 0, delta_req = 0, gemm_req = 0, pgemm_req[GB_FMT_COUNT] = {};
   int gemv_best[GB_FMT_COUNT], row_best[GB_FMT_COUNT], pgemm_best[GB_FMT_COUNT];
   for (int f = 0; f < GB_FMT_COUNT; f++) gemv_best[f] = row_best[f] = pgemm_best[f] = -1;
-  int qa_best = -1, attn_best = -1, fin_best = -1, deq_best = -1, gemm_best = -1;
+  int qa_best = -1, attn_best = -1, fin_best = -1, deq_best = -1, delta_best = -1, gemm_best = -1;
   // Pass 1: per slot, the available entry of highest priority.
 #define GB_GEMV(fmt, id, isa, req, prio)           \
   if (takes((req), avail, (prio), &gemv_best[id])) { \
@@ -57,6 +57,12 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
     k->kv_dequant = gb_kv_dequant__##isa;          \
     deq_req = (req);                               \
   }
+#define GB_DELTA(isa, req, prio)                   \
+  if (takes((req), avail, (prio), &delta_best)) {  \
+    k->delta_rule = gb_delta_rule__##isa;          \
+    k->delta_name = "delta_rule__" #isa;           \
+    delta_req = (req);                             \
+  }
 #define GB_GEMM(fmt, id, isa, req, prio)           \
   if (takes((req), avail, (prio), &gemm_best)) {   \
     k->gemm_f32 = gb_##fmt##_gemm__##isa;          \
@@ -76,6 +82,7 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
 #undef GB_ATTN
 #undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
+#undef GB_DELTA
 #undef GB_GEMM
 #undef GB_PGEMM
   // Pass 2: gemv and gemvm of each format from the same folder, so that the
@@ -90,6 +97,6 @@ extern "C" void gb_kernels_select(gb_kernels *k, uint32_t isa_available) {
   }
 #include "kernels.inc"
 #undef GB_GEMVM
-  k->isa_mask = qa_req | attn_req | fin_req | deq_req | gemm_req;
+  k->isa_mask = qa_req | attn_req | fin_req | deq_req | delta_req | gemm_req;
   for (int f = 0; f < GB_FMT_COUNT; f++) k->isa_mask |= gemv_req[f] | row_req[f] | gemvm_req[f] | pgemm_req[f];
 }

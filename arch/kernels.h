@@ -312,6 +312,16 @@ enum {
   GB_PRIO_SVE = 40
 };
 
+/* The Gated DeltaNet's update of one value head's state S (d x d, row j:
+ * value dimension j over the key dimensions) by key k, value v, decay g
+ * and rate beta, then its read-out by the query q:
+ *   S <- exp(g) S;  S[j] <- S[j] + k * beta * (v[j] - S[j] . k);  o[j] = S[j] . q
+ * row by row (each row's new values depend on that row alone). o == NULL:
+ * the update only (a replay; q is not read). The update's bits do not
+ * depend on whether o is given. */
+typedef void (*gb_delta_rule_fn)(float *S, const float *k, const float *v, const float *q, float g, float beta, uint32_t d,
+                                 float *o);
+
 typedef struct gb_kernels {
   const char *name[GB_FMT_COUNT];  /* name of the gemv chosen per format   */
   const char *gemvm_name[GB_FMT_COUNT]; /* and of its gemvm (same folder) */
@@ -326,6 +336,8 @@ typedef struct gb_kernels {
   gb_attn_finish_fn attn_finish;
   gb_kv_dequant_fn kv_dequant;
   const char *attn_name;           /* of attn_run                        */
+  gb_delta_rule_fn delta_rule;
+  const char *delta_name;          /* of delta_rule                      */
   gb_gemm_fn gemm_f32;             /* the built-in GEMM (batched prefill)  */
   gb_pgemm_fn pgemm[GB_FMT_COUNT]; /* prefill GEMM, NULL where none        */
   const char *pgemm_name[GB_FMT_COUNT];
@@ -351,6 +363,8 @@ typedef struct gb_kernels {
 #define GB_KV_DEQUANT(isa, req, prio)                                                                             \
   void gb_kv_dequant__##isa(float *out, const uint8_t *records, const uint32_t *slots, const uint16_t *scales, \
                             uint32_t count, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kbits, uint32_t vbits);
+#define GB_DELTA(isa, req, prio) \
+  void gb_delta_rule__##isa(float *S, const float *k, const float *v, const float *q, float g, float beta, uint32_t d, float *o);
 #define GB_GEMM(fmt, id, isa, req, prio)                                                                            \
   void gb_##fmt##_gemm__##isa(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, \
                               size_t m, size_t n, size_t k);
@@ -367,6 +381,7 @@ typedef struct gb_kernels {
 #undef GB_ATTN
 #undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
+#undef GB_DELTA
 #undef GB_GEMM
 
 /* Fill *k with the kernel of highest priority of each slot whose ISA

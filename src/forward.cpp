@@ -119,8 +119,8 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   sc->conv = c.conv_kernel ? a.array<float>(M * convw) : nullptr;
   sc->gdn_z = delta ? a.array<float>(M * c.gdn_v_dim()) : nullptr;
   sc->gdn_o = delta ? a.array<float>(M * c.gdn_v_dim()) : nullptr;
-  sc->gdn_u = delta ? a.array<float>(c.conv_channels) : nullptr;
-  sc->gdn_ab = delta ? a.array<float>((M + 1) * 2 * c.gdn_v_heads) : nullptr;
+  sc->gdn_u = delta ? a.array<float>(M * c.conv_channels) : nullptr;
+  sc->gdn_ab = delta ? a.array<float>(M * 4 * c.gdn_v_heads) : nullptr;
   sc->logit_rows = sh.logit_rows;
   sc->logits = a.array<float>((size_t)sh.logit_rows * c.vocab_size);
   sc->xq_stride = (wide + 31) / 32;
@@ -308,8 +308,41 @@ inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 // sc.xb2 out. Each position's q, k, v rows (before their convolution) enter
 // the pool's convolution row of its position; the convolution reads the
 // rows of the conv_kernel positions ending at its own, as the short
-// convolution does; the state update (kv_delta_rule) is logged when the
-// pool keeps a log, so that a rollback can replay it.
+// convolution does. Then each value head runs its positions in order
+// through the state update and read-out (the kernel table's delta_rule),
+// heads shared among the pool's threads (a head's bits do not depend on the
+// split); the update inputs are logged when the pool keeps a log, so that a
+// rollback can replay them.
+struct DeltaTask {
+  const gb_kernels *k;
+  const Meta *c;
+  float *S;
+  const float *u, *z, *g, *beta;  // (m, conv_channels), (m, v_dim), (m, v_heads) x2
+  float *o;                       // (m, v_dim)
+  const TensorRef *norm;
+  uint32_t m;
+};
+
+void delta_heads(void *ctx, uint32_t t, uint32_t nt) {
+  const DeltaTask *a = static_cast<const DeltaTask *>(ctx);
+  const Meta &c = *a->c;
+  const uint32_t d = c.gdn_state, hk = c.gdn_k_heads, hv = c.gdn_v_heads, C = c.conv_channels, qk = c.gdn_qk_dim(),
+                 vd = c.gdn_v_dim();
+  const uint32_t h0 = (uint32_t)((uint64_t)hv * t / nt), h1 = (uint32_t)((uint64_t)hv * (t + 1) / nt);
+  for (uint32_t h = h0; h < h1; h++) {
+    float *Sh = a->S + (size_t)h * d * d;
+    for (uint32_t i = 0; i < a->m; i++) {
+      const float *u = a->u + (size_t)i * C, *q = u + (size_t)(h % hk) * d, *k = u + qk + (size_t)(h % hk) * d;
+      const float *v = u + 2 * qk + (size_t)h * d;
+      float *oh = a->o + (size_t)i * vd + (size_t)h * d;
+      a->k->delta_rule(Sh, k, v, q, a->g[(size_t)i * hv + h], a->beta[(size_t)i * hv + h], d, oh);
+      rmsnorm(oh, oh, *a->norm, d, c.norm_eps);
+      const float *z = a->z + (size_t)i * vd + (size_t)h * d;
+      for (uint32_t j = 0; j < d; j++) oh[j] *= z[j] / (1.0f + expf(-z[j]));  // silu(z)
+    }
+  }
+}
+
 void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool *kv, const gb_model *mod, const TensorRef *W,
                uint32_t l, uint32_t m, uint32_t pos) {
   const Meta &c = mod->meta;
@@ -320,27 +353,24 @@ void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool
   // The decay and rate projections (a few rows, stored in any format): the
   // same products as every matrix, activations rounded as the format's
   // kernels round them.
-  float *alpha = sc.gdn_ab, *brate = sc.gdn_ab + (size_t)m * hv;
+  float *alpha = sc.gdn_ab, *brate = alpha + (size_t)m * hv, *g = brate + (size_t)m * hv, *beta = g + (size_t)m * hv;
   matmul(e, sc, kind, cost, alpha, sc.xb, m, mod->gdn[0][l]);
   matmul(e, sc, kind, cost, brate, sc.xb, m, mod->gdn[1][l]);
   const float *dt = reinterpret_cast<const float *>(mod->gdn[2][l].data), *A = reinterpret_cast<const float *>(mod->gdn[3][l].data);
   const float *w = reinterpret_cast<const float *>(mod->conv_kernel[l].data);  // (C, taps), F32
   for (uint32_t i = 0; i < m; i++) memcpy(kv_conv_row(kv, l, pos + i), sc.conv + (size_t)i * C, sizeof(float) * C);
-  float *S = kv_delta_state(kv, l);
   const float qscale = 1.0f / sqrtf((float)d);
   const float *rows[kMaxConvKernel];
-  float *g = sc.gdn_ab + (size_t)2 * m * hv, *beta = g + hv;  // one position's, per value head
   for (uint32_t i = 0; i < m; i++) {
     const uint32_t p = pos + i;
     for (uint32_t j = 0; j < taps; j++) rows[j] = p + j + 1 >= taps ? kv_conv_find(kv, l, p + j + 1 - taps) : nullptr;
-    float *u = sc.gdn_u;
+    float *u = sc.gdn_u + (size_t)i * C;
     for (uint32_t ch = 0; ch < C; ch++) {
       float sum = 0.0f;
       for (uint32_t j = 0; j < taps; j++)
         if (rows[j]) sum += rows[j][ch] * w[(size_t)ch * taps + j];
       u[ch] = sum / (1.0f + expf(-sum));  // silu
     }
-    float *q = u, *k = u + qk, *v = u + 2 * qk;
     // Each key head of q and k L2-normalized (eps: the model's norm eps); q
     // scaled by 1/sqrt(d).
     for (uint32_t h = 0; h < 2 * hk; h++) {
@@ -350,38 +380,25 @@ void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool
       const float scale = 1.0f / fmaxf(sqrtf((float)ss), c.norm_eps);
       for (uint32_t t = 0; t < d; t++) x[t] *= scale;
     }
-    for (uint32_t t = 0; t < qk; t++) q[t] *= qscale;
+    for (uint32_t t = 0; t < qk; t++) u[t] *= qscale;
+    float *gi = g + (size_t)i * hv, *bi = beta + (size_t)i * hv;
     for (uint32_t h = 0; h < hv; h++) {
       const float a = alpha[(size_t)i * hv + h] + dt[h];
-      g[h] = A[h] * (a > 20.0f ? a : logf(1.0f + expf(a)));  // softplus
-      beta[h] = sigmoidf(brate[(size_t)i * hv + h]);
+      gi[h] = A[h] * (a > 20.0f ? a : logf(1.0f + expf(a)));  // softplus
+      bi[h] = sigmoidf(brate[(size_t)i * hv + h]);
     }
     if (float *entry = kv_delta_entry(kv, l, p)) {
-      memcpy(entry, k, sizeof(float) * qk);
-      memcpy(entry + qk, v, sizeof(float) * vd);
-      memcpy(entry + qk + vd, g, sizeof(float) * hv);
-      memcpy(entry + qk + vd + hv, beta, sizeof(float) * hv);
-    }
-    float *o = sc.gdn_o + (size_t)i * vd;
-    const float *z = sc.gdn_z + (size_t)i * vd;
-    for (uint32_t h = 0; h < hv; h++) {
-      float *Sh = S + (size_t)h * d * d;
-      const float *kh = k + (size_t)(h % hk) * d, *qh = q + (size_t)(h % hk) * d;
-      kv_delta_rule(Sh, kh, v + (size_t)h * d, g[h], beta[h], d);
-      float *oh = o + (size_t)h * d;
-      for (uint32_t j = 0; j < d; j++) {
-        const float *row = Sh + (size_t)j * d;
-        float sum = 0.0f;
-        for (uint32_t t = 0; t < d; t++) sum += row[t] * qh[t];
-        oh[j] = sum;
-      }
-      rmsnorm(oh, oh, mod->gdn[4][l], d, c.norm_eps);
-      for (uint32_t j = 0; j < d; j++) {
-        const float zz = z[(size_t)h * d + j];
-        oh[j] *= zz / (1.0f + expf(-zz));  // silu(z)
-      }
+      memcpy(entry, u + qk, sizeof(float) * (qk + vd));  // k, then v
+      memcpy(entry + qk + vd, gi, sizeof(float) * hv);
+      memcpy(entry + qk + vd + hv, bi, sizeof(float) * hv);
     }
   }
+  DeltaTask task{&e.k, &c, kv_delta_state(kv, l), sc.gdn_u, sc.gdn_z, g, beta, sc.gdn_o, &mod->gdn[4][l], m};
+  // One task per thread when the heads' work is worth a pool run.
+  uint32_t n = gb_port_pool_threads(e.pool);
+  if (n > hv) n = hv;
+  if ((uint64_t)m * hv * d * d < 16384) n = 1;
+  gb_port_pool_run(e.pool, n, delta_heads, &task);
   matmul(e, sc, kind, cost, sc.xb2, sc.gdn_o, m, W[kMatO]);
 }
 
@@ -407,7 +424,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     GB_RETURN_IF(!kv_batchable(kv, pos, m), e.log, GB_ERR_CONTEXT_FULL, "forward: no room for %u tokens in the KV pool", m);
     GB_TRY(kv_begin_batch(kv, e.k, pos, m, e.log));
   }
-  GB_TRY(kv_delta_begin(kv, pos, m, e.log));
+  GB_TRY(kv_delta_begin(kv, e.k, pos, m, e.log));
 
   // Embedding rows (any stored format).
   for (uint32_t i = 0; i < m; i++) {

@@ -52,8 +52,8 @@ struct Scratch {
   float *conv;       // (m_max, max(3 * dim, conv_channels)) a recurrent layer's convolution inputs; nullptr without such layers
   float *gdn_z;      // (m_max, gdn_v_dim) a Gated DeltaNet layer's output gates; nullptr without such layers
   float *gdn_o;      // (m_max, gdn_v_dim) its outputs before W_out
-  float *gdn_u;      // (conv_channels) one position's convolved q, k, v
-  float *gdn_ab;     // (m_max, gdn_v_heads) twice: its alpha and beta products; then one position's decays and rates
+  float *gdn_u;      // (m_max, conv_channels) the convolved q, k, v
+  float *gdn_ab;     // (m_max, gdn_v_heads) four times: the alpha and beta products, the decays and rates
   float *gate;       // (m_max, q_dim) gated attention's gates; nullptr without them
   float *logits;     // (logit_rows, vocab)
   uint32_t logit_rows;

@@ -198,6 +198,7 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
     for (uint32_t l = 0, v = 0; l < c.n_layers; l++) dmap[l] = c.delta_layer(l) ? v++ : 0;
   kv->delta_map = dmap;
   memset(&kv->delta, 0, sizeof kv->delta);
+  kv->delta_fn = nullptr;
   if (p.delta_layers) {
     const size_t st = (size_t)p.delta_layers * p.delta_state();
     kv->delta.s = a.array<float>(st);
@@ -290,18 +291,6 @@ void kv_reset(KvPool *kv) {
   kv->delta.next = kv->delta.ck_pos = 0;
 }
 
-void kv_delta_rule(float *S, const float *k, const float *v, float g, float beta, uint32_t d) {
-  const float decay = expf(g);
-  for (size_t i = 0; i < (size_t)d * d; i++) S[i] *= decay;
-  for (uint32_t j = 0; j < d; j++) {
-    float *row = S + (size_t)j * d;
-    float sk = 0.0f;
-    for (uint32_t i = 0; i < d; i++) sk += row[i] * k[i];
-    const float dj = (v[j] - sk) * beta;
-    for (uint32_t i = 0; i < d; i++) row[i] += k[i] * dj;
-  }
-}
-
 namespace {
 
 // The update inputs of one logged position (kv.h, KvDelta) applied to the
@@ -313,15 +302,18 @@ void delta_replay(const KvPool *kv, float *st, uint32_t pos) {
     const float *e = kv->delta.log + ((size_t)(pos % p.delta_log) * p.delta_layers + l) * p.delta_entry();
     const float *k = e, *v = e + (size_t)hk * d, *g = v + (size_t)hv * d, *beta = g + hv;
     float *S = st + (size_t)l * p.delta_state();
-    for (uint32_t h = 0; h < hv; h++) kv_delta_rule(S + (size_t)h * d * d, k + (size_t)(h % hk) * d, v + (size_t)h * d, g[h], beta[h], d);
+    const gb_delta_rule_fn fn = kv->delta_fn ? kv->delta_fn : gb_delta_rule__generic;
+    for (uint32_t h = 0; h < hv; h++)
+      fn(S + (size_t)h * d * d, k + (size_t)(h % hk) * d, v + (size_t)h * d, nullptr, g[h], beta[h], d, nullptr);
   }
 }
 
 }  // namespace
 
-gb_status kv_delta_begin(KvPool *kv, uint32_t pos, uint32_t m, const Logger &log) {
+gb_status kv_delta_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {
   const KvPlan &p = kv->plan;
   if (!p.delta_layers) return GB_OK;
+  kv->delta_fn = k.delta_rule;
   GB_RETURN_IF(pos != kv->delta.next, log, GB_ERR_INTERNAL, "kv: a pass at position %u, the recurrent state is at %u", pos,
                kv->delta.next);
   if (!p.delta_log) return GB_OK;

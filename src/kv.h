@@ -196,6 +196,7 @@ struct KvPool {
   KvRing ring;
   KvConv conv;
   KvDelta delta;
+  gb_delta_rule_fn delta_fn;  // the passes' state update (kv_delta_begin); nullptr before the first
   uint32_t *delta_map;   // (n_model_layers) index among the Gated DeltaNet layers (others: 0)
   KvLayer *layers;       // (n_layers)
   // Per slot, shared by the layers.
@@ -231,7 +232,7 @@ struct KvPool {
 // tokens' slots, pages and records (state.cpp's kv codec).
 #define GB_KV_POOL_FIELDS(F)                                                                                          \
   F(NEST, plan) F(NEST, opt) F(SKIP, n_layers) F(SKIP, n_heads) F(SKIP, n_kv_heads) F(SKIP, head_dim) F(SKIP, n_ctx)    \
-  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, conv) F(OWN, delta) F(SKIP, delta_map) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
+  F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, conv) F(OWN, delta) F(SKIP, delta_fn) F(SKIP, delta_map) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
   F(OWN, n_free_slots) F(SAVE, n_tokens) F(SAVE, newest) F(SKIP, att) F(SKIP, mass) F(SKIP, wmass) F(OWN, head_w)      \
   F(SKIP, tmp) F(SKIP, planned) F(SKIP, order) F(SKIP, heap) F(SAVE, cur_slot) F(SKIP, batch_slot) F(SAVE, step)       \
   F(SAVE, reallocs) F(SAVE, requant) F(SAVE, evicted) F(SKIP, alloc_ns)
@@ -284,14 +285,11 @@ inline float *kv_conv_row(KvPool *kv, uint32_t model_layer, uint32_t pos) {
   const KvPlan &p = kv->plan;
   return kv->conv.rows + ((size_t)(kv->layer_map[model_layer] & ~kConvBit) * p.conv_cap + pos % p.conv_cap) * p.conv_dim;
 }
-// One Gated DeltaNet update of one value head's state S (d x d) by its key
-// k, value v (d each), decay g and rate beta: S <- exp(g) S, then
-// S <- S + (beta (v - S k)) k^T (row j of S: value dimension j).
-void kv_delta_rule(float *S, const float *k, const float *v, float g, float beta, uint32_t d);
 // Before a pass of m positions at pos on Gated DeltaNet layers: pos must be
 // the state's next position (GB_ERR_INTERNAL otherwise); the log makes room
-// for m entries (the checkpoint advances).
-gb_status kv_delta_begin(KvPool *kv, uint32_t pos, uint32_t m, const Logger &log);
+// for m entries (the checkpoint advances); the pool keeps k.delta_rule, the
+// update its replays use (the pass's own, so that they repeat its bits).
+gb_status kv_delta_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log);
 // The state of layer model_layer, and the log entry of position pos to
 // write (nullptr without a log).
 inline float *kv_delta_state(KvPool *kv, uint32_t model_layer) {

@@ -45,6 +45,7 @@ uint32_t isas_with_kernels() {
 #define GB_ATTN(isa, req, prio) m |= (req);
 #define GB_ATTN_FINISH(isa, req, prio) m |= (req);
 #define GB_KV_DEQUANT(isa, req, prio) m |= (req);
+#define GB_DELTA(isa, req, prio) m |= (req);
 #define GB_GEMM(fmt, id, isa, req, prio) m |= (req);
 #include "kernels.inc"
 #undef GB_GEMV
@@ -54,6 +55,7 @@ uint32_t isas_with_kernels() {
 #undef GB_ATTN
 #undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
+#undef GB_DELTA
 #undef GB_GEMM
   return m & ~(uint32_t)GB_ISA_GENERIC;
 }
@@ -141,6 +143,7 @@ TEST(Isa, KernelPrioritiesAreUniquePerSlot) {
 #define GB_ATTN(isa, req, prio) v.push_back({"attn", "attn__" #isa, (prio)});
 #define GB_ATTN_FINISH(isa, req, prio) v.push_back({"attn_finish", "attn_finish__" #isa, (prio)});
 #define GB_KV_DEQUANT(isa, req, prio) v.push_back({"kv_dequant", "kv_dequant__" #isa, (prio)});
+#define GB_DELTA(isa, req, prio) v.push_back({"delta_rule", "delta_rule__" #isa, (prio)});
 #define GB_GEMM(fmt, id, isa, req, prio) v.push_back({"gemm " + std::to_string(id), #fmt "_gemm__" #isa, (prio)});
 #include "kernels.inc"
 #undef GB_GEMV
@@ -149,6 +152,7 @@ TEST(Isa, KernelPrioritiesAreUniquePerSlot) {
 #undef GB_ATTN
 #undef GB_ATTN_FINISH
 #undef GB_KV_DEQUANT
+#undef GB_DELTA
 #undef GB_GEMM
   ASSERT_FALSE(v.empty());
   for (size_t i = 0; i < v.size(); i++) {
