@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define GB_VERSION_MAJOR 0
-#define GB_VERSION_MINOR 5
+#define GB_VERSION_MINOR 6
 #define GB_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define GB_VERSION_NUMBER (GB_VERSION_MAJOR * 10000 + GB_VERSION_MINOR * 100 + GB_VERSION_PATCH)
@@ -318,6 +318,21 @@ typedef struct gb_model_info {
   uint64_t locked_bytes; /* bytes locked in memory (GB_MODEL_LOAD_LOCK; 0
                             otherwise): the tensors locked plus the model's
                             own memory                                     */
+  /* Since 0.6: what mixes positions in each layer (a GGUF of a recurrent
+   * architecture opened in place; a .gbx holds attention layers only). */
+  uint32_t n_attention_layers;  /* layers with a KV cache                  */
+  uint32_t n_shortconv_layers;  /* gated short convolutions (lfm2)          */
+  uint32_t n_deltanet_layers;   /* Gated DeltaNet (qwen35)                  */
+  uint32_t conv_kernel;         /* taps of the recurrent layers' causal
+                                   convolution (0: none)                   */
+  uint64_t recurrent_bytes;     /* the fixed state of those layers, whatever
+                                   the context: each one's last
+                                   conv_kernel - 1 convolution inputs and
+                                   each DeltaNet value head's matrix, f32 (a
+                                   session's pool holds this plus the rows of
+                                   its longest batch, and with the
+                                   speculative gear a checkpoint and a log
+                                   of update inputs; gb_kv_pool_size)       */
 } gb_model_info;
 
 /* Open a model by mapping the file read-only (the platform's mmap): a .gbx,

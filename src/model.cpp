@@ -896,6 +896,15 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
   r.shared_classifier = t.shared_classifier;
   r.file_bytes = m->size + m->parts_bytes;
   r.n_params = m->n_params;
+  for (uint32_t l = 0; l < t.n_layers; l++) {
+    r.n_attention_layers += t.kind(l) == gb::kLayerAttention;
+    r.n_shortconv_layers += t.kind(l) == gb::kLayerShortConv;
+    r.n_deltanet_layers += t.kind(l) == gb::kLayerDeltaNet;
+  }
+  r.conv_kernel = t.conv_kernel;
+  if (t.conv_kernel)
+    r.recurrent_bytes = 4ull * (r.n_shortconv_layers + r.n_deltanet_layers) * (t.conv_kernel - 1) * t.conv_channels +
+                        4ull * r.n_deltanet_layers * t.gdn_v_heads * t.gdn_state * t.gdn_state;
   for (int g = 0; g < GB_GEAR_COUNT; g++) r.gear_bytes[g] = (m->gears >> g & 1) ? m->gear_section[g].size : 0;
   memcpy(r.name, t.name, sizeof r.name);
   r.default_gear = (gb_gear)t.default_gear;

@@ -28,7 +28,7 @@ class Session : public ::testing::Test {
 
 TEST_F(Session, VersionAndStatusStrings) {
   EXPECT_EQ(gb_version(), (uint32_t)GB_VERSION_NUMBER);
-  EXPECT_STREQ(gb_version_string(), "0.5.0");
+  EXPECT_STREQ(gb_version_string(), "0.6.0");
   for (int s = 0; s < 700; s++) EXPECT_NE(gb_status_str((gb_status)s), nullptr);
   EXPECT_STREQ(gb_status_str((gb_status)12345), "unknown status");
   EXPECT_STREQ(gb_status_str(GB_ERR_CONTEXT_FULL), "context full");

@@ -61,6 +61,11 @@ int gb_cli_info(int argc, char **argv) {
          (double)i.rope_theta, (double)i.norm_eps);
   printf("special      bos %d eos %d unk %d pad %d\n", i.bos_id, i.eos_id, i.unk_id, i.pad_id);
   printf("classifier   %s\n", i.shared_classifier ? "shared with embedding" : "separate");
+  if (i.n_shortconv_layers || i.n_deltanet_layers)
+    printf("layers       %u attention (KV cache), %u short-convolution, %u Gated DeltaNet: a recurrent state of %.1f KiB\n"
+           "             whatever the context (each recurrent layer's last %u convolution inputs, each DeltaNet\n"
+           "             head's matrix; f32), in the session's pool beside the KV cache\n",
+           i.n_attention_layers, i.n_shortconv_layers, i.n_deltanet_layers, (double)i.recurrent_bytes / 1024.0, i.conv_kernel - 1);
   static const char *const kOrigin[] = {"source not recorded", "rounded from the source's float weights",
                                          "the source's own values", "rounded again from quantized weights"};
   for (int g = 0; g < GB_GEAR_COUNT; g++)

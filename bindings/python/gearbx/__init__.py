@@ -444,6 +444,11 @@ class ModelInfo:
     tier_formats: tuple
     is_gguf: int  # 1: a GGUF file opened in place
     locked_bytes: int  # bytes locked in memory (load="lock")
+    n_attention_layers: int  # layers with a KV cache
+    n_shortconv_layers: int  # gated short convolutions (lfm2)
+    n_deltanet_layers: int  # Gated DeltaNet layers (qwen35)
+    conv_kernel: int  # taps of the recurrent layers' convolution (0: none)
+    recurrent_bytes: int  # the recurrent layers' fixed state, whatever the context
 
     @property
     def tiers(self) -> tuple:

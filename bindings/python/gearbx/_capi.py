@@ -1,4 +1,4 @@
-"""Low-level ctypes mirror of include/gearbx.h (version 0.5).
+"""Low-level ctypes mirror of include/gearbx.h (version 0.6).
 
 Everything here follows the C header one to one: the enums as tables of
 ints, the structs as ctypes.Structure subclasses with the C field names in
@@ -18,7 +18,7 @@ import os
 import threading
 
 # The C API version this binding mirrors (GB_VERSION_MAJOR / _MINOR).
-BINDING_VERSION = (0, 5)
+BINDING_VERSION = (0, 6)
 
 # ---------------------------------------------------------------------------
 # Enums (values of include/gearbx.h; never renumbered there)
@@ -175,6 +175,11 @@ class gb_model_info(ctypes.Structure):
         ("tier_formats", (ctypes.c_char * 32) * GB_GEAR_COUNT),
         ("is_gguf", ctypes.c_uint32),
         ("locked_bytes", ctypes.c_uint64),
+        ("n_attention_layers", ctypes.c_uint32),
+        ("n_shortconv_layers", ctypes.c_uint32),
+        ("n_deltanet_layers", ctypes.c_uint32),
+        ("conv_kernel", ctypes.c_uint32),
+        ("recurrent_bytes", ctypes.c_uint64),
     ]
 
 
