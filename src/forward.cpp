@@ -270,27 +270,43 @@ void swiglu(const Exec &e, float *h, const float *h2, uint32_t m, uint32_t hid) 
       &task);
 }
 
+// The rows a recurrent layer's convolution reads for position p of a pass
+// of m positions at pos: the taps' positions p - taps + 1 .. p, those of the
+// pass from its scratch rows (stride apart), older ones from the pool;
+// positions before 0 (or no longer held) read as nullptr, i.e. zeros.
+void conv_taps(const KvPool *kv, uint32_t l, uint32_t taps, uint32_t pos, uint32_t p, const float *scratch, size_t stride,
+               const float **rows) {
+  for (uint32_t j = 0; j < taps; j++) {
+    if (p + j + 1 < taps) {
+      rows[j] = nullptr;
+      continue;
+    }
+    const uint32_t q = p + j + 1 - taps;
+    rows[j] = q >= pos ? scratch + (size_t)(q - pos) * stride : kv_conv_find(kv, l, q);
+  }
+}
+
 // The mixer of short-convolution layer l (lfm2.cpp): xb's positions in,
-// sc.xb2 out. Each position's product B * X enters the pool's row for its
-// position; the convolution then reads, per channel, the rows of the
+// sc.xb2 out. Each position's product B * X (in place of its B rows) is its
+// convolution input; the convolution reads, per channel, the inputs of the
 // conv_kernel positions ending at its own (oldest tap first, positions
 // before 0 counting as 0, summed in that order in f32), and gates the
-// result by C before the output projection.
+// result by C before the output projection; the pass's last inputs then
+// enter the pool.
 void short_conv(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool *kv, const gb_model *mod, const TensorRef *W,
                 uint32_t l, uint32_t m, uint32_t pos) {
   const uint32_t dim = mod->meta.dim, taps = mod->meta.conv_kernel;
+  const size_t stride = 3 * (size_t)dim;
   matmul(e, sc, kind, cost, sc.conv, sc.xb, m, W[kMatQ]);
   for (uint32_t i = 0; i < m; i++) {
-    const float *bcx = sc.conv + (size_t)i * 3 * dim;
-    float *bx = kv_conv_row(kv, l, pos + i);
-    for (uint32_t c = 0; c < dim; c++) bx[c] = bcx[c] * bcx[2 * dim + c];
+    float *bcx = sc.conv + i * stride;
+    for (uint32_t c = 0; c < dim; c++) bcx[c] = bcx[c] * bcx[2 * dim + c];
   }
   const float *w = reinterpret_cast<const float *>(mod->conv_kernel[l].data);  // (dim, taps), F32
   const float *rows[kMaxConvKernel];
   for (uint32_t i = 0; i < m; i++) {
-    const uint32_t p = pos + i;
-    for (uint32_t j = 0; j < taps; j++) rows[j] = p + j + 1 >= taps ? kv_conv_find(kv, l, p + j + 1 - taps) : nullptr;
-    const float *cg = sc.conv + (size_t)i * 3 * dim + dim;
+    conv_taps(kv, l, taps, pos, pos + i, sc.conv, stride, rows);
+    const float *cg = sc.conv + i * stride + dim;
     float *out = sc.xb + (size_t)i * dim;
     for (uint32_t c = 0; c < dim; c++) {
       float sum = 0.0f;
@@ -299,16 +315,16 @@ void short_conv(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPoo
       out[c] = cg[c] * sum;
     }
   }
+  kv_conv_store(kv, l, pos, m, sc.conv, stride);
   matmul(e, sc, kind, cost, sc.xb2, sc.xb, m, W[kMatO]);
 }
 
 inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // The mixer of Gated DeltaNet layer l (qwen35.cpp): xb's positions in,
-// sc.xb2 out. Each position's q, k, v rows (before their convolution) enter
-// the pool's convolution row of its position; the convolution reads the
-// rows of the conv_kernel positions ending at its own, as the short
-// convolution does. Then each value head runs its positions in order
+// sc.xb2 out. Each position's q, k, v rows (before their convolution) are
+// its convolution inputs, read as the short convolution reads its own (the
+// pass's last ones then enter the pool). Then each value head runs its positions in order
 // through the state update and read-out (the kernel table's delta_rule),
 // heads shared among the pool's threads (a head's bits do not depend on the
 // split); the update inputs are logged when the pool keeps a log, so that a
@@ -358,12 +374,11 @@ void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool
   matmul(e, sc, kind, cost, brate, sc.xb, m, mod->gdn[1][l]);
   const float *dt = reinterpret_cast<const float *>(mod->gdn[2][l].data), *A = reinterpret_cast<const float *>(mod->gdn[3][l].data);
   const float *w = reinterpret_cast<const float *>(mod->conv_kernel[l].data);  // (C, taps), F32
-  for (uint32_t i = 0; i < m; i++) memcpy(kv_conv_row(kv, l, pos + i), sc.conv + (size_t)i * C, sizeof(float) * C);
   const float qscale = 1.0f / sqrtf((float)d);
   const float *rows[kMaxConvKernel];
   for (uint32_t i = 0; i < m; i++) {
     const uint32_t p = pos + i;
-    for (uint32_t j = 0; j < taps; j++) rows[j] = p + j + 1 >= taps ? kv_conv_find(kv, l, p + j + 1 - taps) : nullptr;
+    conv_taps(kv, l, taps, pos, p, sc.conv, C, rows);
     float *u = sc.gdn_u + (size_t)i * C;
     for (uint32_t ch = 0; ch < C; ch++) {
       float sum = 0.0f;
@@ -393,6 +408,7 @@ void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool
       memcpy(entry + qk + vd + hv, bi, sizeof(float) * hv);
     }
   }
+  kv_conv_store(kv, l, pos, m, sc.conv, C);
   DeltaTask task{&e.k, &c, kv_delta_state(kv, l), sc.gdn_u, sc.gdn_z, g, beta, sc.gdn_o, &mod->gdn[4][l], m};
   // One task per thread when the heads' work is worth a pool run.
   uint32_t n = gb_port_pool_threads(e.pool);
@@ -508,6 +524,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);
+  kv_conv_mark(kv, pos, m);
   if (kv->plan.delta_layers) kv->delta.next = pos + m;
   if (!want_logits) return GB_OK;
   add_and_norm(e, X, XB2, X, &mod->out_norm, m, dim, c.norm_eps);

@@ -100,7 +100,7 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
     p->conv_layers = n_conv;
     p->conv_taps = c.conv_kernel;
     p->conv_dim = c.conv_channels;
-    p->conv_cap = c.conv_kernel - 1 + run;
+    p->conv_cap = c.conv_kernel - 1 + (o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 0);
     p->conv_bytes = (uint64_t)n_conv * p->conv_cap * c.conv_channels * 4;
   }
   if (n_delta) {
@@ -310,6 +310,20 @@ void delta_replay(const KvPool *kv, float *st, uint32_t pos) {
 
 }  // namespace
 
+void kv_conv_store(KvPool *kv, uint32_t model_layer, uint32_t pos, uint32_t m, const float *rows, size_t stride) {
+  const KvPlan &p = kv->plan;
+  const uint32_t first = m > p.conv_cap ? m - p.conv_cap : 0;
+  float *base = kv->conv.rows + (size_t)(kv->layer_map[model_layer] & ~kConvBit) * p.conv_cap * p.conv_dim;
+  for (uint32_t i = first; i < m; i++)
+    memcpy(base + (size_t)((pos + i) % p.conv_cap) * p.conv_dim, rows + i * stride, sizeof(float) * p.conv_dim);
+}
+
+void kv_conv_mark(KvPool *kv, uint32_t pos, uint32_t m) {
+  const KvPlan &p = kv->plan;
+  if (!p.conv_layers) return;
+  for (uint32_t i = m > p.conv_cap ? m - p.conv_cap : 0; i < m; i++) kv->conv.pos[(pos + i) % p.conv_cap] = pos + i;
+}
+
 gb_status kv_delta_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {
   const KvPlan &p = kv->plan;
   if (!p.delta_layers) return GB_OK;
@@ -512,7 +526,6 @@ gb_status kv_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, const Logger &
   if (kv->snap) kv->snap[slot] = 0.0f;
   kv->cur_slot = slot;
   if (p.ring_layers) kv->ring.pos[pos % p.ring_cap] = pos;  // replaces position pos - ring_cap
-  if (p.conv_layers) kv->conv.pos[pos % p.conv_cap] = pos;  // the same for the convolutions' rows
   return GB_OK;
 }
 
@@ -703,10 +716,7 @@ bool kv_batchable(const KvPool *kv, uint32_t pos, uint32_t m) {
   // The batch's last token replaces position pos + m - 1 - ring_cap, which
   // its first query (reading from pos - window + 1) must not need.
   const bool ring_ok = !p.ring_layers || (uint64_t)m + p.ring_window <= (uint64_t)p.ring_cap + 1 || (uint64_t)pos + m <= p.ring_cap;
-  // The batch's rows replace positions up to pos + m - 1 - conv_cap, which
-  // its first position (reading from pos - conv_taps + 1) must not need.
-  const bool conv_ok = !p.conv_layers || (uint64_t)m + p.conv_taps <= (uint64_t)p.conv_cap + 1;
-  return !kv_policy_multi_level(p.policy) && kv_room(kv) >= m && kv->n_free_slots >= m && ring_ok && conv_ok;
+  return !kv_policy_multi_level(p.policy) && kv_room(kv) >= m && kv->n_free_slots >= m && ring_ok;
 }
 
 gb_status kv_begin_batch(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log) {

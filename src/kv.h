@@ -153,15 +153,16 @@ struct KvRing {
   uint32_t *pos;         // (ring_cap) position of the token at each index; kRingEmpty
   uint32_t *ids;         // (ring_cap) 0, 1, ...: the attention kernel's scale indexes
 };
-// The short-convolution layers' state: each such layer's products B * X
-// (forward.cpp) of the newest positions, the row of position p at index
-// p % conv_cap. A position reads the rows of itself and the conv_taps - 1
-// positions before it; conv_cap is conv_taps - 1 plus the longest run of
-// positions that may enter at once or be rolled back, so that a batch never
-// overwrites a row one of its positions reads and a rollback (speculative
-// decoding) finds the rows before it intact: the state of any position in
-// that run is at hand without a copy, and a rejected draft leaves it as if
-// the drafted tokens never ran.
+// The recurrent layers' convolution state: each such layer's convolution
+// inputs (lfm2: the products B * X; qwen35: the q, k, v rows) of the newest
+// positions, the row of position p at index p % conv_cap. A position reads
+// the rows of itself and the conv_taps - 1 positions before it: those of a
+// pass's own positions from the pass's scratch, the older ones from here. A
+// pass stores its last conv_cap rows (kv_conv_store). conv_cap is
+// conv_taps - 1, plus the longest run of positions that may be rolled back
+// (the speculative gear's verify pass) where one may be: a rollback then
+// finds the rows before its target intact, and a rejected draft leaves the
+// state as if the drafted tokens never ran.
 struct KvConv {
   float *rows;           // (conv_layers, conv_cap, conv_dim)
   uint32_t *pos;         // (conv_cap) position of the row at each index; kRingEmpty
@@ -279,12 +280,13 @@ bool kv_batchable(const KvPool *kv, uint32_t pos, uint32_t m);
 inline uint32_t kv_attn_cap(const KvPlan &p) { return p.ring_cap > p.cap ? p.ring_cap : p.cap; }
 constexpr uint32_t kRingBit = 0x80000000u;
 constexpr uint32_t kConvBit = 0x40000000u;
-// The row of position pos of short-convolution layer model_layer, to write
-// (its position entered with kv_begin / kv_begin_batch).
-inline float *kv_conv_row(KvPool *kv, uint32_t model_layer, uint32_t pos) {
-  const KvPlan &p = kv->plan;
-  return kv->conv.rows + ((size_t)(kv->layer_map[model_layer] & ~kConvBit) * p.conv_cap + pos % p.conv_cap) * p.conv_dim;
-}
+// After a pass of m positions at pos: recurrent layer model_layer's
+// convolution inputs of those positions (rows of conv_dim floats, stride
+// apart) enter the pool, the last conv_cap of them; then, once every layer
+// stored its rows, kv_conv_mark records their positions (until then the
+// pool's older rows stay readable by the pass's later layers).
+void kv_conv_store(KvPool *kv, uint32_t model_layer, uint32_t pos, uint32_t m, const float *rows, size_t stride);
+void kv_conv_mark(KvPool *kv, uint32_t pos, uint32_t m);
 // Before a pass of m positions at pos on Gated DeltaNet layers: pos must be
 // the state's next position (GB_ERR_INTERNAL otherwise); the log makes room
 // for m entries (the checkpoint advances); the pool keeps k.delta_rule, the

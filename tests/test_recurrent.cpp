@@ -110,7 +110,8 @@ gb_model *open(const std::string &path) {
 
 // The pool holds each kind of layer's state, sized before creation: the
 // attention layers' KV, the recurrent layers' convolution rows (their
-// older taps plus the longest run of positions that enters at once), and
+// older taps, plus the verify pass where the speculative gear may roll
+// back), and
 // the DeltaNet matrices (with a checkpoint and a log of that run's update
 // inputs only where the speculative gear may roll back).
 TEST(Recurrent, ThePoolHoldsEachLayerKindsState) {
@@ -151,7 +152,7 @@ TEST(Recurrent, ThePoolHoldsEachLayerKindsState) {
       EXPECT_EQ(s->kv.n_layers, w.attn) << w.arch;
       EXPECT_EQ(p.conv_layers, w.conv) << w.arch;
       EXPECT_EQ(p.conv_taps, w.taps) << w.arch;
-      EXPECT_EQ(p.conv_cap, w.taps - 1 + batch) << w.arch;
+      EXPECT_EQ(p.conv_cap, w.taps - 1) << w.arch;  // a batch's own inputs come from its scratch
       EXPECT_EQ(p.conv_bytes, 4ull * w.conv * p.conv_cap * w.channels) << w.arch;
       EXPECT_EQ(p.delta_layers, w.delta) << w.arch;
       EXPECT_EQ(p.delta_log, 0u) << w.arch;  // no rollback without the speculative gear
