@@ -1032,6 +1032,18 @@ typedef enum gb_chat_template {
   GB_CHAT_TEMPLATE_LLAMA31 = 13, /* "llama3.1": Llama 3.1 / 3.2 / 3.3: llama3 with a system
                                     turn that always carries the knowledge and today's
                                     date (gb_chat_options.date) */
+  /* Since 0.6: */
+  GB_CHAT_TEMPLATE_LFM2 = 14,  /* "lfm2": <|startoftext|> then ChatML; tools listed in the
+                                  system turn between <|tool_list_start|> and
+                                  <|tool_list_end|>, tool results between
+                                  <|tool_response_start|> and <|tool_response_end|> */
+  GB_CHAT_TEMPLATE_LFM25 = 15, /* "lfm2.5": <|startoftext|> then ChatML; tools listed in
+                                  the system turn; reasoning dropped from assistant
+                                  turns but the last */
+  GB_CHAT_TEMPLATE_QWEN35 = 16, /* "qwen3.5": Qwen3's reasoning blocks (every assistant
+                                   turn after the last user query gets one), tools in
+                                   an XML function format, the generation prompt opens
+                                   a <think> block */
   GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
 } gb_chat_template;
 

@@ -128,7 +128,14 @@ bool alternates(gb_chat_template t) { return t == GB_CHAT_TEMPLATE_LLAMA2 || t =
 // Templates with a turn for a tool's result.
 bool has_tool_role(gb_chat_template t) {
   return t == GB_CHAT_TEMPLATE_QWEN25 || t == GB_CHAT_TEMPLATE_QWEN3 || t == GB_CHAT_TEMPLATE_SMOLLM3 ||
-         t == GB_CHAT_TEMPLATE_LLAMA31;
+         t == GB_CHAT_TEMPLATE_LLAMA31 || t == GB_CHAT_TEMPLATE_LFM2 || t == GB_CHAT_TEMPLATE_LFM25 ||
+         t == GB_CHAT_TEMPLATE_QWEN35;
+}
+
+// Templates that write tool definitions without a call format gearbx
+// constrains replies to (the definitions are rendered, calls not parsed).
+bool renders_tools_only(gb_chat_template t) {
+  return t == GB_CHAT_TEMPLATE_LFM2 || t == GB_CHAT_TEMPLATE_LFM25 || t == GB_CHAT_TEMPLATE_QWEN35;
 }
 
 gb_status check_messages(gb_chat_template t, const gb_chat_message *msgs, size_t n) {
@@ -604,6 +611,164 @@ void render_smollm3(Out &o, const gb_chat_message *msgs, size_t n, bool gen, con
 }
 
 
+// LFM2 and LFM2.5: the BOS text, then a system turn when there is a system
+// message or tools: the system text, a newline when both, then "List of
+// tools: [" and each definition as json.dumps writes it, ", " between them,
+// then "]" (LFM2: the list between <|tool_list_start|> and
+// <|tool_list_end|>). Every other message is a ChatML turn with its role as
+// given (a later system message too); LFM2 wraps a tool result between
+// <|tool_response_start|> and <|tool_response_end|>; LFM2.5 keeps, of
+// assistant turns but the last assistant turn, what follows their last
+// "</think>", stripped.
+void render_lfm2(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x, bool v25) {
+  o.put("<|startoftext|>");
+  const bool sys = msg_at(msgs, 0).role == kSystem;
+  const Span sys_text = sys ? msg_at(msgs, 0).text : Span{"", 0};
+  if (sys_text.n || has_tools(x)) {
+    o.put("<|im_start|>system\n");
+    o.put(sys_text);
+    if (has_tools(x)) {
+      if (sys_text.n) o.put("\n");
+      o.put(v25 ? "List of tools: [" : "List of tools: <|tool_list_start|>[");
+      size_t cur = x.tools->root() + 1, v;
+      bool first = true;
+      while (x.tools->next_elem(&cur, &v)) {
+        if (!first) o.put(", ");
+        first = false;
+        json_dump_py(*x.tools, v, -1, o);
+      }
+      o.put(v25 ? "]" : "]<|tool_list_end|>");
+    }
+    o.put("<|im_end|>\n");
+  }
+  size_t last_assistant = n;
+  for (size_t k = sys ? 1 : 0; k < n; k++)
+    if (msg_at(msgs, k).role == kAssistant) last_assistant = k;
+  for (size_t k = sys ? 1 : 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    o.put("<|im_start|>");
+    o.put(m.role_name);
+    o.put("\n");
+    if (m.role == kTool && !v25) {
+      o.put("<|tool_response_start|>");
+      o.put(m.text);
+      o.put("<|tool_response_end|>");
+    } else if (m.role == kAssistant && v25 && k != last_assistant && span_find(m.text, "</think>", true) != m.text.n) {
+      put_stripped(o, span_sub(m.text, span_find(m.text, "</think>", true) + 8, m.text.n));
+    } else {
+      o.put(m.text);
+    }
+    o.put("<|im_end|>\n");
+  }
+  if (gen) o.put("<|im_start|>assistant\n");
+}
+
+// Qwen3.5: with tools, a system turn of the tool block (every definition as
+// json.dumps writes it, one per line inside <tools>, then the XML call
+// format's instructions) and then, after a blank line, the system text when
+// its stripped form is not empty; without, the stripped system text in a
+// turn of its own. Every text is stripped. The last user query is the last
+// user message that is not a tool response (its stripped text wrapped in
+// <tool_response> tags). An assistant text holding "</think>" is split: the
+// reasoning is what lies between the last "<think>" and the first
+// "</think>" (leading and trailing newlines dropped, then stripped), the
+// answer what follows the last "</think>" (leading newlines dropped). After
+// the last user query every assistant turn is "<think>\n" reasoning
+// "\n</think>\n\n" answer; before it, the answer alone. Tool results after
+// a message of another role open a user turn, each is "\n<tool_response>\n"
+// text "\n</tool_response>", and the last of a run closes it. The generation
+// prompt opens the assistant turn and a <think> block (thinking off: an
+// empty block).
+const char kQwen35ToolIntro[] = "# Tools\n\nYou have access to the following functions:\n\n<tools>";
+const char kQwen35ToolRules[] =
+    "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n"
+    "<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+    "<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n"
+    "</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified "
+    "format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags\n- Required "
+    "parameters MUST be specified\n- You may provide optional reasoning for your function call in natural language "
+    "BEFORE the function call, but NOT after\n- If there is no function call available, answer the question like "
+    "normal with your current knowledge and do not tell the user about function calls\n</IMPORTANT>";
+
+Span span_strip(Span s) {
+  const size_t b = lead_space(s);
+  if (b == s.n) return span_sub(s, s.n, s.n);
+  return span_sub(s, b, s.n - trail_space(s));
+}
+
+// Whether text, stripped, is a tool response as Qwen3.5's template tests it.
+bool qwen35_tool_response(Span text) {
+  const Span t = span_strip(text);
+  return t.n >= 15 && memcmp(t.p, "<tool_response>", 15) == 0 && t.n >= 16 && memcmp(t.p + t.n - 16, "</tool_response>", 16) == 0;
+}
+
+// The last user query's index, or n when there is none.
+size_t qwen35_last_query(const gb_chat_message *msgs, size_t n) {
+  for (size_t k = n; k-- > 0;) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role == kUser && !qwen35_tool_response(m.text)) return k;
+  }
+  return n;
+}
+
+void render_qwen35(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
+  const bool sys = msg_at(msgs, 0).role == kSystem;
+  if (has_tools(x)) {
+    o.put("<|im_start|>system\n");
+    o.put(kQwen35ToolIntro);
+    size_t cur = x.tools->root() + 1, v;
+    while (x.tools->next_elem(&cur, &v)) {
+      o.put("\n");
+      json_dump_py(*x.tools, v, -1, o);
+    }
+    o.put(kQwen35ToolRules);
+    if (sys && span_strip(msg_at(msgs, 0).text).n) {
+      o.put("\n\n");
+      o.put(span_strip(msg_at(msgs, 0).text));
+    }
+    o.put("<|im_end|>\n");
+  } else if (sys) {
+    o.put("<|im_start|>system\n");
+    o.put(span_strip(msg_at(msgs, 0).text));
+    o.put("<|im_end|>\n");
+  }
+  const size_t last_query = qwen35_last_query(msgs, n);
+  for (size_t k = sys ? 1 : 0; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    const Span text = span_strip(m.text);
+    if (m.role == kUser) {
+      o.put("<|im_start|>user\n");
+      o.put(text);
+      o.put("<|im_end|>\n");
+    } else if (m.role == kAssistant) {
+      Span answer = text, reasoning{text.p, 0};
+      const size_t close_last = span_find(text, "</think>", true);
+      if (close_last != text.n) {
+        answer = span_lstrip_nl(span_sub(text, close_last + 8, text.n));
+        Span before = span_rstrip_nl(span_sub(text, 0, span_find(text, "</think>", false)));
+        const size_t open = span_find(before, "<think>", true);
+        if (open != before.n) before = span_sub(before, open + 7, before.n);
+        reasoning = span_strip(span_lstrip_nl(before));
+      }
+      o.put("<|im_start|>assistant\n");
+      if (k > last_query) {
+        o.put("<think>\n");
+        o.put(reasoning);
+        o.put("\n</think>\n\n");
+      }
+      o.put(answer);
+      o.put("<|im_end|>\n");
+    } else {  // a tool result
+      if (k > 0 && msg_at(msgs, k - 1).role != kTool) o.put("<|im_start|>user");
+      o.put("\n<tool_response>\n");
+      o.put(text);
+      o.put("\n</tool_response>");
+      if (k + 1 == n || msg_at(msgs, k + 1).role != kTool) o.put("<|im_end|>\n");
+    }
+  }
+  if (gen) o.put(x.thinking ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
 void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
   switch (t) {
     case GB_CHAT_TEMPLATE_LLAMA2: render_llama2(o, msgs, n, gen); break;
@@ -619,6 +784,9 @@ void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, b
     case GB_CHAT_TEMPLATE_PHI4: render_phi4(o, msgs, n, gen); break;
     case GB_CHAT_TEMPLATE_SMOLLM3: render_smollm3(o, msgs, n, gen, x); break;
     case GB_CHAT_TEMPLATE_LLAMA31: render_llama31(o, msgs, n, gen, x); break;
+    case GB_CHAT_TEMPLATE_LFM2: render_lfm2(o, msgs, n, gen, x, false); break;
+    case GB_CHAT_TEMPLATE_LFM25: render_lfm2(o, msgs, n, gen, x, true); break;
+    case GB_CHAT_TEMPLATE_QWEN35: render_qwen35(o, msgs, n, gen, x); break;
     default: break;  // rejected by the caller
   }
 }
@@ -657,9 +825,12 @@ const TemplateInfo kTemplates[] = {
     {"phi4", kEotPhi4},        // GB_CHAT_TEMPLATE_PHI4
     {"smollm3", kEotSmol},     // GB_CHAT_TEMPLATE_SMOLLM3
     {"llama3.1", kEotLlama31}, // GB_CHAT_TEMPLATE_LLAMA31
+    {"lfm2", kEotChatml},      // GB_CHAT_TEMPLATE_LFM2
+    {"lfm2.5", kEotChatml},    // GB_CHAT_TEMPLATE_LFM25
+    {"qwen3.5", kEotQwen},     // GB_CHAT_TEMPLATE_QWEN35
 };
 constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
-static_assert(kNumTemplates == GB_CHAT_TEMPLATE_LLAMA31 + 1, "one entry per template");
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_QWEN35 + 1, "one entry per template");
 
 // The template's table entry, or nullptr for a value outside the enum.
 const TemplateInfo *info_of(gb_chat_template t) {
@@ -704,13 +875,23 @@ gb_status detect(const char *t, size_t n, gb_chat_template *out) {
   gb_chat_template id = GB_CHAT_TEMPLATE_NONE;
   if (has(t, n, "<|im_sep|>") && has(t, n, "<|im_start|>") && has(t, n, "<|im_end|>")) {
     id = GB_CHAT_TEMPLATE_PHI4;  // ChatML's markers with Phi-4's separator after the role
+  } else if (has(t, n, "<|im_start|>") && has(t, n, "List of tools: ") && has(t, n, "bos_token")) {
+    // LFM2's family: the tools listed in the system turn; LFM2's own marks
+    // the list and the results, LFM2.5's drops past reasoning instead.
+    if (has(t, n, "<|tool_list_start|>") && has(t, n, "<|tool_response_start|>") && !has(t, n, "</think>"))
+      id = GB_CHAT_TEMPLATE_LFM2;
+    else if (!has(t, n, "<|tool_list_start|>") && has(t, n, "keep_past_thinking"))
+      id = GB_CHAT_TEMPLATE_LFM25;
   } else if (has(t, n, "<|im_start|>")) {
     // Reasoning templates rewrite assistant turns: Qwen3's (it splits them
     // at "</think>" and finds the last user query) is built in; others
     // with <think> blocks (Qwen3.5's, which also renders images; QwQ's)
     // render differently. SmolLM3's has its own system header (below).
     if (has(t, n, "<think>")) {
-      if (has(t, n, "Reasoning Mode: ") && has(t, n, "## Custom Instructions") && has(t, n, "/no_think") &&
+      if (has(t, n, "last_query_index") && has(t, n, "<function=") && has(t, n, "<parameter=") &&
+          has(t, n, "reasoning_content"))
+        id = GB_CHAT_TEMPLATE_QWEN35;  // Qwen3.5's: its XML tool calls (images are not rendered here)
+      else if (has(t, n, "Reasoning Mode: ") && has(t, n, "## Custom Instructions") && has(t, n, "/no_think") &&
           !has(t, n, "Today Date") && !has(t, n, "strftime_now"))
         id = GB_CHAT_TEMPLATE_SMOLLM3;
       else if (has(t, n, "last_query_index") && has(t, n, "reasoning_content") && !has(t, n, "vision") && !has(t, n, "image"))
@@ -791,12 +972,21 @@ gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t 
       (o.thinking != 0 && o.thinking != 1))
     return GB_ERR_INVALID_ARGUMENT;
   GB_TRY(check_messages(t, msgs, n));
+  if (t == GB_CHAT_TEMPLATE_QWEN35) {
+    // Qwen3.5's template raises for a system message after the first and
+    // for a conversation without a user query.
+    for (size_t k = 1; k < n; k++)
+      if (msg_at(msgs, k).role == kSystem)
+        return fail(log, GB_ERR_INVALID_ARGUMENT, "qwen3.5: a system message after the first (message %zu)", k);
+    if (qwen35_last_query(msgs, n) == n)
+      return fail(log, GB_ERR_INVALID_ARGUMENT, "qwen3.5: no user message that is not a tool response");
+  }
   Extra x;
   x.thinking = o.thinking == 1;
   if (o.date) x.date = span_of(o.date);
   JsonDoc tools{o.tools, o.tools_len};
   if (o.tools) {
-    if (tool_format(t) == kNoToolFormat)
+    if (tool_format(t) == kNoToolFormat && !renders_tools_only(t))
       return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "chat template %s has no tool definitions", chat_template_name(t));
     GB_TRY(tools_check(tools, log));
     x.tools = &tools;

@@ -525,7 +525,7 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);
   kv_conv_mark(kv, pos, m);
-  if (kv->plan.delta_layers) kv->delta.next = pos + m;
+  kv_delta_end(kv, pos, m);
   if (!want_logits) return GB_OK;
   add_and_norm(e, X, XB2, X, &mod->out_norm, m, dim, c.norm_eps);
   matmul(e, sc, kind, cost, sc.logits, X, m, *w.classifier);

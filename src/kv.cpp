@@ -106,13 +106,12 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   if (n_delta) {
     // The Gated DeltaNet layers' matrices (kv.h, KvDelta), at f32 under
     // every policy; with the speculative gear (the one path that rolls
-    // back) also a checkpoint and a log of its verify pass's positions or a
-    // prefill chunk's, whichever is longer.
+    // back) also a checkpoint and a log of one verify pass's positions.
     p->delta_layers = n_delta;
     p->delta_k_heads = c.gdn_k_heads;
     p->delta_v_heads = c.gdn_v_heads;
     p->delta_dim = c.gdn_state;
-    p->delta_log = o.gear == GB_GEAR_SPEC ? run : 0;
+    p->delta_log = o.gear == GB_GEAR_SPEC ? o.spec_k + 1 : 0;
     const uint64_t st = (uint64_t)n_delta * p->delta_state() * 4;
     p->delta_bytes = st + (p->delta_log ? st + (uint64_t)p->delta_log * n_delta * p->delta_entry() * 4 : 0);
   }
@@ -330,10 +329,27 @@ gb_status kv_delta_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t
   kv->delta_fn = k.delta_rule;
   GB_RETURN_IF(pos != kv->delta.next, log, GB_ERR_INTERNAL, "kv: a pass at position %u, the recurrent state is at %u", pos,
                kv->delta.next);
+  kv->delta.unlogged = false;
   if (!p.delta_log) return GB_OK;
-  GB_RETURN_IF(m > p.delta_log, log, GB_ERR_INTERNAL, "kv: a pass of %u positions, the recurrent log holds %u", m, p.delta_log);
+  // A pass longer than the log (a prompt chunk: never rolled back) is not
+  // logged; the checkpoint becomes the state after it (kv_delta_end).
+  if (m > p.delta_log) {
+    kv->delta.unlogged = true;
+    return GB_OK;
+  }
   while (kv->delta.next + m - kv->delta.ck_pos > p.delta_log) delta_replay(kv, kv->delta.ck, kv->delta.ck_pos++);
   return GB_OK;
+}
+
+void kv_delta_end(KvPool *kv, uint32_t pos, uint32_t m) {
+  const KvPlan &p = kv->plan;
+  if (!p.delta_layers) return;
+  kv->delta.next = pos + m;
+  if (kv->delta.unlogged) {
+    memcpy(kv->delta.ck, kv->delta.s, sizeof(float) * p.delta_layers * p.delta_state());
+    kv->delta.ck_pos = kv->delta.next;
+    kv->delta.unlogged = false;
+  }
 }
 
 uint32_t kv_room(const KvPool *kv) {

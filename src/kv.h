@@ -184,6 +184,7 @@ struct KvDelta {
   float *ck;     // (delta_layers, delta_state) the state after positions < ck_pos; nullptr without a log
   float *log;    // (delta_log, delta_layers, delta_entry)
   uint32_t next, ck_pos;
+  bool unlogged;  // the pass under way is longer than the log (not logged)
 };
 constexpr uint32_t kRingEmpty = 0xffffffffu;
 constexpr uint32_t kRingBlock = 32;
@@ -289,9 +290,13 @@ void kv_conv_store(KvPool *kv, uint32_t model_layer, uint32_t pos, uint32_t m, c
 void kv_conv_mark(KvPool *kv, uint32_t pos, uint32_t m);
 // Before a pass of m positions at pos on Gated DeltaNet layers: pos must be
 // the state's next position (GB_ERR_INTERNAL otherwise); the log makes room
-// for m entries (the checkpoint advances); the pool keeps k.delta_rule, the
-// update its replays use (the pass's own, so that they repeat its bits).
+// for m entries (the checkpoint advances), or, for a pass longer than the
+// log, the pass goes unlogged; the pool keeps k.delta_rule, the update its
+// replays use (the pass's own, so that they repeat its bits). After the
+// pass, kv_delta_end: the state stands at pos + m (after an unlogged pass
+// the checkpoint is that state).
 gb_status kv_delta_begin(KvPool *kv, const gb_kernels &k, uint32_t pos, uint32_t m, const Logger &log);
+void kv_delta_end(KvPool *kv, uint32_t pos, uint32_t m);
 // The state of layer model_layer, and the log entry of position pos to
 // write (nullptr without a log).
 inline float *kv_delta_state(KvPool *kv, uint32_t model_layer) {
@@ -299,7 +304,7 @@ inline float *kv_delta_state(KvPool *kv, uint32_t model_layer) {
 }
 inline float *kv_delta_entry(KvPool *kv, uint32_t model_layer, uint32_t pos) {
   const KvPlan &p = kv->plan;
-  if (!p.delta_log) return nullptr;
+  if (!p.delta_log || kv->delta.unlogged) return nullptr;
   return kv->delta.log + ((size_t)(pos % p.delta_log) * p.delta_layers + kv->delta_map[model_layer]) * p.delta_entry();
 }
 // The same row to read; nullptr when the pool does not hold position pos

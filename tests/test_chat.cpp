@@ -51,11 +51,29 @@ std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
   return apply(t, m, N, gen);
 }
 
+// The text of t over m[0..n) with the tools JSON (a generation prompt;
+// thinking on or off).
+std::string apply_tools(gb_chat_template t, const gb_chat_message *m, size_t n, const char *tools, int thinking = 1) {
+  gb_chat_options o;
+  gb_chat_options_init(&o);
+  o.tools = tools;
+  o.tools_len = strlen(tools);
+  o.add_assistant_prompt = 1;
+  o.thinking = thinking;
+  size_t need = 0;
+  EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, nullptr, 0, &need), GB_ERR_BUFFER_TOO_SMALL);
+  std::vector<char> buf(need);
+  size_t len = 0;
+  EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, buf.data(), buf.size(), &len), GB_OK);
+  return std::string(buf.data(), len);
+}
+
 const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
                                  GB_CHAT_TEMPLATE_ZEPHYR, GB_CHAT_TEMPLATE_PHI3,   GB_CHAT_TEMPLATE_GEMMA,
                                  GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3,
                                  GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4, GB_CHAT_TEMPLATE_SMOLLM3,
-                                 GB_CHAT_TEMPLATE_LLAMA31};
+                                 GB_CHAT_TEMPLATE_LLAMA31, GB_CHAT_TEMPLATE_LFM2, GB_CHAT_TEMPLATE_LFM25,
+                                 GB_CHAT_TEMPLATE_QWEN35};
 
 // Template values outside the enum are passed from C (tests/c_caller.c),
 // where an enum parameter may hold any int.
@@ -189,6 +207,85 @@ TEST(ChatTemplate, Qwen3) {
             "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\na<|im_end|>\n"
             "<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nb"
             "<|im_end|>\n");
+}
+
+// LFM2.5 and LFM2: the BOS text, the system turn (with the tool list when
+// there are tools), ChatML turns; LFM2.5 drops past reasoning, LFM2 marks
+// the tool list and tool results. (The expected texts are what the models'
+// Jinja templates render, with Hugging Face's settings.)
+TEST(ChatTemplate, Lfm25) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_LFM25;
+  const gb_chat_message history[] = {{"system", "Be brief."},
+                                     {"user", "Hi"},
+                                     {"assistant", "<think>x</think>  Hello "},
+                                     {"user", "Again"},
+                                     {"assistant", "<think>y</think>Yes"}};
+  EXPECT_EQ(apply(t, history, 0),
+            "<|startoftext|><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+            "Hello<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n<think>y</think>Yes<|im_end|>\n");
+  const gb_chat_message hi[] = {{"user", "Hi"}};
+  EXPECT_EQ(apply(t, hi, 1), "<|startoftext|><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  const gb_chat_message with_tool[] = {{"system", "S"}, {"user", "w?"}, {"tool", "42"}};
+  EXPECT_EQ(apply_tools(t, with_tool, 3, "[{\"type\":\"function\",\"function\":{\"name\":\"get\",\"parameters\":{\"type\":\"object\"}}},"
+                                         "{\"name\":\"two\"}]"),
+            "<|startoftext|><|im_start|>system\nS\nList of tools: [{\"type\": \"function\", \"function\": {\"name\": \"get\", "
+            "\"parameters\": {\"type\": \"object\"}}}, {\"name\": \"two\"}]<|im_end|>\n<|im_start|>user\nw?<|im_end|>\n"
+            "<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(apply_tools(t, hi, 1, "[{\"name\":\"one\",\"d\":\"\xc3\xa9\"}]"),
+            "<|startoftext|><|im_start|>system\nList of tools: [{\"name\": \"one\", \"d\": \"\xc3\xa9\"}]<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, Lfm2) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_LFM2;
+  const gb_chat_message m[] = {{"system", "S"}, {"user", "w?"}, {"assistant", "<think>a</think>b"}, {"tool", "42"}};
+  EXPECT_EQ(apply_tools(t, m, 4, "[{\"name\":\"get\"},{\"name\":\"two\"}]"),
+            "<|startoftext|><|im_start|>system\nS\nList of tools: <|tool_list_start|>[{\"name\": \"get\"}, {\"name\": \"two\"}]"
+            "<|tool_list_end|><|im_end|>\n<|im_start|>user\nw?<|im_end|>\n<|im_start|>assistant\n<think>a</think>b<|im_end|>\n"
+            "<|im_start|>tool\n<|tool_response_start|>42<|tool_response_end|><|im_end|>\n<|im_start|>assistant\n");
+  // An empty system message and no tools: no system turn.
+  const gb_chat_message empty_sys[] = {{"system", ""}, {"user", "Hi"}};
+  EXPECT_EQ(apply(t, empty_sys, 1), "<|startoftext|><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// Qwen3.5: texts stripped; after the last user query every assistant turn
+// gets a reasoning block; tool results share a user turn; the generation
+// prompt opens a <think> block (an empty one with thinking off).
+TEST(ChatTemplate, Qwen35) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_QWEN35;
+  const gb_chat_message history[] = {{"system", "  Be brief. "},
+                                     {"user", " 2+2? "},
+                                     {"assistant", "<think>\nadd\n</think>\n\n4"},
+                                     {"user", "3+3?"},
+                                     {"assistant", "6"}};
+  EXPECT_EQ(apply(t, history, 1),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+            "<|im_start|>user\n3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n6<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n");
+  const gb_chat_message tools[] = {
+      {"user", "q"}, {"assistant", "x<think>r3</think>y</think>z"}, {"tool", "r1"}, {"tool", "r2"}, {"assistant", "done"}};
+  EXPECT_EQ(apply(t, tools, 0),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr3\n</think>\n\nz<|im_end|>\n<|im_start|>user\n"
+            "<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+            "<think>\n\n</think>\n\ndone<|im_end|>\n");
+  const gb_chat_message sys_user[] = {{"system", "S"}, {"user", "w?"}};
+  const std::string with_tools = apply_tools(t, sys_user, 2, "[{\"name\":\"get\",\"parameters\":{\"type\":\"object\"}}]", 0);
+  EXPECT_EQ(with_tools.rfind("<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n"
+                             "{\"name\": \"get\", \"parameters\": {\"type\": \"object\"}}\n</tools>\n\nIf you choose",
+                             0),
+            0u);
+  const std::string tail = "</IMPORTANT>\n\nS<|im_end|>\n<|im_start|>user\nw?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  ASSERT_GE(with_tools.size(), tail.size());
+  EXPECT_EQ(with_tools.substr(with_tools.size() - tail.size()), tail);
+  EXPECT_NE(with_tools.find("<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>"),
+            std::string::npos);
+  // What its template raises for.
+  char buf[256];
+  size_t n = 0;
+  const gb_chat_message late[] = {{"user", "a"}, {"system", "late"}};
+  EXPECT_EQ(gb_chat_apply(t, late, 2, 1, buf, sizeof buf, &n), GB_ERR_INVALID_ARGUMENT);
+  const gb_chat_message no_query[] = {{"user", "<tool_response>x</tool_response>"}};
+  EXPECT_EQ(gb_chat_apply(t, no_query, 1, 1, buf, sizeof buf, &n), GB_ERR_INVALID_ARGUMENT);
 }
 
 TEST(ChatTemplate, Zephyr) {
@@ -400,7 +497,7 @@ TEST(ChatApply, Misuse) {
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
-  for (int32_t bad : {0, 14, -1, 1000, 0x7fffffff})
+  for (int32_t bad : {0, 17, -1, 1000, 0x7fffffff})
     EXPECT_EQ(gbt_c_chat_apply(bad, kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
         << bad;
   for (gb_chat_template tt : kAll) {
@@ -417,7 +514,8 @@ TEST(ChatApply, Misuse) {
   // A tool result only where the template has a turn for it.
   for (gb_chat_template tt : kAll) {
     const bool takes = tt == GB_CHAT_TEMPLATE_QWEN25 || tt == GB_CHAT_TEMPLATE_QWEN3 ||
-                       tt == GB_CHAT_TEMPLATE_SMOLLM3 || tt == GB_CHAT_TEMPLATE_LLAMA31;
+                       tt == GB_CHAT_TEMPLATE_SMOLLM3 || tt == GB_CHAT_TEMPLATE_LLAMA31 || tt == GB_CHAT_TEMPLATE_LFM2 ||
+                       tt == GB_CHAT_TEMPLATE_LFM25 || tt == GB_CHAT_TEMPLATE_QWEN35;
     const gb_chat_message tool[] = {{"user", "a"}, {"tool", "b"}};
     size_t n = 77;
     char big[4096];  // smollm3 writes its default instructions
@@ -439,12 +537,15 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
   for (gb_chat_template t : kAll) {
     const bool strict = t == GB_CHAT_TEMPLATE_LLAMA2 || t == GB_CHAT_TEMPLATE_GEMMA;
     const gb_status want = strict ? GB_ERR_INVALID_ARGUMENT : GB_OK;
+    // Qwen3.5's template raises for a system message after the first and
+    // without a user query, not for the order of the others.
+    const gb_status want_q = t == GB_CHAT_TEMPLATE_QWEN35 ? GB_ERR_INVALID_ARGUMENT : want;
     const char *name = gb_chat_template_name(t);
     EXPECT_EQ(gb_chat_apply(t, assistant_first, 2, 1, buf, sizeof buf, &n_out), want) << name;
     EXPECT_EQ(gb_chat_apply(t, two_users, 2, 1, buf, sizeof buf, &n_out), want) << name;
-    EXPECT_EQ(gb_chat_apply(t, late_system, 2, 1, buf, sizeof buf, &n_out), want) << name;
-    EXPECT_EQ(gb_chat_apply(t, two_systems, 3, 1, buf, sizeof buf, &n_out), want) << name;
-    EXPECT_EQ(gb_chat_apply(t, system_then_assistant, 2, 1, buf, sizeof buf, &n_out), want) << name;
+    EXPECT_EQ(gb_chat_apply(t, late_system, 2, 1, buf, sizeof buf, &n_out), want_q) << name;
+    EXPECT_EQ(gb_chat_apply(t, two_systems, 3, 1, buf, sizeof buf, &n_out), want_q) << name;
+    EXPECT_EQ(gb_chat_apply(t, system_then_assistant, 2, 1, buf, sizeof buf, &n_out), want_q) << name;
   }
 }
 
@@ -452,14 +553,15 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
 
 TEST(ChatTemplate, Names) {
   const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
-                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3", "llama3.1"};
+                               "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3", "llama3.1",
+                               "lfm2",   "lfm2.5",  "qwen3.5"};
   for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
     EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
     ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
     EXPECT_EQ(t, kAll[i]);
   }
-  for (int32_t bad : {0, 14, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
+  for (int32_t bad : {0, 17, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
   gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
   for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
     EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
@@ -487,6 +589,9 @@ TEST(ChatTemplate, EndOfTurnStrings) {
       {GB_CHAT_TEMPLATE_PHI4, {"<|im_end|>", "<|endoftext|>"}},
       {GB_CHAT_TEMPLATE_SMOLLM3, {"<|im_end|>", "<|end_of_text|>"}},
       {GB_CHAT_TEMPLATE_LLAMA31, {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"}},
+      {GB_CHAT_TEMPLATE_LFM2, {"<|im_end|>"}},
+      {GB_CHAT_TEMPLATE_LFM25, {"<|im_end|>"}},
+      {GB_CHAT_TEMPLATE_QWEN35, {"<|im_end|>", "<|endoftext|>"}},
   };
   for (const Want &w : wants) {
     const char *const *s = nullptr;
@@ -499,7 +604,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
   const char *const *s = nullptr;
   size_t n = 5;
   EXPECT_EQ(gbt_c_chat_eot_strings(0, &s, &n), GB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(gbt_c_chat_eot_strings(14, &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gbt_c_chat_eot_strings(17, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gbt_c_chat_eot_strings(-3, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
@@ -588,6 +693,26 @@ const char kJinjaLlama31[] =
     "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}{{- 'Cutting Knowledge Date: December 2023\\n' }}"
     "{{- 'Today Date: ' + date_string + '\\n\\n' }}{{- system_message }}{{- '<|eot_id|>' }}";
 
+// LFM2's markers: the BOS, the tool list in the system turn, its markers.
+const char kJinjaLfm2[] =
+    "{{- bos_token -}}{%- if tools -%}{%- set ns.system_prompt = ns.system_prompt + \"List of tools: <|tool_list_start|>[\" -%}"
+    "{%- endif -%}{{- \"<|im_start|>system\\n\" + ns.system_prompt + \"<|im_end|>\\n\" -}}"
+    "{%- set content = \"<|tool_response_start|>\" + content + \"<|tool_response_end|>\" -%}";
+
+// LFM2.5's: the same list without markers, past reasoning dropped.
+const char kJinjaLfm25[] =
+    "{{- bos_token -}}{%- set keep_past_thinking = keep_past_thinking | default(false) -%}"
+    "{%- set ns.system_prompt = ns.system_prompt + \"List of tools: [\" -%}"
+    "{{- \"<|im_start|>system\\n\" + ns.system_prompt + \"<|im_end|>\\n\" -}}"
+    "{%- set content = content.split(\"</think>\")[-1] | trim -%}";
+
+// Qwen3.5's: Qwen3's reasoning markers with its XML tool calls and images.
+const char kJinjaQwen35[] =
+    "{%- set image_count = namespace(value=0) %}{{- '<|vision_start|><|image_pad|><|vision_end|>' }}"
+    "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}"
+    "{%- if message.reasoning_content is string %}{%- endif %}{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"
+    "{{- '<parameter=' + args_name + '>\\n' }}{{- '<|im_start|>' + message.role + '\\n<think>\\n' }}";
+
 gb_status detect(const char *text, gb_chat_template *out) { return gb_chat_template_detect(text, strlen(text), out); }
 
 TEST(ChatDetect, EachFamily) {
@@ -602,7 +727,8 @@ TEST(ChatDetect, EachFamily) {
       {kJinjaPhi3, GB_CHAT_TEMPLATE_PHI3},     {kJinjaGemma, GB_CHAT_TEMPLATE_GEMMA},
       {kJinjaQwen3, GB_CHAT_TEMPLATE_QWEN3},   {kJinjaPhi4Mini, GB_CHAT_TEMPLATE_PHI4_MINI},
       {kJinjaPhi4, GB_CHAT_TEMPLATE_PHI4},     {kJinjaSmolLM3, GB_CHAT_TEMPLATE_SMOLLM3},
-      {kJinjaLlama31, GB_CHAT_TEMPLATE_LLAMA31},
+      {kJinjaLlama31, GB_CHAT_TEMPLATE_LLAMA31}, {kJinjaLfm2, GB_CHAT_TEMPLATE_LFM2},
+      {kJinjaLfm25, GB_CHAT_TEMPLATE_LFM25},     {kJinjaQwen35, GB_CHAT_TEMPLATE_QWEN35},
   };
   for (const Case &c : cases) {
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;

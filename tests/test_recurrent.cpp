@@ -164,7 +164,7 @@ TEST(Recurrent, ThePoolHoldsEachLayerKindsState) {
     // The speculative gear's verify pass (spec_k + 1 positions) and rollback.
     gb_model *f = open(f32_file(w.arch));
     ASSERT_NE(f, nullptr);
-    gb_session_options so = options(GB_GEAR_SPEC, 1, 1);
+    gb_session_options so = options(GB_GEAR_SPEC, 1, 64);  // prompt chunks longer than the verify pass
     so.spec_verify_gear = GB_GEAR_F32;
     so.spec_k = 6;
     gb_session *s = nullptr;
@@ -269,17 +269,20 @@ TEST(Recurrent, SpeculativeGreedyIsTheVerifiers) {
   ASSERT_NE(m, nullptr);
   const uint32_t steps = gbt::test_scale() >= 1.0 ? 48 : 16;
   const Steps ref = prompt_then_decode(m, options(GB_GEAR_F32, 1, 4), steps);
+  // (Prompt chunks longer than the verify pass, 4 against k = 1 and 16
+  // against k = 3, are not logged: the checkpoint is the state after them.)
   struct Cfg {
     uint32_t k;
     gb_gear draft;
-  } cfgs[] = {{1, GB_GEAR_LOW}, {3, GB_GEAR_LOW}, {6, GB_GEAR_LOW}, {4, GB_GEAR_MID}};
+    uint32_t batch;
+  } cfgs[] = {{1, GB_GEAR_LOW, 4}, {3, GB_GEAR_LOW, 4}, {3, GB_GEAR_LOW, 16}, {6, GB_GEAR_LOW, 4}, {4, GB_GEAR_MID, 4}};
   for (const Cfg &c : cfgs) {
-    gb_session_options so = options(GB_GEAR_SPEC, 1, 4);
+    gb_session_options so = options(GB_GEAR_SPEC, 1, c.batch);
     so.spec_verify_gear = GB_GEAR_F32;
     so.spec_draft_gear = c.draft;
     so.spec_k = c.k;
     const Steps r = prompt_then_decode(m, so, steps);
-    EXPECT_EQ(r.tokens, ref.tokens) << arch << " spec_k " << c.k << " draft " << gb_gear_name(c.draft);
+    EXPECT_EQ(r.tokens, ref.tokens) << arch << " spec_k " << c.k << " draft " << gb_gear_name(c.draft) << " batch " << c.batch;
   }
   gb_model_close(m);
   }

@@ -539,8 +539,10 @@ TEST(ToolCalls, Misuse) {
   EXPECT_EQ(gb_tool_calls_parse(t, text.data(), text.size(), calls, 2, &n, nullptr), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_tool_calls_parse(t, nullptr, 0, calls, 2, &n, &content), GB_OK);
   EXPECT_EQ(n, 0u);
-  for (gb_chat_template bad : {GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML, GB_CHAT_TEMPLATE_SMOLLM3,
-                               GB_CHAT_TEMPLATE_NONE, (gb_chat_template)99})
+  // (lfm2, lfm2.5 and qwen3.5 render tool definitions; their calls are not
+  // parsed.)
+  for (gb_chat_template bad : {GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML, GB_CHAT_TEMPLATE_SMOLLM3, GB_CHAT_TEMPLATE_LFM2,
+                               GB_CHAT_TEMPLATE_LFM25, GB_CHAT_TEMPLATE_QWEN35, GB_CHAT_TEMPLATE_NONE, (gb_chat_template)99})
     EXPECT_EQ(gb_tool_calls_parse(bad, text.data(), text.size(), calls, 2, &n, &content), GB_ERR_UNSUPPORTED_FEATURE);
   // Every prefix: a status, never a read past the end (ASan).
   for (size_t k = 0; k <= text.size(); k++) {

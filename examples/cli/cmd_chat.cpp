@@ -47,7 +47,8 @@
 namespace {
 
 const char kTemplates[] =
-    "llama2, llama3, llama3.1, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3, phi4-mini, phi4, smollm3";
+    "llama2, llama3, llama3.1, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3, qwen3.5, phi4-mini, phi4, smollm3, "
+    "lfm2, lfm2.5";
 
 int chat_usage() {
   fprintf(stderr,

@@ -47,19 +47,21 @@ void check_template(gb_chat_template t) {
     if (!eot[i] || !eot[i][0]) fuzz_fail("empty eot string");
 }
 
-bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_LLAMA31; }
+bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_QWEN35; }
 
-// Templates that strip contents (llama2, llama3, gemma; llama3.1, which
-// also writes a tool's result as a JSON string).
+// Templates that strip contents (llama2, llama3, gemma, qwen3.5; llama3.1,
+// which also writes a tool's result as a JSON string; lfm2.5, which strips
+// the answers of past assistant turns).
 bool trims(int32_t v) {
   return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA ||
-         v == GB_CHAT_TEMPLATE_LLAMA31;
+         v == GB_CHAT_TEMPLATE_LLAMA31 || v == GB_CHAT_TEMPLATE_QWEN35 || v == GB_CHAT_TEMPLATE_LFM25;
 }
 
 // Templates with a turn for a tool's result.
 bool tool_role(int32_t v) {
   return v == GB_CHAT_TEMPLATE_QWEN25 || v == GB_CHAT_TEMPLATE_QWEN3 || v == GB_CHAT_TEMPLATE_SMOLLM3 ||
-         v == GB_CHAT_TEMPLATE_LLAMA31;
+         v == GB_CHAT_TEMPLATE_LLAMA31 || v == GB_CHAT_TEMPLATE_LFM2 || v == GB_CHAT_TEMPLATE_LFM25 ||
+         v == GB_CHAT_TEMPLATE_QWEN35;
 }
 
 }  // namespace
@@ -125,7 +127,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (const gb_chat_message &m : msgs)
         odd_role = odd_role || (strcmp(m.role, "system") != 0 && strcmp(m.role, "user") != 0 &&
                                 strcmp(m.role, "assistant") != 0 && !(tool_role(tv) && strcmp(m.role, "tool") == 0));
-      const bool alternates = tv == GB_CHAT_TEMPLATE_LLAMA2 || tv == GB_CHAT_TEMPLATE_GEMMA;
+      // (qwen3.5 also refuses a later system message and a conversation
+      // without a user query.)
+      const bool alternates = tv == GB_CHAT_TEMPLATE_LLAMA2 || tv == GB_CHAT_TEMPLATE_GEMMA || tv == GB_CHAT_TEMPLATE_QWEN35;
       if (!odd_role && !alternates) fuzz_fail("valid roles refused by a template that takes any order");
     }
     return 0;
@@ -201,6 +205,9 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       "{{ '<|' + m['role'] + '|>' + m['content'] + '<|tool|>' + m['tools'] + '<|/tool|>' + '<|end|>' }}<|assistant|>",
       "{{ '<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + '<|im_end|>' }}",
       "{{- '<|im_start|>system\\n' -}}{{- 'Reasoning Mode: ' -}}{{- '## Custom Instructions' -}}/no_think<think>",
+      "{{- bos_token -}}List of tools: <|tool_list_start|>[<|im_start|><|tool_response_start|>",
+      "{{- bos_token -}}{%- set keep_past_thinking = false -%}List of tools: [<|im_start|>",
+      "<|im_start|><think>last_query_index reasoning_content <function= <parameter= image",
   };
   for (const char *t : kTemplates) {
     const std::string s = t;
@@ -216,7 +223,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       {"tool", "x", nullptr},
       {"s", "a/t/no_thinkhink /think \xe3\x80\x80", "u", "q", "a", "\n\nanswer"},
   };
-  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255})
+  for (uint8_t t : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 255})
     for (uint8_t flags = 0; flags < 8; flags++)
       for (size_t c = 0; c < sizeof kConversations / sizeof kConversations[0]; c++) {
         if ((t + flags + c) % 3 != 0 && c > 1) continue;

@@ -138,10 +138,12 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   }
   // lfm2 (a per-layer array of head_count_kv) and qwen35 (ssm keys,
   // multi-section RoPE): two kinds of layer each.
+  // Cut at their tensor data, as the real files above.
   for (const char *arch : {"lfm2-small", "qwen35-small"}) {
     gb::GgufLayout lay;
-    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec(arch), &lay);
-    seeds->push_back(gb::FuzzSeed{b, lay.data_start, 2});
+    std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec(arch), &lay);
+    b.resize(lay.data_start);
+    seeds->push_back(gb::FuzzSeed{b, b.size(), 2});
   }
   // A small model in three parts (the first holds every key).
   gb::SampleDims d;

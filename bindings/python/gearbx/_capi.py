@@ -105,7 +105,7 @@ KV_POLICY_NAMES = {
 
 CHAT_TEMPLATE_NAMES = {
     1: "llama2", 2: "llama3", 3: "chatml", 4: "zephyr", 5: "phi3", 6: "gemma", 7: "qwen2", 8: "qwen2.5", 9: "qwen3", 10: "phi4-mini", 11: "phi4", 12: "smollm3",
-    13: "llama3.1",
+    13: "llama3.1", 14: "lfm2", 15: "lfm2.5", 16: "qwen3.5",
 }
 
 

@@ -422,6 +422,9 @@ class TestModel(ModelCase):
             self.assertEqual(present, bool(i.tier_formats[g]))
         self.assertTrue(i.name)
         self.assertGreater(i.n_params, 0)
+        # Every layer of stories260K is attention: no recurrent state.
+        self.assertEqual((i.n_attention_layers, i.n_shortconv_layers, i.n_deltanet_layers), (5, 0, 0))
+        self.assertEqual((i.conv_kernel, i.recurrent_bytes), (0, 0))
 
     def test_tokenizer_info(self):
         t = self.model.tokenizer_info
