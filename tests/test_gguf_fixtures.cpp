@@ -523,6 +523,21 @@ TEST(ArchFixtures, EachScoresLikeLlamaCpp) {
 // short convolutions that carry no state from earlier positions, or
 // attention layers without their Q/K norms; and (qwen35) a DeltaNet state
 // that does not decay, or convolutions blind to earlier positions.
+// A recurrent model's convolutions made blind to the positions before each
+// one's own: every layer's older taps zeroed (copies; the file is mapped).
+void blind_convolutions(gb_model *m) {
+  static std::vector<float> taps[8];
+  const uint32_t k = m->meta.conv_kernel, d = m->meta.conv_channels;
+  for (uint32_t l = 0; l < m->meta.n_layers && l < 8; l++) {
+    if (!m->conv_kernel[l].data) continue;
+    const float *w = reinterpret_cast<const float *>(m->conv_kernel[l].data);
+    taps[l].assign(w, w + (size_t)d * k);
+    for (uint32_t c = 0; c < d; c++)
+      for (uint32_t j = 0; j + 1 < k; j++) taps[l][(size_t)c * k + j] = 0.0f;
+    m->conv_kernel[l].data = reinterpret_cast<const uint8_t *>(taps[l].data());
+  }
+}
+
 TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
   struct Case {
     const char *arch;
@@ -555,18 +570,7 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
       // own (their older taps zeroed: no state carried), or the attention
       // layers without their per-head norms.
       {"lfm2",
-       [](gb_model *m) {
-         static std::vector<float> taps[8];
-         const uint32_t k = m->meta.conv_kernel, d = m->meta.conv_channels;
-         for (uint32_t l = 0; l < m->meta.n_layers && l < 8; l++) {
-           if (!m->conv_kernel[l].data) continue;
-           const float *w = reinterpret_cast<const float *>(m->conv_kernel[l].data);
-           taps[l].assign(w, w + (size_t)d * k);
-           for (uint32_t c = 0; c < d; c++)
-             for (uint32_t j = 0; j + 1 < k; j++) taps[l][(size_t)c * k + j] = 0.0f;
-           m->conv_kernel[l].data = reinterpret_cast<const uint8_t *>(taps[l].data());
-         }
-       }},
+       blind_convolutions},
       {"lfm2",
        [](gb_model *m) {
          for (uint32_t l = 0; l < m->meta.n_layers; l++) m->qk_norm[0][l].data = m->qk_norm[1][l].data = nullptr;
@@ -580,18 +584,7 @@ TEST(ArchFixtures, WhatTheArchitectureAddsMatters) {
            if (m->gdn[3][l].data) m->gdn[3][l].data = reinterpret_cast<const uint8_t *>(zeros);
        }},
       {"qwen35",
-       [](gb_model *m) {
-         static std::vector<float> taps[8];
-         const uint32_t k = m->meta.conv_kernel, d = m->meta.conv_channels;
-         for (uint32_t l = 0; l < m->meta.n_layers && l < 8; l++) {
-           if (!m->conv_kernel[l].data) continue;
-           const float *w = reinterpret_cast<const float *>(m->conv_kernel[l].data);
-           taps[l].assign(w, w + (size_t)d * k);
-           for (uint32_t c = 0; c < d; c++)
-             for (uint32_t j = 0; j + 1 < k; j++) taps[l][(size_t)c * k + j] = 0.0f;
-           m->conv_kernel[l].data = reinterpret_cast<const uint8_t *>(taps[l].data());
-         }
-       }},
+       blind_convolutions},
   };
   // Native runs only: what a feature does is the same on every CPU (the
   // emulated runs check each architecture's logits against llama.cpp's in

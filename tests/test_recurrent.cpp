@@ -321,14 +321,28 @@ std::vector<uint8_t> u32_array(std::initializer_list<uint32_t> v, uint32_t elem 
   return a;
 }
 
-TEST(Recurrent, MalformedLfm2FilesAreRefusedWithTheirStatus) {
-  const gb::GgufSpec good = gb::arch_fixture_spec("lfm2-small");
+// An edit of a good file and the status its open must answer (with a log
+// line).
+struct Refusal {
+  const char *what;
+  gb_status want;
+  void (*edit)(gb::GgufSpec *);
+};
+
+template <size_t N>
+void expect_refusals(const gb::GgufSpec &good, const Refusal (&cases)[N]) {
   ASSERT_EQ(open_spec(good), GB_OK);
-  struct Case {
-    const char *what;
-    gb_status want;
-    void (*edit)(gb::GgufSpec *);
-  } cases[] = {
+  for (const Refusal &c : cases) {
+    gb::GgufSpec s = good;
+    c.edit(&s);
+    std::string log;
+    EXPECT_EQ(open_spec(s, &log), c.want) << c.what;
+    EXPECT_FALSE(log.empty()) << c.what;
+  }
+}
+
+TEST(Recurrent, MalformedLfm2FilesAreRefusedWithTheirStatus) {
+  const Refusal cases[] = {
       {"head_count_kv array of 2 entries for 3 layers", GB_ERR_CORRUPT,
        [](gb::GgufSpec *s) { s->set("lfm2.attention.head_count_kv", 9, u32_array({0, 1})); }},
       {"head_count_kv 0 in every layer", GB_ERR_UNSUPPORTED_TYPE,
@@ -367,13 +381,7 @@ TEST(Recurrent, MalformedLfm2FilesAreRefusedWithTheirStatus) {
       {"the attention layer without its Q norm", GB_ERR_MISSING_TENSOR,
        [](gb::GgufSpec *s) { s->remove_tensor("blk.2.attn_q_norm.weight"); }},
   };
-  for (const Case &c : cases) {
-    gb::GgufSpec s = good;
-    c.edit(&s);
-    std::string log;
-    EXPECT_EQ(open_spec(s, &log), c.want) << c.what;
-    EXPECT_FALSE(log.empty()) << c.what;
-  }
+  expect_refusals(gb::arch_fixture_spec("lfm2-small"), cases);
   // An architecture without convolution layers refuses a 0 in the array.
   gb::GgufSpec q = gb::arch_fixture_spec("qwen3");
   q.set("qwen3.attention.head_count_kv", 9, u32_array({0, 2}));
@@ -386,13 +394,7 @@ TEST(Recurrent, MalformedLfm2FilesAreRefusedWithTheirStatus) {
 std::vector<uint8_t> sections(std::initializer_list<uint32_t> v) { return u32_array(v, 5); }
 
 TEST(Recurrent, MalformedQwen35FilesAreRefusedWithTheirStatus) {
-  const gb::GgufSpec good = gb::arch_fixture_spec("qwen35-small");
-  ASSERT_EQ(open_spec(good), GB_OK);
-  struct Case {
-    const char *what;
-    gb_status want;
-    void (*edit)(gb::GgufSpec *);
-  } cases[] = {
+  const Refusal cases[] = {
       {"ssm.inner_size not heads x state", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->set_u32("qwen35.ssm.inner_size", 33); }},
       {"value heads not a multiple of key heads", GB_ERR_CORRUPT,
        [](gb::GgufSpec *s) { s->set_u32("qwen35.ssm.group_count", 3); }},
@@ -428,13 +430,7 @@ TEST(Recurrent, MalformedQwen35FilesAreRefusedWithTheirStatus) {
            if (t.name == "blk.0.post_attention_norm.weight") t.name = "blk.0.ffn_norm.weight";
        }},
   };
-  for (const Case &c : cases) {
-    gb::GgufSpec s = good;
-    c.edit(&s);
-    std::string log;
-    EXPECT_EQ(open_spec(s, &log), c.want) << c.what;
-    EXPECT_FALSE(log.empty()) << c.what;
-  }
+  expect_refusals(gb::arch_fixture_spec("qwen35-small"), cases);
 }
 
 // The recurrent layers marked by attention.recurrent_layers (flags, as some
