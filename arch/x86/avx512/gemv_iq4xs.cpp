@@ -28,6 +28,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gguf_blocks.h"
 #include "kernels.h"
@@ -91,16 +92,25 @@ __attribute__((always_inline)) inline __m512i pair_sums(__m512i t, __m512i u) {
 }
 
 // The signed scales ls - 32 of two rows' super-blocks (lanes as pair_sums)
-// and their d (eight lanes each).
+// and their d (eight lanes each). Sub-block s's scale is nibble s of the
+// 32-bit scales_l word (bytes 4..7) with bits 2s, 2s + 1 of scales_h (bytes
+// 2..3) above it: both words broadcast to their row's eight lanes and
+// shifted per lane, so no scalar unpacking (and no vector load of values
+// just stored, which stalled on store forwarding) sits in the loop.
 __attribute__((always_inline)) inline void pair_heads(const uint8_t *b0, const uint8_t *b1, __m512i *sc, __m512 *d) {
-  int32_t ls[16];
-  const uint8_t *b[2] = {b0, b1};
-  for (int i = 0; i < 2; i++) {
-    const uint32_t sh = (uint32_t)b[i][2] | ((uint32_t)b[i][3] << 8);
-    for (int s = 0; s < 8; s++)
-      ls[8 * i + s] = (int32_t)(((b[i][4 + s / 2] >> (4 * (s % 2))) & 15) | (((sh >> (2 * s)) & 3) << 4)) - 32;
-  }
-  *sc = _mm512_loadu_si512(ls);
+  uint32_t l0, l1;
+  memcpy(&l0, b0 + 4, 4);
+  memcpy(&l1, b1 + 4, 4);
+  const uint32_t h0 = (uint32_t)b0[2] | ((uint32_t)b0[3] << 8), h1 = (uint32_t)b1[2] | ((uint32_t)b1[3] << 8);
+  const __m512i lw = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)l0), 0xFF00, (int)l1);
+  const __m512i hw = _mm512_mask_set1_epi32(_mm512_set1_epi32((int)h0), 0xFF00, (int)h1);
+  const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(lw, _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28)),
+                                      _mm512_set1_epi32(15));
+  const __m512i hi = _mm512_slli_epi32(
+      _mm512_and_si512(_mm512_srlv_epi32(hw, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14)),
+                       _mm512_set1_epi32(3)),
+      4);
+  *sc = _mm512_sub_epi32(_mm512_or_si512(lo, hi), _mm512_set1_epi32(32));
   const uint32_t h = (uint32_t)(b0[0] | (b0[1] << 8)) | (uint32_t)(b1[0] | (b1[1] << 8)) << 16;
   const __m512 dd = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));  // d0 d1
   *d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), dd);

@@ -21,7 +21,14 @@
 
 namespace gb_avx512_kquant {
 
-constexpr size_t kPrefetch = 2048;  // bytes ahead in each row's stream (four rows: 8 KiB in all)
+// Each step asks for the same super-block of the rows one group (four
+// rows) ahead, every 64-byte line, into every cache level: the bytes the
+// next group reads at this step. On this host (Zen 5, one thread, matrices
+// streamed from memory, 4096 x 4096 and 4096 x 11008) that took q4k from
+// 0.53 / 1.43 ms to 0.41 / 1.08, q6k from 0.86 / 2.40 to 0.55 / 1.89 and
+// iq4xs from 0.51 / 1.51 to 0.40 / 1.02 against a fixed 2 KiB ahead of
+// each row (two rows ahead: little gain; six: about as four; eight: less).
+constexpr size_t kGroupRows = 4;
 
 // Two 32-byte activation blocks in one vector: a in the low half, b in the high.
 static inline __m512i cat256(const int8_t *a, const int8_t *b) {
@@ -48,10 +55,12 @@ __attribute__((always_inline)) static inline void group(float *y, const uint8_t 
   for (size_t i = 0; i < 4; i++) b[i] = W + (r + (i < R ? i : 0)) * rb + s0 * F::kSb;
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   for (size_t s = s0; s < s1; s++) {
-    // Each row's own stream, kPrefetch ahead, every line of the super-block.
+    // This super-block of the next group's rows (past the range's end: the
+    // next call's rows or bytes past the matrix, which a prefetch may name
+    // without faulting).
     for (size_t i = 0; i < R; i++)
       for (size_t k = 0; k < F::kSb; k += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(b[i] + kPrefetch + k), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(b[i] + kGroupRows * rb + k), _MM_HINT_T0);
     F::sb_step(acc, b, xs[s - s0]);
     for (int i = 0; i < 4; i++) b[i] += F::kSb;
   }
@@ -90,7 +99,7 @@ static inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_bl
       for (size_t s = s0; s < s1; s++) {
         for (size_t i = 0; i < R; i++)
           for (size_t k = 0; k < F::kSb; k += 64)
-            _mm_prefetch(reinterpret_cast<const char *>(b[i] + kPrefetch + k), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(b[i] + kGroupRows * rb + k), _MM_HINT_T0);
         for (size_t p = 0; p < m; p++) {
           typename F::XSb x;
           F::arrange(&x, XQ + p * ldxq + 8 * s);
