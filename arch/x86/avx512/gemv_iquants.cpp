@@ -28,6 +28,10 @@
 // time; eight scalar loads per sub-block were slower, one 16-element
 // gather for two sub-blocks no faster). The register lookup then took iq3s
 // 1.9 -> 1.25 ms and iq3xxs 2.0 -> 1.27, bit for bit the gathers' results.
+// The same lookup over the iq2 formats' 16-bit rows (eight 2-bit codes,
+// spread to bytes in three halving steps) was no faster than their gathers
+// (iq2xxs 1.75 -> 1.87 ms, iq2xs 1.98 -> 1.77, iq2s 1.47 -> 1.54), so
+// they keep the gathers.
 // Against generic these kernels are off by rounding alone (random rows,
 // 4096 x 4096: 2.2e-7 rms relative, iq2xxs and iq3s), as far as the old
 // driver was. Splitting a position's sub-block terms between two
