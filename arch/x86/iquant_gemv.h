@@ -57,6 +57,25 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// One super-block's terms for positions [0, m): acc[p] += dq * sum over
+// sub-blocks s of xd_s * (float)(s8[s] * dot(s, x_s)), dot(s, x) giving
+// the int32 sums of sub-block s's products with the activations x (lanes
+// 0..3 weights 0..15, 4..7 weights 16..31), in this order.
+template <class DotS>
+__attribute__((always_inline)) inline void sb_positions(__m256 *acc, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t sb,
+                                                        const __m256i *s8, __m256 dq, DotS dot) {
+  for (size_t p = 0; p < m; p++) {
+    const gb_q8x_block *xq = XQ + p * ldxq + sb * 8;
+    __m256 t = _mm256_setzero_ps();
+    for (int s = 0; s < 8; s++) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq[s].qs));
+      const __m256i is = _mm256_mullo_epi32(dot(s, x), s8[s]);
+      t = _mm256_fmadd_ps(_mm256_set1_ps(xq[s].d), _mm256_cvtepi32_ps(is), t);
+    }
+    acc[p] = _mm256_fmadd_ps(dq, t, acc[p]);
+  }
+}
+
 template <class F, class Dot>
 inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
                   size_t row_begin, size_t row_end, size_t cols) {
@@ -76,17 +95,7 @@ inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
         c[s] = codes<F>(b, s);
         s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
       }
-      const __m256 dq = _mm256_set1_ps(F::dq(b));
-      for (size_t p = 0; p < m; p++) {
-        const gb_q8x_block *xq = XQ + p * ldxq + sb * 8;
-        __m256 t = _mm256_setzero_ps();
-        for (int s = 0; s < 8; s++) {
-          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq[s].qs));
-          const __m256i is = _mm256_mullo_epi32(Dot::dot(c[s], x), s8[s]);
-          t = _mm256_fmadd_ps(_mm256_set1_ps(xq[s].d), _mm256_cvtepi32_ps(is), t);
-        }
-        acc[p] = _mm256_fmadd_ps(dq, t, acc[p]);
-      }
+      sb_positions(acc, XQ, ldxq, m, sb, s8, _mm256_set1_ps(F::dq(b)), [&c](int s, __m256i x) { return Dot::dot(c[s], x); });
     }
     for (size_t p = 0; p < m; p++) Y[p * ldy + r] = hsum(acc[p]);
   }

@@ -215,18 +215,9 @@ void signed_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
         neg[s] = (__mmask32)F::signs(b, s);
         s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
       }
-      const __m256 dq = _mm256_set1_ps(F::dq(b));
-      for (size_t p = 0; p < m; p++) {
-        const gb_q8x_block *xq = XQ + p * ldxq + sb * 8;
-        __m256 t = _mm256_setzero_ps();
-        for (int s = 0; s < 8; s++) {
-          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq[s].qs));
-          const __m256i xs = _mm256_mask_sub_epi8(x, neg[s], zero, x);
-          const __m256i is = _mm256_mullo_epi32(_mm256_dpbusd_epi32(zero, mag[s], xs), s8[s]);
-          t = _mm256_fmadd_ps(_mm256_set1_ps(xq[s].d), _mm256_cvtepi32_ps(is), t);
-        }
-        acc[p] = _mm256_fmadd_ps(dq, t, acc[p]);
-      }
+      gb_iqx::sb_positions(acc, XQ, ldxq, m, sb, s8, _mm256_set1_ps(F::dq(b)), [&](int s, __m256i x) {
+        return _mm256_dpbusd_epi32(zero, mag[s], _mm256_mask_sub_epi8(x, neg[s], zero, x));
+      });
     }
     for (size_t p = 0; p < m; p++) Y[p * ldy + r] = gb_iqx::hsum(acc[p]);
   }
