@@ -1,5 +1,7 @@
-// The GEMV driver of GGUF's i-quants (iq2xxs, iq2xs, iq2s, iq3xxs, iq3s,
-// iq1s, iq1m) for the x86 folders (avx2: vpmaddubsw, avx512: vpdpbusd), one
+// The GEMV driver of GGUF's i-quants for the x86 folders: every one of them
+// (iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s, iq1m) in the AVX2 folder
+// (vpmaddubsw), iq1s and iq1m in the AVX-512 one (vpdpbusd; its other five
+// decode to magnitudes and sign masks in avx512/gemv_iquants.cpp), one
 // position (gemv) and several (gemvm). Layouts in kernels.h; the codebooks
 // and each format's decoder in arch/iquants.h.
 //

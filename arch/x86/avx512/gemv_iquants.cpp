@@ -80,14 +80,8 @@ inline uint32_t signs7x4(uint32_t w) {
 }
 
 inline __m128i idx4_u8(const uint8_t *p) { return _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)ld32(p))); }
-inline __m256i idx8_u8(const uint8_t *p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
-}
 inline __m256i gather8x8(const uint64_t *grid, __m128i idx) {
   return _mm256_i32gather_epi64(reinterpret_cast<const long long *>(grid), idx, 8);
-}
-inline __m256i gather8x4(const uint32_t *grid, __m256i idx) {
-  return _mm256_i32gather_epi32(reinterpret_cast<const int *>(grid), idx, 4);
 }
 
 // The codebooks of iq3s (512 rows) and iq3xxs (256 rows), four 3-bit
@@ -169,7 +163,6 @@ struct Iq3xxs : gb_iq::Iq3xxs {
     const __m512i lv = _mm512_broadcast_i32x4(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gb_iq::kIq3xxsLevels)));
     mags12(b + 2, nullptr, tab, [lv](__m512i c) { return _mm512_shuffle_epi8(lv, c); }, mag);
   }
-  static __m256i mags(const uint8_t *b, int s) { return gather8x4(gb_iq::kIq3xxsGrid.v, idx8_u8(b + 2 + 8 * s)); }
   static uint32_t signs(const uint8_t *b, int s) { return signs7x4(ld32(b + 66 + 4 * s)); }
 };
 struct Iq3s : gb_iq::Iq3s {
@@ -177,11 +170,6 @@ struct Iq3s : gb_iq::Iq3s {
   static Table table() { return Table(gb_iq::kIq3sPacked); }
   static void mags8(const uint8_t *b, const Table &tab, __m256i *mag) {
     mags12(b + 2, b + 66, tab, [](__m512i c) { return _mm512_or_si512(_mm512_slli_epi32(c, 1), _mm512_set1_epi32(0x01010101)); }, mag);
-  }
-  static __m256i mags(const uint8_t *b, int s) {
-    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b[66 + s]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                                        _mm256_set1_epi32(1));
-    return gather8x4(gb_iq::kIq3sGrid.v, _mm256_or_si256(idx8_u8(b + 2 + 8 * s), _mm256_slli_epi32(hi, 8)));
   }
   static uint32_t signs(const uint8_t *b, int s) { return ld32(b + 74 + 4 * s); }
 };
@@ -204,7 +192,7 @@ void signed_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
     for (size_t p = 0; p < m; p++) acc[p] = _mm256_setzero_ps();
     for (size_t sb = 0; sb < nsb; sb++) {
       const uint8_t *b = row + sb * F::kBytes;
-      _mm_prefetch(reinterpret_cast<const char *>(b + kPrefetch), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(b) + kPrefetch), _MM_HINT_T0);
       int32_t sc[16];
       F::scales(b, sc);
       __m256i mag[8], s8[8];

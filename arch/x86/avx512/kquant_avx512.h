@@ -57,10 +57,11 @@ __attribute__((always_inline)) static inline void group(float *y, const uint8_t 
   for (size_t s = s0; s < s1; s++) {
     // This super-block of the next group's rows (past the range's end: the
     // next call's rows or bytes past the matrix, which a prefetch may name
-    // without faulting).
+    // without faulting; the address is formed as an integer, never as a
+    // pointer past the matrix).
     for (size_t i = 0; i < R; i++)
       for (size_t k = 0; k < F::kSb; k += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(b[i] + kGroupRows * rb + k), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(b[i]) + kGroupRows * rb + k), _MM_HINT_T0);
     F::sb_step(acc, b, xs[s - s0]);
     for (int i = 0; i < 4; i++) b[i] += F::kSb;
   }
@@ -99,7 +100,7 @@ static inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_bl
       for (size_t s = s0; s < s1; s++) {
         for (size_t i = 0; i < R; i++)
           for (size_t k = 0; k < F::kSb; k += 64)
-            _mm_prefetch(reinterpret_cast<const char *>(b[i] + kGroupRows * rb + k), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(b[i]) + kGroupRows * rb + k), _MM_HINT_T0);
         for (size_t p = 0; p < m; p++) {
           typename F::XSb x;
           F::arrange(&x, XQ + p * ldxq + 8 * s);
