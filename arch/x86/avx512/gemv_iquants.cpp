@@ -48,8 +48,6 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#include <type_traits>
-
 #include "x86/iquant_gemv.h"
 
 namespace {
@@ -132,13 +130,23 @@ inline void mags12(const uint8_t *q, const uint8_t *qh, const Table12<N> &tab, L
   }
 }
 
-// Each decoder: mags(b, s) the magnitudes of sub-block s, signs(b, s) its
-// negative weights (bit j: weight j). Layouts in arch/iquants.h.
-struct Iq2xxs : gb_iq::Iq2xxs {
+// Each decoder: mags8(b, table(), mag) the magnitudes of the eight
+// sub-blocks, signs(b, s) sub-block s's negative weights (bit j: weight j).
+// Layouts in arch/iquants.h. The gathering ones decode a sub-block at a time
+// (mags(b, s)) and hold no table.
+template <class D>
+struct GatherRows {
+  struct Table {};
+  static Table table() { return {}; }
+  static void mags8(const uint8_t *b, const Table &, __m256i *mag) {
+    for (int s = 0; s < 8; s++) mag[s] = D::mags(b, s);
+  }
+};
+struct Iq2xxs : gb_iq::Iq2xxs, GatherRows<Iq2xxs> {
   static __m256i mags(const uint8_t *b, int s) { return gather8x8(gb_iq::kIq2xxsGrid.v, idx4_u8(b + 2 + 8 * s)); }
   static uint32_t signs(const uint8_t *b, int s) { return signs7x4(ld32(b + 2 + 8 * s + 4)); }
 };
-struct Iq2xs : gb_iq::Iq2xs {
+struct Iq2xs : gb_iq::Iq2xs, GatherRows<Iq2xs> {
   static __m256i mags(const uint8_t *b, int s) {
     const __m128i q = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(b + 2 + 8 * s)));
     return gather8x8(gb_iq::kIq2xsGrid.v, _mm_and_si128(q, _mm_set1_epi32(511)));
@@ -149,7 +157,7 @@ struct Iq2xs : gb_iq::Iq2xs {
            (uint32_t)kParity7.v[ld16(q + 4) >> 9] << 16 | (uint32_t)kParity7.v[ld16(q + 6) >> 9] << 24;
   }
 };
-struct Iq2s : gb_iq::Iq2s {
+struct Iq2s : gb_iq::Iq2s, GatherRows<Iq2s> {
   static __m256i mags(const uint8_t *b, int s) {
     const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(b[66 + s]), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(3));
     return gather8x8(gb_iq::kIq2sGrid.v, _mm_or_si128(idx4_u8(b + 2 + 4 * s), _mm_slli_epi32(hi, 8)));
@@ -181,11 +189,7 @@ void signed_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
                   size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K, rb = nsb * F::kBytes;
   const __m256i zero = _mm256_setzero_si256();
-  constexpr bool kTable = std::is_same<F, Iq3s>::value || std::is_same<F, Iq3xxs>::value;
-  struct NoTable {
-    static int table() { return 0; }
-  };
-  const auto tab = std::conditional_t<kTable, F, NoTable>::table();
+  const typename F::Table tab = F::table();
   for (size_t r = row_begin; r < row_end; r++) {
     const uint8_t *row = W + r * rb;
     __m256 acc[GB_GEMVM_MAX_M];
@@ -197,9 +201,8 @@ void signed_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
       F::scales(b, sc);
       __m256i mag[8], s8[8];
       __mmask32 neg[8];
-      if constexpr (kTable) F::mags8(b, tab, mag);
+      F::mags8(b, tab, mag);
       for (int s = 0; s < 8; s++) {
-        if constexpr (!kTable) mag[s] = F::mags(b, s);
         neg[s] = (__mmask32)F::signs(b, s);
         s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
       }
