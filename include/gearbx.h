@@ -395,6 +395,8 @@ typedef enum gb_tokenizer_kind {
   GB_TOKENIZER_LLAMA2C = 1, /* byte-fallback BPE over scores (llama2.c)     */
   GB_TOKENIZER_SPM = 2,     /* SentencePiece from a GGUF                    */
   GB_TOKENIZER_BPE = 3,     /* byte-level BPE from a GGUF                   */
+  GB_TOKENIZER_BPE_UTF8 = 4, /* BPE over UTF-8 characters, spaces as U+2581,
+                                <0xHH> byte tokens (Gemma 4) from a GGUF */
   GB_TOKENIZER_MAX_ENUM = 0x7fffffff
 } gb_tokenizer_kind;
 
@@ -1044,6 +1046,10 @@ typedef enum gb_chat_template {
                                    turn after the last user query gets one), tools in
                                    an XML function format, the generation prompt opens
                                    a <think> block */
+  GB_CHAT_TEMPLATE_GEMMA4 = 17, /* "gemma4": <bos><|turn>user\n..<turn|>\n, role "model",
+                                   a system turn (with <|think|> when thinking is on);
+                                   the reasoning channel <|channel>..<channel|> dropped
+                                   from model turns; no tool role or definitions */
   GB_CHAT_TEMPLATE_MAX_ENUM = 0x7fffffff
 } gb_chat_template;
 
@@ -1133,8 +1139,9 @@ typedef struct gb_chat_options {
   const char *date;
   /* 1 (default): the model may reason first; 0: qwen3's assistant prompt
    * closes an empty <think> block, smollm3 runs in "/no_think" mode unless
-   * the system text says "/think" (their enable_thinking=false). Other
-   * templates ignore it. */
+   * the system text says "/think", gemma4 writes no <|think|> and its
+   * assistant prompt holds an empty thought channel (their
+   * enable_thinking=false). Other templates ignore it. */
   int32_t thinking;
 } gb_chat_options;
 

@@ -349,6 +349,87 @@ void render_gemma(Out &o, const gb_chat_message *msgs, size_t n, bool gen) {
   if (gen) o.put("<start_of_turn>model\n");
 }
 
+// Gemma 4's strip_thinking: the parts of text outside its reasoning channel
+// (text is cut at every "<channel|>"; of each piece, what comes before a
+// "<|channel>" in it), f called on each in order.
+template <class F>
+void each_outside_channel(Span t, F f) {
+  static const char kOpen[] = "<|channel>", kClose[] = "<channel|>";
+  for (size_t at = 0;;) {
+    size_t end = at;
+    while (end + sizeof kClose - 1 <= t.n && memcmp(t.p + end, kClose, sizeof kClose - 1) != 0) end++;
+    if (end + sizeof kClose - 1 > t.n) end = t.n;
+    size_t cut = at;
+    while (cut + sizeof kOpen - 1 <= end && memcmp(t.p + cut, kOpen, sizeof kOpen - 1) != 0) cut++;
+    f(Span{t.p + at, (cut + sizeof kOpen - 1 <= end ? cut : end) - at});
+    if (end == t.n) return;
+    at = end + sizeof kClose - 1;
+  }
+}
+
+// Those parts, concatenated and stripped (str.strip()).
+void put_outside_channel(Out &o, Span t) {
+  size_t idx = 0, first = (size_t)-1, first_off = 0, last = 0, last_end = 0;
+  each_outside_channel(t, [&](Span p) {
+    const size_t k = lead_space(p);
+    if (k < p.n) {
+      if (first == (size_t)-1) {
+        first = idx;
+        first_off = k;
+      }
+      last = idx;
+      last_end = p.n - trail_space(p);
+    }
+    idx++;
+  });
+  if (first == (size_t)-1) return;
+  idx = 0;
+  each_outside_channel(t, [&](Span p) {
+    if (idx >= first && idx <= last) {
+      const size_t b = idx == first ? first_off : 0, e = idx == last ? last_end : p.n;
+      o.put(p.p + b, e - b);
+    }
+    idx++;
+  });
+}
+
+// Gemma 4: BOS text; a system turn <|turn>system\n ... <turn|>\n when the
+// first message is a system one or thinking is on (then <|think|>\n opens
+// it); turns <|turn>role\n trim(text) <turn|>\n with role "model" for the
+// assistant, whose text loses its reasoning channel; an assistant message
+// right after another continues its turn (no new header). The generation
+// prompt opens a model turn, with an empty thought channel when thinking is
+// off. (Tool results follow tool calls, which plain messages do not carry:
+// the template has no turn for them, so the role is refused.)
+void render_gemma4(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
+  o.put("<bos>");
+  size_t i = 0;
+  const bool sys = msg_at(msgs, 0).role == kSystem;
+  if (x.thinking || sys) {
+    o.put("<|turn>system\n");
+    if (x.thinking) o.put("<|think|>\n");
+    if (sys) {
+      put_stripped(o, msg_at(msgs, 0).text);
+      i = 1;
+    }
+    o.put("<turn|>\n");
+  }
+  for (size_t k = i; k < n; k++) {
+    const Msg m = msg_at(msgs, k);
+    if (m.role == kAssistant) {
+      if (k == i || msg_at(msgs, k - 1).role != kAssistant) o.put("<|turn>model\n");
+      put_outside_channel(o, m.text);
+    } else {
+      o.put("<|turn>");
+      o.put(m.role_name);
+      o.put("\n");
+      put_stripped(o, m.text);
+    }
+    o.put("<turn|>\n");
+  }
+  if (gen) o.put(x.thinking ? "<|turn>model\n" : "<|turn>model\n<|channel>thought\n<channel|>");
+}
+
 // Offset of the first / last occurrence of needle in s; s.n when absent.
 size_t span_find(Span s, const char *needle, bool last) {
   const size_t k = strlen(needle);
@@ -787,6 +868,7 @@ void render(gb_chat_template t, Out &o, const gb_chat_message *msgs, size_t n, b
     case GB_CHAT_TEMPLATE_LFM2: render_lfm2(o, msgs, n, gen, x, false); break;
     case GB_CHAT_TEMPLATE_LFM25: render_lfm2(o, msgs, n, gen, x, true); break;
     case GB_CHAT_TEMPLATE_QWEN35: render_qwen35(o, msgs, n, gen, x); break;
+    case GB_CHAT_TEMPLATE_GEMMA4: render_gemma4(o, msgs, n, gen, x); break;
     default: break;  // rejected by the caller
   }
 }
@@ -808,6 +890,8 @@ const char *const kEotGemma[] = {"<end_of_turn>", "<eos>", nullptr};
 const char *const kEotQwen[] = {"<|im_end|>", "<|endoftext|>", nullptr};
 const char *const kEotPhi4[] = {"<|im_end|>", "<|endoftext|>", nullptr};
 const char *const kEotSmol[] = {"<|im_end|>", "<|end_of_text|>", nullptr};
+// Gemma 4 also stops at <|tool_response>: after a call the model waits for its result.
+const char *const kEotGemma4[] = {"<turn|>", "<eos>", "<|tool_response>", nullptr};
 
 // Index = gb_chat_template value.
 const TemplateInfo kTemplates[] = {
@@ -828,9 +912,10 @@ const TemplateInfo kTemplates[] = {
     {"lfm2", kEotChatml},      // GB_CHAT_TEMPLATE_LFM2
     {"lfm2.5", kEotChatml},    // GB_CHAT_TEMPLATE_LFM25
     {"qwen3.5", kEotQwen},     // GB_CHAT_TEMPLATE_QWEN35
+    {"gemma4", kEotGemma4},    // GB_CHAT_TEMPLATE_GEMMA4
 };
 constexpr int32_t kNumTemplates = (int32_t)(sizeof kTemplates / sizeof *kTemplates);
-static_assert(kNumTemplates == GB_CHAT_TEMPLATE_QWEN35 + 1, "one entry per template");
+static_assert(kNumTemplates == GB_CHAT_TEMPLATE_GEMMA4 + 1, "one entry per template");
 
 // The template's table entry, or nullptr for a value outside the enum.
 const TemplateInfo *info_of(gb_chat_template t) {
@@ -910,6 +995,8 @@ gb_status detect(const char *t, size_t n, gb_chat_template *out) {
     else if (has(t, n, "Today Date: ") && has(t, n, "tools_in_user_message")) id = GB_CHAT_TEMPLATE_LLAMA31;
   } else if (has(t, n, "<start_of_turn>") && has(t, n, "<end_of_turn>")) {
     id = GB_CHAT_TEMPLATE_GEMMA;
+  } else if (has(t, n, "<|turn>") && has(t, n, "<turn|>") && has(t, n, "strip_thinking")) {
+    id = GB_CHAT_TEMPLATE_GEMMA4;  // Gemma 4's turns, its reasoning channel dropped from model turns
   } else if (has(t, n, "[INST]")) {
     // Llama 2's carries the system text in <<SYS>>; Mistral's has none.
     if (has(t, n, "<<SYS>>") && has(t, n, "[/INST]")) id = GB_CHAT_TEMPLATE_LLAMA2;

@@ -73,7 +73,7 @@ const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA
                                  GB_CHAT_TEMPLATE_QWEN2,  GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3,
                                  GB_CHAT_TEMPLATE_PHI4_MINI, GB_CHAT_TEMPLATE_PHI4, GB_CHAT_TEMPLATE_SMOLLM3,
                                  GB_CHAT_TEMPLATE_LLAMA31, GB_CHAT_TEMPLATE_LFM2, GB_CHAT_TEMPLATE_LFM25,
-                                 GB_CHAT_TEMPLATE_QWEN35};
+                                 GB_CHAT_TEMPLATE_QWEN35, GB_CHAT_TEMPLATE_GEMMA4};
 
 // Template values outside the enum are passed from C (tests/c_caller.c),
 // where an enum parameter may hold any int.
@@ -288,6 +288,58 @@ TEST(ChatTemplate, Qwen35) {
   EXPECT_EQ(gb_chat_apply(t, no_query, 1, 1, buf, sizeof buf, &n), GB_ERR_INVALID_ARGUMENT);
 }
 
+// Gemma 4: expected texts rendered by Gemma 4's own Jinja template
+// (jinja2, trim_blocks and lstrip_blocks on) with enable_thinking true or
+// false: the system turn (and <|think|> in it), stripped texts, the
+// reasoning channel dropped from model turns, a second assistant message
+// continuing its turn, the generation prompt with its empty thought channel.
+std::string apply_thinking(gb_chat_template t, const gb_chat_message *m, size_t n, int gen, int thinking) {
+  gb_chat_options o;
+  gb_chat_options_init(&o);
+  o.add_assistant_prompt = gen;
+  o.thinking = thinking;
+  size_t need = 0;
+  EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, nullptr, 0, &need), GB_ERR_BUFFER_TOO_SMALL);
+  std::vector<char> buf(need);
+  size_t len = 0;
+  EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, buf.data(), buf.size(), &len), GB_OK);
+  return std::string(buf.data(), len);
+}
+
+TEST(ChatTemplate, Gemma4) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_GEMMA4;
+  const gb_chat_message plain[] = {{"system", "  Be brief. "}, {"user", " 2+2? "}, {"assistant", " 4 "}, {"user", "3+3?"}};
+  const std::string plain_text =
+      "<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\n2+2?<turn|>\n<|turn>model\n4<turn|>\n<|turn>user\n3+3?<turn|>\n";
+  EXPECT_EQ(apply_thinking(t, plain, 4, 1, 0), plain_text + "<|turn>model\n<|channel>thought\n<channel|>");
+  EXPECT_EQ(apply_thinking(t, plain, 4, 0, 0), plain_text);
+  const gb_chat_message hi[] = {{"user", "Hi"}};
+  EXPECT_EQ(apply_thinking(t, hi, 1, 1, 0), "<bos><|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+  EXPECT_EQ(apply_thinking(t, hi, 1, 0, 0), "<bos><|turn>user\nHi<turn|>\n");
+  EXPECT_EQ(apply_thinking(t, hi, 1, 1, 1), "<bos><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n");
+  EXPECT_EQ(apply(t, hi, 1), apply_thinking(t, hi, 1, 1, 1));  // thinking on by default
+  const gb_chat_message sys_hi[] = {{"system", "S"}, {"user", "Hi"}};
+  EXPECT_EQ(apply_thinking(t, sys_hi, 2, 0, 1), "<bos><|turn>system\n<|think|>\nS<turn|>\n<|turn>user\nHi<turn|>\n");
+  const gb_chat_message channel[] = {{"user", "q"}, {"assistant", " a <|channel>thought\nhidden<channel|> b <channel|>c<|channel>x"}};
+  EXPECT_EQ(apply_thinking(t, channel, 2, 0, 0), "<bos><|turn>user\nq<turn|>\n<|turn>model\na  b c<turn|>\n");
+  const gb_chat_message only_thought[] = {{"user", "q"}, {"assistant", " <|channel>all hidden"}};
+  EXPECT_EQ(apply_thinking(t, only_thought, 2, 0, 0), "<bos><|turn>user\nq<turn|>\n<|turn>model\n<turn|>\n");
+  const gb_chat_message two[] = {{"user", "q"}, {"assistant", "one"}, {"assistant", "two"}, {"user", "r"}};
+  EXPECT_EQ(apply_thinking(t, two, 4, 0, 0), "<bos><|turn>user\nq<turn|>\n<|turn>model\none<turn|>\ntwo<turn|>\n<|turn>user\nr<turn|>\n");
+  const gb_chat_message late[] = {{"user", "q"}, {"system", " late "}, {"assistant", "a"}};
+  EXPECT_EQ(apply_thinking(t, late, 3, 0, 0), "<bos><|turn>user\nq<turn|>\n<|turn>system\nlate<turn|>\n<|turn>model\na<turn|>\n");
+  // No tool role, no tool definitions.
+  char buf[512];
+  size_t n = 0;
+  const gb_chat_message tool[] = {{"user", "q"}, {"tool", "r"}};
+  EXPECT_EQ(gb_chat_apply(t, tool, 2, 1, buf, sizeof buf, &n), GB_ERR_INVALID_ARGUMENT);
+  gb_chat_options o;
+  gb_chat_options_init(&o);
+  o.tools = "[]";
+  o.tools_len = 2;
+  EXPECT_EQ(gb_chat_apply_ex(t, hi, 1, &o, buf, sizeof buf, &n), GB_ERR_UNSUPPORTED_FEATURE);
+}
+
 TEST(ChatTemplate, Zephyr) {
   const gb_chat_template t = GB_CHAT_TEMPLATE_ZEPHYR;
   const std::string turns = "<|user|>\nHello</s>\n<|assistant|>\nHi there!</s>\n<|user|>\nHow are you?</s>\n";
@@ -497,7 +549,7 @@ TEST(ChatApply, Misuse) {
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 0, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, 2, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_apply(t, kTwoTurns, 3, -1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT);
-  for (int32_t bad : {0, 17, -1, 1000, 0x7fffffff})
+  for (int32_t bad : {0, 18, -1, 1000, 0x7fffffff})
     EXPECT_EQ(gbt_c_chat_apply(bad, kTwoTurns, 3, 1, buf, sizeof buf, &n_out), GB_ERR_INVALID_ARGUMENT)
         << bad;
   for (gb_chat_template tt : kAll) {
@@ -554,14 +606,14 @@ TEST(ChatApply, AlternationWhereTheTemplateRequiresIt) {
 TEST(ChatTemplate, Names) {
   const char *const names[] = {"llama2", "llama3", "chatml", "zephyr", "phi3", "gemma",
                                "qwen2",  "qwen2.5", "qwen3", "phi4-mini", "phi4", "smollm3", "llama3.1",
-                               "lfm2",   "lfm2.5",  "qwen3.5"};
+                               "lfm2",   "lfm2.5",  "qwen3.5", "gemma4"};
   for (size_t i = 0; i < sizeof kAll / sizeof *kAll; i++) {
     EXPECT_STREQ(gb_chat_template_name(kAll[i]), names[i]);
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;
     ASSERT_EQ(gb_chat_template_from_name(names[i], &t), GB_OK);
     EXPECT_EQ(t, kAll[i]);
   }
-  for (int32_t bad : {0, 17, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
+  for (int32_t bad : {0, 18, -1, 0x7fffffff}) EXPECT_STREQ(gbt_c_chat_template_name(bad), "unknown");
   gb_chat_template t = GB_CHAT_TEMPLATE_PHI3;
   for (const char *bad : {"", "Llama2", "llama", "chatml ", "unknown", "mistral"})
     EXPECT_EQ(gb_chat_template_from_name(bad, &t), GB_ERR_INVALID_ARGUMENT) << bad;
@@ -592,6 +644,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
       {GB_CHAT_TEMPLATE_LFM2, {"<|im_end|>"}},
       {GB_CHAT_TEMPLATE_LFM25, {"<|im_end|>"}},
       {GB_CHAT_TEMPLATE_QWEN35, {"<|im_end|>", "<|endoftext|>"}},
+      {GB_CHAT_TEMPLATE_GEMMA4, {"<turn|>", "<eos>", "<|tool_response>"}},
   };
   for (const Want &w : wants) {
     const char *const *s = nullptr;
@@ -604,7 +657,7 @@ TEST(ChatTemplate, EndOfTurnStrings) {
   const char *const *s = nullptr;
   size_t n = 5;
   EXPECT_EQ(gbt_c_chat_eot_strings(0, &s, &n), GB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(gbt_c_chat_eot_strings(17, &s, &n), GB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(gbt_c_chat_eot_strings(18, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gbt_c_chat_eot_strings(-3, &s, &n), GB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, nullptr, &n), GB_ERR_NULL_POINTER);
   EXPECT_EQ(gb_chat_eot_strings(GB_CHAT_TEMPLATE_LLAMA3, &s, nullptr), GB_ERR_NULL_POINTER);
@@ -713,6 +766,12 @@ const char kJinjaQwen35[] =
     "{%- if message.reasoning_content is string %}{%- endif %}{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}"
     "{{- '<parameter=' + args_name + '>\\n' }}{{- '<|im_start|>' + message.role + '\\n<think>\\n' }}";
 
+// Gemma 4's: its turn markers and the macro that drops the reasoning channel.
+const char kJinjaGemma4[] =
+    "{%- macro strip_thinking(text) -%}{%- for part in text.split('<channel|>') -%}{%- endfor -%}{%- endmacro -%}"
+    "{{- bos_token -}}{{- '<|turn>system\\n' -}}{{- '<|think|>\\n' -}}{{- '<turn|>\\n' -}}"
+    "{{- '<|turn>' + role + '\\n' }}{{- strip_thinking(message['content']) -}}";
+
 gb_status detect(const char *text, gb_chat_template *out) { return gb_chat_template_detect(text, strlen(text), out); }
 
 TEST(ChatDetect, EachFamily) {
@@ -729,6 +788,7 @@ TEST(ChatDetect, EachFamily) {
       {kJinjaPhi4, GB_CHAT_TEMPLATE_PHI4},     {kJinjaSmolLM3, GB_CHAT_TEMPLATE_SMOLLM3},
       {kJinjaLlama31, GB_CHAT_TEMPLATE_LLAMA31}, {kJinjaLfm2, GB_CHAT_TEMPLATE_LFM2},
       {kJinjaLfm25, GB_CHAT_TEMPLATE_LFM25},     {kJinjaQwen35, GB_CHAT_TEMPLATE_QWEN35},
+      {kJinjaGemma4, GB_CHAT_TEMPLATE_GEMMA4},
   };
   for (const Case &c : cases) {
     gb_chat_template t = GB_CHAT_TEMPLATE_NONE;

@@ -138,11 +138,17 @@ std::vector<std::string> split_inputs(const std::string &path) {
 
 std::vector<std::string> inputs(const std::string &name) { return split_inputs(vocab_path(name) + ".inp"); }
 
+std::vector<std::vector<int32_t>> read_ids(const std::string &path);
+
 std::vector<std::vector<int32_t>> outputs(const std::string &name) {
   const std::string pre = pre_override(name);
-  const std::vector<uint8_t> b = gbt::read_file(
-      pre.empty() ? vocab_path(name) + ".out"
-                  : std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-" + base_name(name) + ".as-" + pre + ".out");
+  return read_ids(pre.empty() ? vocab_path(name) + ".out"
+                              : std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-" + base_name(name) + ".as-" + pre + ".out");
+}
+
+// A reference file's ids: one line of space-separated ids per input.
+std::vector<std::vector<int32_t>> read_ids(const std::string &path) {
+  const std::vector<uint8_t> b = gbt::read_file(path);
   std::vector<std::vector<int32_t>> out(1);
   long v = 0;
   bool in = false;
@@ -251,6 +257,124 @@ TEST(TokVocab, MoreExpressionsOnTheGpt2Vocabulary) {
     check_vocab(std::string("gpt-2@") + pre);
 }
 
+// A Gemma-4-style vocabulary (tokenizer.ggml.model "gemma4": BPE over UTF-8
+// characters, spaces as U+2581, no split but at newline runs, <0xHH> byte
+// tokens) made for this repository (fixtures/vocab, README.md there): llama.cpp's
+// ids for the shared test strings and for this repository's own strings
+// (newline runs in and out of the vocabulary, space runs, user-defined and
+// control token texts, ill-formed UTF-8, characters only bytes can spell),
+// without and with BOS and special-token parsing.
+TEST(TokVocab, Gemma4Synthetic) {
+  const Vocab *v = vocab("gemma4-synth");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->v.kind, (uint32_t)gb::kTokKindBpeUtf8);
+  EXPECT_EQ(v->v.pre, (uint32_t)gb::kPreGemma4);
+  EXPECT_TRUE(v->v.flags & gb::kTokFlagAddBos);
+  EXPECT_EQ(v->v.special[gb::kTokBos], 2);
+  EXPECT_EQ(v->v.special[gb::kTokEot], 6);  // <turn|>
+  uint32_t n = 0;
+  const uint8_t *nl = v->v.piece((uint32_t)v->v.special[gb::kTokNl], &n);
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(nl), n), "\n");
+  const std::vector<std::string> shared = split_inputs(gbt::shared_path("fixtures/vocab/ggml-vocab-phi-3.gguf.inp"));
+  const std::vector<std::vector<int32_t>> want = outputs("gemma4-synth");
+  ASSERT_EQ(shared.size(), 46u);
+  ASSERT_EQ(want.size(), 46u);
+  int pass = 0;
+  for (size_t i = 0; i < shared.size(); i++) {
+    std::vector<int32_t> got;
+    ASSERT_EQ(encode(v->tok, shared[i], 0, &got), GB_OK) << i;
+    if (got == want[i]) pass++;
+    else ADD_FAILURE() << "#" << i << " '" << shared[i] << "'\n  want " << show(v->tok, want[i]) << "\n  got  " << show(v->tok, got);
+    EXPECT_EQ(decode(v->tok, got, 0), shared[i]) << "#" << i;  // every string is well-formed UTF-8
+  }
+  const std::string dir = std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/";
+  const std::vector<std::string> extra = split_inputs(dir + "gemma4-synth-extra.inp");
+  const std::vector<std::vector<int32_t>> plain = read_ids(dir + "gemma4-synth-extra.out"),
+                                          special = read_ids(dir + "gemma4-synth-extra.special.out");
+  ASSERT_EQ(extra.size(), 19u);
+  ASSERT_EQ(plain.size(), extra.size());
+  ASSERT_EQ(special.size(), extra.size());
+  for (size_t i = 0; i < extra.size(); i++) {
+    std::vector<int32_t> got;
+    ASSERT_EQ(encode(v->tok, extra[i], 0, &got), GB_OK) << i;
+    if (got == plain[i]) pass++;
+    else ADD_FAILURE() << "extra #" << i << "\n  want " << show(v->tok, plain[i]) << "\n  got  " << show(v->tok, got);
+    ASSERT_EQ(encode(v->tok, extra[i], gb::kTokEncAddBos | gb::kTokEncParseSpecial, &got), GB_OK) << i;
+    if (got == special[i]) pass++;
+    else ADD_FAILURE() << "extra #" << i << " (BOS, special)\n  want " << show(v->tok, special[i]) << "\n  got  " << show(v->tok, got);
+  }
+  // Round trips of the repository's strings (special texts kept): all but
+  // the ill-formed one (#9, U+FFFD in its place) and the one with U+2581
+  // written in the text (#12: it reads back as a space, as llama.cpp's does).
+  for (size_t i = 0; i < extra.size(); i++) {
+    std::vector<int32_t> got;
+    ASSERT_EQ(encode(v->tok, extra[i], gb::kTokEncParseSpecial, &got), GB_OK) << i;
+    const std::string back = decode(v->tok, got, gb::kTokDecSpecial);
+    std::string expect = extra[i];
+    for (size_t at; (at = expect.find("\xE2\x96\x81")) != std::string::npos;) expect.replace(at, 3, " ");
+    if (i == 9) EXPECT_EQ(back, "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes \xEF\xBF\xBD end \xEF\xBF\xBD\xEF\xBF\xBD");
+    else EXPECT_EQ(back, expect) << "extra #" << i;
+  }
+  // Control and unknown tokens read as nothing without kTokDecSpecial.
+  std::vector<int32_t> ids;
+  ASSERT_EQ(encode(v->tok, "<unk>a<|turn>", gb::kTokEncParseSpecial, &ids), GB_OK);
+  EXPECT_EQ(decode(v->tok, ids, 0), "a");
+  printf("[ vocab    ] gemma4-synth: %d/%zu id lists exact\n", pass, shared.size() + 2 * extra.size());
+}
+
+// What the builder reads for gemma4: BOS whatever the key says; the gemma4
+// model's pre-tokenizer whatever tokenizer.ggml.pre says; a gpt2 model whose
+// pre-tokenizer is gemma4 runs as gemma4 does (byte-level BOS/EOS defaults).
+TEST(TokVocab, Gemma4Keys) {
+  gb::InputFile f;
+  const gb::Logger log = quiet();
+  ASSERT_EQ(f.open(vocab_path("gemma4-synth").c_str(), log, "vocabulary"), GB_OK);
+  gb::GgufFile g;
+  ASSERT_EQ(gb::gguf_parse(f, log, &g), GB_OK);
+  auto find = [&](const char *key) -> gb::GgufValue * {
+    for (gb::GgufValue &kv : g.kv)
+      if (kv.key == key) return &kv;
+    g.kv.emplace_back();
+    g.kv.back().key = key;
+    return &g.kv.back();
+  };
+  auto view = [&](std::vector<uint8_t> *img, gb::TokView *tv) {
+    ASSERT_EQ(gb::tokdata_from_gguf(g, log, img), GB_OK);
+    ASSERT_EQ(gb::tokdata_view(img->data(), img->size(), log, tv), GB_OK);
+  };
+  gb::GgufValue *bos = find("tokenizer.ggml.add_bos_token");
+  bos->is_int = true;
+  bos->type = 7;
+  bos->i = 0;
+  gb::GgufValue *pre = find("tokenizer.ggml.pre");
+  pre->is_str = true;
+  pre->is_int = false;
+  pre->type = 8;
+  pre->s = "qwen2";
+  std::vector<uint8_t> img;
+  gb::TokView tv;
+  view(&img, &tv);
+  EXPECT_EQ(tv.kind, (uint32_t)gb::kTokKindBpeUtf8);
+  EXPECT_EQ(tv.pre, (uint32_t)gb::kPreGemma4);
+  EXPECT_TRUE(tv.flags & gb::kTokFlagAddBos);
+  find("tokenizer.ggml.model")->s = "gpt2";
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_OK);
+  view(&img, &tv);
+  EXPECT_EQ(tv.kind, (uint32_t)gb::kTokKindBpe);  // qwen2's expressions over the byte-level alphabet
+  pre->s = "gemma4";
+  g.kv.erase(std::remove_if(g.kv.begin(), g.kv.end(), [](const gb::GgufValue &kv) { return kv.key == "tokenizer.ggml.bos_token_id"; }),
+             g.kv.end());
+  view(&img, &tv);
+  EXPECT_EQ(tv.kind, (uint32_t)gb::kTokKindBpeUtf8);
+  EXPECT_TRUE(tv.flags & gb::kTokFlagAddBos);
+  EXPECT_EQ(tv.special[gb::kTokBos], 11);  // the gpt2 model's default
+  find("tokenizer.ggml.model")->s = "gemma4";
+  view(&img, &tv);
+  EXPECT_EQ(tv.special[gb::kTokBos], -1);  // the gemma4 model has none without the key
+  g.has_merges = false;
+  EXPECT_EQ(gb::tokdata_from_gguf(g, log, &img), GB_ERR_CORRUPT);
+}
+
 // llama.cpp's own splits (its regex splitter, byte lengths of the words,
 // empty words dropped) of the shared gpt-2 test inputs followed by this
 // repository's pretok-extra.inp, for every pre-tokenizer expression, in
@@ -290,7 +414,19 @@ TEST(TokPretok, SplitsLikeLlamaCpp) {
     at = line;
   }
   EXPECT_EQ(sections, 26u);
-  for (uint32_t pre = gb::kPreDefault; pre < gb::kPreCount; pre++) EXPECT_TRUE(seen[pre]) << gb::pretok_name(pre);
+  // gemma4's one stage (newline runs, the rest) is checked below and by
+  // TokVocab.Gemma4Synthetic's ids.
+  for (uint32_t pre = gb::kPreDefault; pre < gb::kPreCount; pre++)
+    EXPECT_TRUE(seen[pre] || pre == gb::kPreGemma4) << gb::pretok_name(pre);
+  const struct {
+    const char *text;
+    std::vector<uint16_t> lengths;
+  } runs[] = {{"a\n\nb c\n", {1, 2, 3, 1}}, {"\n", {1}}, {"no newline", {10}}, {"\n\n\nx\r\n\r", {3, 2, 1, 1}}, {"", {}}};
+  for (const auto &r : runs) {
+    std::vector<uint16_t> got;
+    ASSERT_EQ(gb::pretok_split(gb::kPreGemma4, reinterpret_cast<const uint8_t *>(r.text), strlen(r.text), collect, &got), GB_OK);
+    EXPECT_EQ(got, r.lengths) << r.text;
+  }
 }
 
 TEST(TokPretok, Names) {
@@ -319,8 +455,11 @@ TEST(TokPretok, Names) {
   EXPECT_STREQ(gb::pretok_name(gb::kPreDeepseekV3), "deepseek-v3");
   EXPECT_TRUE(gb::pretok_from_name("minicpm5").ignore_merges);
   EXPECT_TRUE(gb::pretok_from_name("chameleon").add_bos);
-  // Byte-level BPE on raw UTF-8 (no GPT-2 byte alphabet): not handled here.
-  for (const char *raw : {"gemma4", "sarvam-moe", "whitespace", "granite-embed-multi-311m"})
+  // BPE on raw UTF-8 (no GPT-2 byte alphabet): gemma4's, the others not handled here.
+  EXPECT_EQ(gb::pretok_from_name("gemma4").id, (int32_t)gb::kPreGemma4);
+  EXPECT_TRUE(gb::pretok_from_name("gemma4").add_bos);
+  EXPECT_STREQ(gb::pretok_name(gb::kPreGemma4), "gemma4");
+  for (const char *raw : {"sarvam-moe", "whitespace", "granite-embed-multi-311m"})
     EXPECT_EQ(gb::pretok_from_name(raw).id, -1) << raw;
   EXPECT_EQ(gb::pretok_from_name("no-such-pre").id, -1);
   EXPECT_EQ(gb::pretok_from_name(nullptr).id, -1);
@@ -545,7 +684,7 @@ TEST(TokEncode, Misuse) {
 }
 
 TEST(TokData, Malformed) {
-  for (const char *name : {"gpt-2", "llama-spm"}) {
+  for (const char *name : {"gpt-2", "llama-spm", "gemma4-synth"}) {
     const std::vector<uint8_t> &good = image(name);
     ASSERT_FALSE(good.empty());
     ASSERT_EQ(validate(good), GB_OK);
@@ -560,12 +699,13 @@ TEST(TokData, Malformed) {
       gb_status want;
       const char *what;
     };
-    const bool bpe = gb::ld_u32(good.data() + 8) == gb::kTokKindBpe;
+    const uint32_t kind = gb::ld_u32(good.data() + 8);
+    const bool bpe = kind != gb::kTokKindSpm;
     const uint64_t off_pieces = gb::ld_u64(good.data() + 64), off_merges = gb::ld_u64(good.data() + 104);
     std::vector<Edit> edits = {
         {0, 4, 0x46554747, GB_ERR_BAD_MAGIC, "magic"},
         {4, 4, 2, GB_ERR_UNSUPPORTED_VERSION, "version"},
-        {8, 4, 3, GB_ERR_CORRUPT, "kind"},
+        {8, 4, 4, GB_ERR_CORRUPT, "kind"},
         {12, 4, 99, GB_ERR_CORRUPT, "pre-tokenizer id"},
         {16, 4, 0, GB_ERR_CORRUPT, "no tokens"},
         {16, 4, 0xFFFFFFFFu, GB_ERR_CORRUPT, "n_tokens huge"},
@@ -583,6 +723,12 @@ TEST(TokData, Malformed) {
         {off_pieces, 4, 1, GB_ERR_CORRUPT, "first piece offset"},
         {off_pieces + 8, 4, 0, GB_ERR_CORRUPT, "piece offsets out of order"},
     };
+    if (kind == gb::kTokKindBpe) {
+      edits.push_back({12, 4, gb::kPreGemma4, GB_ERR_CORRUPT, "byte-level BPE with gemma4's pre-tokenizer"});
+    } else if (kind == gb::kTokKindBpeUtf8) {
+      edits.push_back({12, 4, gb::kPreGpt2, GB_ERR_CORRUPT, "UTF-8 BPE with a byte-level pre-tokenizer"});
+      edits.push_back({8, 4, gb::kTokKindBpe, GB_ERR_CORRUPT, "byte-level BPE kind with gemma4's pre-tokenizer"});
+    }
     if (bpe) {
       edits.push_back({12, 4, 0, GB_ERR_CORRUPT, "BPE without pre-tokenizer"});
       edits.push_back({off_merges, 4, 0x7FFFFFF0, GB_ERR_CORRUPT, "merge left id"});

@@ -48,7 +48,7 @@ namespace {
 
 const char kTemplates[] =
     "llama2, llama3, llama3.1, chatml, zephyr, phi3, gemma, qwen2, qwen2.5, qwen3, qwen3.5, phi4-mini, phi4, smollm3, "
-    "lfm2, lfm2.5";
+    "lfm2, lfm2.5, gemma4";
 
 int chat_usage() {
   fprintf(stderr,
@@ -167,7 +167,7 @@ struct Chat {
   // tokenizer's usual handling (SentencePiece puts the prefix there).
   gb_status encode_continuation(const std::string &text, std::vector<int32_t> *out) {
     const uint32_t sp = parse_special ? GB_TOKENIZE_PARSE_SPECIAL : 0u;
-    if (ti.kind == GB_TOKENIZER_BPE) return encode(text, sp, out);  // no space prefix to avoid
+    if (ti.kind == GB_TOKENIZER_BPE || ti.kind == GB_TOKENIZER_BPE_UTF8) return encode(text, sp, out);  // no space prefix to avoid
     gb_status st = encode(text, sp | GB_TOKENIZE_NO_DUMMY_PREFIX, out);
     if (st != GB_OK || ti.kind != GB_TOKENIZER_SPM || !parse_special) return st;
     // Find the first control token and the text before it.

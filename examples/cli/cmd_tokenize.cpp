@@ -228,7 +228,7 @@ int gb_cli_detokenize(int argc, char **argv) {
   if (a.special) flags |= GB_DETOKENIZE_SPECIAL;
   // The SentencePiece space prefix: tokenize puts it before the text (after
   // BOS), so the text read back drops it.
-  if (ti.kind != GB_TOKENIZER_BPE) flags |= GB_DETOKENIZE_STRIP_SPACE;
+  if (ti.kind == GB_TOKENIZER_SPM || ti.kind == GB_TOKENIZER_LLAMA2C) flags |= GB_DETOKENIZE_STRIP_SPACE;
 
   std::string in;
   if (!read_stdin(C, &in)) return 1;

@@ -143,7 +143,7 @@ void put_tokenizer(const gb_model &m, Kv *kv) {
   }
   const TokView &v = t.tok.v;
   const bool spm = v.kind == kTokKindSpm;
-  kv->put_str("tokenizer.ggml.model", spm ? "llama" : "gpt2");
+  kv->put_str("tokenizer.ggml.model", spm ? "llama" : v.kind == kTokKindBpe ? "gpt2" : "gemma4");
   if (!spm) kv->put_str("tokenizer.ggml.pre", pretok_name(v.pre));
   kv->array_head("tokenizer.ggml.tokens", kStr, v.n_tokens);
   for (uint32_t i = 0; i < v.n_tokens; i++) {

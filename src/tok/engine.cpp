@@ -1,13 +1,14 @@
 // engine.cpp — SentencePiece and byte-level BPE encoding and decoding (see
 // engine.h for the contracts).
 //
-// Both encoders follow llama.cpp's sessions: the text is first cut at the
+// The encoders follow llama.cpp's sessions: the text is first cut at the
 // special tokens that may appear in it (longest text first); each remaining
-// piece is split into symbols (UTF-8 characters for SPM, bytes for BPE),
-// adjacent symbols are merged best pair first (SPM: highest score of the
-// token the pair spells, BPE: lowest merge rank; leftmost on ties), and the
-// final symbols become tokens (SPM: unknown symbols fall back to <0xHH>
-// tokens; BPE: to single-byte tokens). llama.cpp keeps every candidate pair
+// piece is split into symbols (UTF-8 characters for SPM and UTF-8 BPE, bytes
+// for byte-level BPE), adjacent symbols are merged best pair first (SPM:
+// highest score of the token the pair spells, BPE: lowest merge rank;
+// leftmost on ties), and the final symbols become tokens (SPM and UTF-8 BPE:
+// unknown symbols fall back to <0xHH> tokens; byte-level BPE: to single-byte
+// tokens). llama.cpp keeps every candidate pair
 // in a priority queue and drops stale ones when popped; here each symbol has
 // at most one candidate (with its right neighbour) in an indexed heap,
 // which pops the same pairs in the same order with bounded memory.
@@ -73,12 +74,13 @@ size_t tok_decode_piece(uint32_t kind, uint8_t type, const uint8_t *s, uint32_t 
     if (out && w < cap) out[w] = b;
     w++;
   };
-  if (type == kTokTypeControl || (type == kTokTypeUserDefined && kind == kTokKindBpe)) {
+  if (type == kTokTypeControl || (type == kTokTypeUserDefined && kind != kTokKindSpm) ||
+      (type == kTokTypeUnknown && kind == kTokKindBpeUtf8)) {
     for (uint32_t k = 0; k < n; k++) put(s[k]);
     return w;
   }
-  if (kind == kTokKindSpm) {
-    if (type == kTokTypeNormal || type == kTokTypeUserDefined) {
+  if (kind == kTokKindSpm || kind == kTokKindBpeUtf8) {
+    if (type == kTokTypeNormal || (type == kTokTypeUserDefined && kind == kTokKindSpm)) {
       for (uint32_t k = 0; k < n; k++) {
         if (k + 2 < n && s[k] == 0xE2 && s[k + 1] == 0x96 && s[k + 2] == 0x81) {
           put(' ');
@@ -90,7 +92,7 @@ size_t tok_decode_piece(uint32_t kind, uint8_t type, const uint8_t *s, uint32_t 
     } else if (type == kTokTypeByte) {
       if (n == 6 && s[0] == '<' && s[1] == '0' && s[2] == 'x' && s[5] == '>' && hex_value(s[3]) >= 0 && hex_value(s[4]) >= 0)
         put((uint8_t)(hex_value(s[3]) * 16 + hex_value(s[4])));
-    } else if (type == kTokTypeUnknown) {
+    } else if (type == kTokTypeUnknown && kind == kTokKindSpm) {
       for (uint8_t b : kUnkText) put(b);
     }
     return w;
@@ -245,6 +247,7 @@ struct Enc {
   size_t n_out = 0, out_cap;
   bool prev_special = true;  // SPM: the next piece gets the space prefix
 
+  bool bpe = t.v.kind != kTokKindSpm;  // merges by rank (both BPE kinds)
   uint8_t *stream = nullptr;
   int32_t *off = nullptr, *prev = nullptr, *next = nullptr, *id = nullptr, *hpos = nullptr, *heap = nullptr;
   uint32_t *key = nullptr;
@@ -263,7 +266,7 @@ struct Enc {
   // Heap order: SPM best score first, BPE lowest rank first; lower index on ties.
   bool better(int32_t a, int32_t b) const {
     if (key[a] != key[b]) {
-      if (t.v.kind == kTokKindBpe) return key[a] < key[b];
+      if (bpe) return key[a] < key[b];
       float fa, fb;
       memcpy(&fa, &key[a], 4);
       memcpy(&fb, &key[b], 4);
@@ -313,7 +316,7 @@ struct Enc {
     heap_remove(i);
     const int32_t j = next[i];
     if (j < 0) return;
-    if (t.v.kind == kTokKindBpe) {
+    if (bpe) {
       const int32_t r = merge_rank(t, id[i], id[j]);
       if (r < 0) return;
       key[i] = (uint32_t)r;
@@ -328,17 +331,20 @@ struct Enc {
     sift_up(heap_n - 1);
   }
 
-  // Symbols over stream[0..stream_len): SPM characters by lead byte, BPE bytes.
+  // Symbols over stream[0..stream_len): SPM and UTF-8 BPE characters by lead
+  // byte, byte-level BPE bytes; a BPE symbol carries its token (or -1).
   void build_symbols() {
     n_sym = 0;
     heap_n = 0;
     for (size_t p = 0; p < stream_len;) {
-      size_t n = t.v.kind == kTokKindSpm ? utf8_lead_len(stream[p]) : 1;
+      size_t n = t.v.kind == kTokKindBpe ? 1 : utf8_lead_len(stream[p]);
       if (n > stream_len - p) n = stream_len - p;
       off[n_sym] = (int32_t)p;
       prev[n_sym] = n_sym - 1;
       next[n_sym] = p + n < stream_len ? n_sym + 1 : -1;
-      id[n_sym] = t.v.kind == kTokKindBpe ? t.byte_tok[stream[p]] : -1;
+      id[n_sym] = t.v.kind == kTokKindBpe       ? t.byte_tok[stream[p]]
+                  : t.v.kind == kTokKindBpeUtf8 ? find_in(t.v, t.piece_hash, t.piece_mask, PlainSrc{stream + p, n})
+                                                : -1;
       hpos[n_sym] = -1;
       n_sym++;
       p += n;
@@ -351,7 +357,7 @@ struct Enc {
       const int32_t l = heap[0];
       const int32_t r = next[l];
       heap_remove(l);
-      if (t.v.kind == kTokKindBpe) {
+      if (bpe) {
         uint32_t a, b;
         int32_t res;
         t.v.merge(key[l], &a, &b, &res);
@@ -378,6 +384,12 @@ struct Enc {
           const int32_t bt = t.byte_tok[stream[k]];
           GB_TRY(emit(bt >= 0 ? bt : t.v.special[kTokUnk]));
         }
+      } else if (t.v.kind == kTokKindBpeUtf8) {
+        if (id[i] >= 0) {
+          GB_TRY(emit(id[i]));
+          continue;
+        }
+        for (size_t k = a; k < b; k++) GB_TRY(emit(t.byte_tok[stream[k]]));  // a byte without a token is dropped
       } else {
         if (id[i] >= 0) {
           GB_TRY(emit(id[i]));
@@ -429,7 +441,32 @@ struct Enc {
     merge_all();
     return emit_symbols();
   }
-  static gb_status bpe_word_cb(void *ctx, size_t begin, size_t end) { return static_cast<Enc *>(ctx)->bpe_word(begin, end); }
+
+  // UTF-8 BPE: one pre-tokenized word (a run of newlines, or of anything
+  // else), spaces as U+2581 and ill-formed bytes as U+FFFD; a run of
+  // newlines that is itself a token stays whole.
+  gb_status utf8_word(size_t begin, size_t end) {
+    stream_len = 0;
+    for (size_t i = begin; i < end;) {
+      size_t adv;
+      const uint32_t cp = utf8_decode(text + i, end - i, &adv);
+      if (cp == ' ') {
+        stream[stream_len++] = 0xE2;
+        stream[stream_len++] = 0x96;
+        stream[stream_len++] = 0x81;
+      } else {
+        stream_len += utf8_encode(cp, stream + stream_len);
+      }
+      i += adv;
+    }
+    if (stream_len > 0 && stream[0] == '\n') {
+      const int32_t whole = find_in(t.v, t.piece_hash, t.piece_mask, PlainSrc{stream, stream_len});
+      if (whole >= 0) return emit(whole);
+    }
+    build_symbols();
+    merge_all();
+    return emit_symbols();
+  }
 
   gb_status raw_piece(size_t begin, size_t end) {
     if (begin >= end) return GB_OK;
@@ -440,7 +477,8 @@ struct Enc {
       size_t base;
       static gb_status cb(void *ctx, size_t b, size_t en) {
         Shift *s = static_cast<Shift *>(ctx);
-        return s->e->bpe_word(s->base + b, s->base + en);
+        return s->e->t.v.kind == kTokKindBpeUtf8 ? s->e->utf8_word(s->base + b, s->base + en)
+                                                 : s->e->bpe_word(s->base + b, s->base + en);
       }
     } sh{this, begin};
     return pretok_split(t.v.pre, text + begin, end - begin, Shift::cb, &sh);
@@ -593,11 +631,11 @@ gb_status tok_init(Tok *t, const TokView &v, void *mem, size_t mem_bytes, const 
   // byte tables
   for (int b = 0; b < 256; b++) {
     const uint8_t byte = (uint8_t)b;
-    if (v.kind == kTokKindSpm) {
+    if (v.kind == kTokKindSpm || v.kind == kTokKindBpeUtf8) {
       static const char kHex[] = "0123456789ABCDEF";
       const uint8_t name[6] = {'<', '0', 'x', (uint8_t)kHex[b >> 4], (uint8_t)kHex[b & 15], '>'};
       int32_t id = find_in(v, r.piece_hash, pmask, PlainSrc{name, 6});
-      if (id < 0) id = find_in(v, r.piece_hash, pmask, PlainSrc{&byte, 1});
+      if (id < 0 && v.kind == kTokKindSpm) id = find_in(v, r.piece_hash, pmask, PlainSrc{&byte, 1});
       r.byte_tok[b] = id;
       r.single_tok[b] = -1;
     } else {
@@ -656,7 +694,8 @@ gb_status tok_piece(const Tok &t, int32_t id, uint32_t flags, const char **out, 
   const uint32_t a = t.dec_off[id], b = t.dec_off[id + 1];
   *out = reinterpret_cast<const char *>(t.dec + a);
   *len = b - a;
-  if (t.v.type((uint32_t)id) == kTokTypeControl && !(flags & kTokDecSpecial)) *len = 0;
+  const uint8_t type = t.v.type((uint32_t)id);
+  if ((type == kTokTypeControl || (type == kTokTypeUnknown && t.v.kind == kTokKindBpeUtf8)) && !(flags & kTokDecSpecial)) *len = 0;
   return GB_OK;
 }
 

@@ -1,6 +1,7 @@
 // engine.h — the GGUF tokenizers over a TokView (tokdata.h): SentencePiece
-// (tokenizer.ggml.model "llama") and byte-level BPE ("gpt2"), tokenizing as
-// llama.cpp does.
+// (tokenizer.ggml.model "llama"), byte-level BPE ("gpt2") and BPE over UTF-8
+// characters with SentencePiece's spaces and byte tokens ("gemma4"),
+// tokenizing as llama.cpp does.
 //
 // Lifetime: tok_mem_size(view) bytes of caller memory (8-byte aligned) hold
 // the lookup tables tok_init builds (piece -> id, merge pair -> rank, decoded
@@ -90,9 +91,11 @@ gb_status tok_encode(const Tok &t, const char *text, size_t len, uint32_t flags,
                      size_t *n_out);
 
 // The decoded text of one token: SPM pieces with U+2581 as ' ', <0xHH> as
-// its byte, unknown as U+2585; BPE pieces mapped back from the byte-level
-// alphabet; user-defined tokens as written; control tokens empty unless
-// kTokDecSpecial. *out points into the Tok's memory (not NUL-terminated).
+// its byte, unknown as U+2585; byte-level BPE pieces mapped back from the
+// byte-level alphabet; UTF-8 BPE pieces with U+2581 as ' ', <0xHH> as its
+// byte; user-defined tokens as written; control tokens (and UTF-8 BPE's
+// unknown ones, as llama.cpp treats them) as written with kTokDecSpecial,
+// else empty. *out points into the Tok's memory (not NUL-terminated).
 // Errors: GB_ERR_NULL_POINTER, GB_ERR_TOKEN_OUT_OF_RANGE, GB_ERR_INVALID_ARGUMENT (flags).
 gb_status tok_piece(const Tok &t, int32_t id, uint32_t flags, const char **out, size_t *len);
 

@@ -601,6 +601,15 @@ const Matcher kSuperbpe[] = {m_numbers, m_digits_from_right};
 const Matcher kAfmoe[] = {m_digit_groups, m_afmoe_scripts, m_dsv3};
 const Matcher kExaoneMoe[] = {m_exaone_moe};
 
+// gemma4: [^\n]+|[\n]+ (newline is one byte, so bytes are scanned).
+size_t m_newline_runs(const Piece &p, size_t i, size_t *) {
+  const bool nl = p.t[i] == '\n';
+  size_t e = i;
+  while (e < p.end && (p.t[e] == '\n') == nl) e++;
+  return e;
+}
+const Matcher kGemma4[] = {m_newline_runs};
+
 Stages stages_of(uint32_t id) {
 #define GB_STAGES(a) Stages{a, (uint32_t)(sizeof a / sizeof a[0])}
   switch (id) {
@@ -630,6 +639,7 @@ Stages stages_of(uint32_t id) {
     case kPreSuperbpe: return GB_STAGES(kSuperbpe);
     case kPreAfmoe: return GB_STAGES(kAfmoe);
     case kPreExaoneMoe: return GB_STAGES(kExaoneMoe);
+    case kPreGemma4: return GB_STAGES(kGemma4);
     default: return Stages{nullptr, 0};
   }
 #undef GB_STAGES
@@ -713,6 +723,7 @@ const Name kNames[] = {
     {"granite-embed-multi-97m", kPreGraniteMulti, true, false}, {"tiny_aya", kPreTinyAya, false, false},
     {"kimi-k2", kPreKimiK2, false, false},        {"superbpe", kPreSuperbpe, false, false},
     {"afmoe", kPreAfmoe, false, false},           {"exaone-moe", kPreExaoneMoe, false, false},
+    {"gemma4", kPreGemma4, false, true},  // BOS always: llama.cpp forces it for this name
     // Names llama.cpp gives these same expressions (and flags).
     {"cohere2moe", kPreTinyAya, false, false},    {"hunyuan-dense", kPreDeepseekV3, false, false},
     {"joyai-llm", kPreDeepseekV3, false, false},  {"poro-chat", kPreBloom, false, false},

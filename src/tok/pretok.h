@@ -6,9 +6,10 @@
 // Matching is on code points decoded with utf8_decode (a bad byte is one
 // U+FFFD); positions are byte offsets into the caller's text. No allocation;
 // recursion depth is the number of stages (at most 6).
-// Names whose BPE runs on raw UTF-8 instead of GPT-2's byte alphabet
-// (gemma4, sarvam-moe, whitespace) are not pre-tokenizers here: the
-// converter refuses them as unknown.
+// gemma4 is the one name whose BPE runs on raw UTF-8 instead of GPT-2's
+// byte alphabet (tokenizer kind kTokKindBpeUtf8, tokdata.h): its only stage
+// cuts newline runs from the rest. Other raw-UTF-8 names (sarvam-moe,
+// whitespace) are unknown here: the converter refuses them.
 #pragma once
 
 #include <stddef.h>
@@ -46,7 +47,8 @@ enum PretokId : uint32_t {
   kPreSuperbpe = 24,    // superbpe
   kPreAfmoe = 25,       // afmoe
   kPreExaoneMoe = 26,   // exaone-moe
-  kPreCount = 27,
+  kPreGemma4 = 27,      // gemma4: runs of newlines and runs of anything else (raw UTF-8 BPE)
+  kPreCount = 28,
 };
 
 struct PretokInfo {

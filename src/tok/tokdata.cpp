@@ -63,11 +63,14 @@ gb_status parse(const uint8_t *p, size_t n, const Logger &log, TokView *v) {
   v->n_merges = ld_u32(p + 20);
   v->flags = ld_u32(p + 24);
   v->max_piece = ld_u32(p + 28);
-  GB_RETURN_IF(v->kind != kTokKindSpm && v->kind != kTokKindBpe, log, GB_ERR_CORRUPT, "tokdata: kind %u unknown", v->kind);
+  GB_RETURN_IF(v->kind != kTokKindSpm && v->kind != kTokKindBpe && v->kind != kTokKindBpeUtf8, log, GB_ERR_CORRUPT,
+               "tokdata: kind %u unknown", v->kind);
   GB_RETURN_IF(v->kind == kTokKindSpm && v->pre != kPreNone, log, GB_ERR_CORRUPT,
                "tokdata: pre-tokenizer %u on a SentencePiece vocabulary", v->pre);
-  GB_RETURN_IF(v->kind == kTokKindBpe && (v->pre == kPreNone || v->pre >= kPreCount), log, GB_ERR_CORRUPT,
-               "tokdata: pre-tokenizer id %u unknown", v->pre);
+  GB_RETURN_IF(v->kind == kTokKindBpe && (v->pre == kPreNone || v->pre == kPreGemma4 || v->pre >= kPreCount), log,
+               GB_ERR_CORRUPT, "tokdata: pre-tokenizer id %u unknown for byte-level BPE", v->pre);
+  GB_RETURN_IF(v->kind == kTokKindBpeUtf8 && v->pre != kPreGemma4, log, GB_ERR_CORRUPT,
+               "tokdata: pre-tokenizer id %u on a UTF-8 BPE vocabulary (only %u is)", v->pre, (uint32_t)kPreGemma4);
   GB_RETURN_IF(v->n_tokens == 0 || v->n_tokens > kTokMaxTokens, log, GB_ERR_CORRUPT, "tokdata: n_tokens %u (1..%u)",
                v->n_tokens, kTokMaxTokens);
   GB_RETURN_IF(v->n_merges > kTokMaxMerges, log, GB_ERR_CORRUPT, "tokdata: n_merges %u (at most %u)", v->n_merges,

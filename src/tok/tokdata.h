@@ -28,7 +28,9 @@
 //
 // Pieces are stored as the GGUF has them: SentencePiece text with U+2581 for
 // spaces and <0xHH> byte tokens; byte-level BPE text in GPT-2's byte alphabet
-// (except user-defined and control tokens, whose text is plain).
+// (except user-defined and control tokens, whose text is plain); UTF-8 BPE
+// (Gemma 4) text as plain UTF-8 with U+2581 for spaces and <0xHH> byte
+// tokens, merged by rank like byte-level BPE.
 #pragma once
 
 #include <stddef.h>
@@ -46,7 +48,11 @@ constexpr uint32_t kTokMaxMerges = 1u << 23;
 constexpr uint32_t kTokMaxPiece = 1024;
 constexpr uint64_t kTokMaxTemplate = 1u << 20;
 
-enum TokKind : uint32_t { kTokKindSpm = 1, kTokKindBpe = 2 };
+// kTokKindBpeUtf8: BPE over the text's UTF-8 characters (not GPT-2's byte
+// alphabet), spaces written as U+2581, characters no merge covers falling
+// back to <0xHH> byte tokens (tokenizer.ggml.model "gemma4"; its
+// pre-tokenizer is always kPreGemma4).
+enum TokKind : uint32_t { kTokKindSpm = 1, kTokKindBpe = 2, kTokKindBpeUtf8 = 3 };
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum TokType : uint8_t {

@@ -82,9 +82,11 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
   uint32_t kind;
   if (model.len == 5 && memcmp(model.s, "llama", 5) == 0) kind = kTokKindSpm;
   else if (model.len == 4 && memcmp(model.s, "gpt2", 4) == 0) kind = kTokKindBpe;
+  else if (model.len == 6 && memcmp(model.s, "gemma4", 6) == 0) kind = kTokKindBpeUtf8;
   else
-    return fail(log, GB_ERR_UNSUPPORTED_TYPE, "gguf: tokenizer model '%.*s' is not supported (llama, gpt2 are)",
+    return fail(log, GB_ERR_UNSUPPORTED_TYPE, "gguf: tokenizer model '%.*s' is not supported (llama, gpt2, gemma4 are)",
                 (int)(model.len < 64 ? model.len : 64), (const char *)model.s);
+  const bool gemma4_model = kind == kTokKindBpeUtf8;
 
   GgufArray tokens, scores, types, merges;
   GB_RETURN_IF(!g.array("tokenizer.ggml.tokens", &tokens) || tokens.count == 0, log, GB_ERR_CORRUPT,
@@ -104,10 +106,13 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
   uint32_t pre = kPreNone, flags = 0;
   PretokInfo info;
   uint64_t n_merges = 0;
-  if (kind == kTokKindBpe) {
+  if (kind != kTokKindSpm) {
+    // The gemma4 model's pre-tokenizer is always its own, whatever the key says.
     char name[64] = "default";
     GgufScalar p;
-    if (g.value("tokenizer.ggml.pre", &p) && p.is_str) {
+    if (gemma4_model) {
+      memcpy(name, "gemma4", 7);
+    } else if (g.value("tokenizer.ggml.pre", &p) && p.is_str) {
       const size_t k = p.len < sizeof name - 1 ? (size_t)p.len : sizeof name - 1;
       memcpy(name, p.s, k);
       name[k] = 0;
@@ -116,8 +121,9 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
     info = pretok_from_name(name);
     GB_RETURN_IF(info.id < 0, log, GB_ERR_UNSUPPORTED_TYPE, "gguf: pre-tokenizer '%s' (tokenizer.ggml.pre) is not supported", name);
     pre = (uint32_t)info.id;
+    if (pre == kPreGemma4) kind = kTokKindBpeUtf8;  // a gpt2 model with this name runs as gemma4 does
     GB_RETURN_IF(!g.array("tokenizer.ggml.merges", &merges), log, GB_ERR_CORRUPT,
-                 "gguf: a gpt2 tokenizer without tokenizer.ggml.merges");
+                 "gguf: a BPE tokenizer without tokenizer.ggml.merges");
     GB_RETURN_IF(merges.elem != kGgufString, log, GB_ERR_CORRUPT, "gguf: tokenizer.ggml.merges holds type %u, not strings",
                  merges.elem);
     GB_RETURN_IF(merges.count > kTokMaxMerges, log, GB_ERR_CORRUPT, "gguf: %llu merges (at most %u)",
@@ -126,7 +132,10 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
     if (info.ignore_merges) flags |= kTokFlagIgnoreMerges;
   }
   int64_t b;
-  const bool add_bos = get_int(g, "tokenizer.ggml.add_bos_token", &b) ? b != 0 : (kind == kTokKindSpm || info.add_bos);
+  // gemma4 always starts with BOS (llama.cpp overrides a key that says no).
+  const bool add_bos = pre == kPreGemma4 ? true
+                       : get_int(g, "tokenizer.ggml.add_bos_token", &b) ? b != 0
+                                                                         : (kind == kTokKindSpm || info.add_bos);
   const bool add_eos = get_int(g, "tokenizer.ggml.add_eos_token", &b) ? b != 0 : false;
   const bool space = get_int(g, "tokenizer.ggml.add_space_prefix", &b) ? b != 0 : kind == kTokKindSpm;
   if (add_bos) flags |= kTokFlagAddBos;
@@ -251,7 +260,7 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
     special[kTokBos] = 1;
     special[kTokEos] = 2;
     special[kTokUnk] = 0;
-  } else {
+  } else if (!gemma4_model) {  // gemma4's come from the keys only
     special[kTokBos] = 11;
     special[kTokEos] = 11;
   }
@@ -271,7 +280,7 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
   for (int32_t &s : special)
     if (s >= (int32_t)n) s = -1;
   if (special[kTokEot] < 0) {
-    static const char *const kEot[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>"};
+    static const char *const kEot[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<turn|>", "<|endoftext|>", "<EOT>"};
     for (const char *name : kEot) {
       const int32_t id = ids.find(name);
       if (id >= 0) {
@@ -280,7 +289,8 @@ gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint
       }
     }
   }
-  special[kTokNl] = kind == kTokKindSpm ? ids.find("<0x0A>") : ids.find("\xC4\x8A");
+  special[kTokNl] = kind == kTokKindSpm ? ids.find("<0x0A>") : kind == kTokKindBpe ? ids.find("\xC4\x8A") : ids.find("\n");
+  if (special[kTokNl] < 0 && kind == kTokKindBpeUtf8) special[kTokNl] = ids.find("<0x0A>");
   for (uint32_t s = 0; s < kTokSpecialCount; s++) st_u32(img + 32 + 4 * s, (uint32_t)special[s]);
   return tokdata_validate(img, (size_t)at, log);
 }

@@ -5,7 +5,8 @@
 // The defaults follow llama.cpp's vocabulary loader: SentencePiece adds BOS
 // and a space prefix unless the keys say otherwise, ids 1/2/0 for
 // BOS/EOS/unknown when absent; byte-level BPE adds BOS only where its
-// pre-tokenizer says so, ids 11/11 for BOS/EOS when absent. The end-of-turn
+// pre-tokenizer says so, ids 11/11 for BOS/EOS when absent; gemma4 always
+// adds BOS and has no default ids. The end-of-turn
 // token, when no key names it, is the first of the usual end-of-turn texts
 // the vocabulary has.
 #pragma once
@@ -28,7 +29,7 @@ struct TokBuildSizes {
 // (sizes->image_bytes, from a count over the same view) with scratch
 // (sizes->scratch_bytes, 4-byte aligned), then validated. Errors:
 // GB_ERR_UNSUPPORTED_TYPE for a tokenizer.ggml.model other than "llama"
-// (SentencePiece) or "gpt2" (byte-level BPE), or a pre-tokenizer this
+// (SentencePiece), "gpt2" (byte-level BPE) or "gemma4" (UTF-8 BPE), or a pre-tokenizer this
 // build does not know; GB_ERR_CORRUPT for missing or inconsistent arrays;
 // each with a log line.
 gb_status tokdata_build(const GgufView &g, const Logger &log, uint8_t *img, uint32_t *scratch, TokBuildSizes *sizes);

@@ -26,7 +26,7 @@ gb_status tokenizer_obj_init_llama2c(gb_tokenizer *t, const VocabView &v, void *
 }
 
 gb_status tokenizer_obj_init_gguf(gb_tokenizer *t, const TokView &v, void *mem, size_t mem_bytes, const Logger &log) {
-  t->kind = v.kind == kTokKindSpm ? GB_TOKENIZER_SPM : GB_TOKENIZER_BPE;
+  t->kind = v.kind == kTokKindSpm ? GB_TOKENIZER_SPM : v.kind == kTokKindBpe ? GB_TOKENIZER_BPE : GB_TOKENIZER_BPE_UTF8;
   t->log = log;
   GB_TRY(tok_init(&t->tok, v, mem, mem_bytes, log));
   t->bos = v.special[kTokBos];
@@ -155,7 +155,7 @@ extern "C" gb_status gb_tokenizer_get_info(const gb_tokenizer *t, gb_tokenizer_i
   r.pad_id = t->pad;
   r.add_bos = t->add_bos;
   r.add_eos = t->add_eos;
-  if (t->kind == GB_TOKENIZER_BPE) {
+  if (t->kind == GB_TOKENIZER_BPE || t->kind == GB_TOKENIZER_BPE_UTF8) {
     const char *name = gb::pretok_name(t->tok.v.pre);
     strncpy(r.pre, name, sizeof r.pre - 1);
   }

@@ -18,7 +18,7 @@ struct gb_tokenizer {
   void *mem = nullptr;      // the allocation gb_tokenizer_close frees (nullptr: caller memory)
   gb::Logger log;
   gb::Tokenizer legacy;     // kind GB_TOKENIZER_LLAMA2C
-  gb::Tok tok;              // kinds GB_TOKENIZER_SPM / GB_TOKENIZER_BPE
+  gb::Tok tok;              // kinds GB_TOKENIZER_SPM / _BPE / _BPE_UTF8
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false;
 };

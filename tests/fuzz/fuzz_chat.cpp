@@ -47,14 +47,16 @@ void check_template(gb_chat_template t) {
     if (!eot[i] || !eot[i][0]) fuzz_fail("empty eot string");
 }
 
-bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_QWEN35; }
+bool known_template(int32_t v) { return v >= GB_CHAT_TEMPLATE_LLAMA2 && v <= GB_CHAT_TEMPLATE_GEMMA4; }
 
 // Templates that strip contents (llama2, llama3, gemma, qwen3.5; llama3.1,
 // which also writes a tool's result as a JSON string; lfm2.5, which strips
-// the answers of past assistant turns).
+// the answers of past assistant turns; gemma4, which also drops the
+// reasoning channel of assistant turns).
 bool trims(int32_t v) {
   return v == GB_CHAT_TEMPLATE_LLAMA2 || v == GB_CHAT_TEMPLATE_LLAMA3 || v == GB_CHAT_TEMPLATE_GEMMA ||
-         v == GB_CHAT_TEMPLATE_LLAMA31 || v == GB_CHAT_TEMPLATE_QWEN35 || v == GB_CHAT_TEMPLATE_LFM25;
+         v == GB_CHAT_TEMPLATE_LLAMA31 || v == GB_CHAT_TEMPLATE_QWEN35 || v == GB_CHAT_TEMPLATE_LFM25 ||
+         v == GB_CHAT_TEMPLATE_GEMMA4;
 }
 
 // Templates with a turn for a tool's result.

@@ -1,15 +1,18 @@
-// fuzz_tok_bpe.cpp — fuzz target for the byte-level BPE encoder and its
-// pre-tokenizers (src/tok/) over the fixture vocabularies
-// (../shared/fixtures/vocab/; without them the target does nothing).
+// fuzz_tok_bpe.cpp — fuzz target for the BPE encoders (byte-level and
+// UTF-8) and their pre-tokenizers (src/tok/) over the fixture vocabularies
+// (../shared/fixtures/vocab/, and this repository's gemma4 one; without
+// them the target does nothing).
 // Input: byte 0 picks the vocabulary and pre-tokenizer (bits 0-2: gpt-2,
 // falcon, starcoder, deepseek-llm, and gpt-2's vocabulary under the
-// llama-bpe, qwen2, default and starcoder/smollm pre-tokenizers) and the
-// flags (bit 3: parse special, bit 4: BOS and EOS); the rest is the text.
+// llama-bpe, qwen2, default and starcoder/smollm pre-tokenizers; bit 5 set:
+// the gemma4 vocabulary instead) and the flags (bit 3: parse special, bit 4:
+// BOS and EOS); the rest is the text.
 // Checks: every pre-tokenizer splits the text into non-empty words that
 // tile it in order; encoding succeeds, ids are in range, nothing is written past the
 // capacity, and decoding gives back the text with each invalid UTF-8 byte
 // as U+FFFD and without the bytes the vocabulary has no token for (falcon
-// lacks a few control bytes): llama.cpp's two lossy steps. Any failure aborts.
+// lacks a few control bytes): llama.cpp's two lossy steps (gemma4 also
+// reads U+2581 written in the text back as a space). Any failure aborts.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,11 @@ Loaded *config(unsigned k) {
   return c[k];
 }
 
+Loaded *gemma4() {
+  static Loaded *c = load("gemma4-synth", 0, GB_TEST_SOURCE_DIR "/fixtures/vocab");
+  return c;
+}
+
 struct Tiling {
   size_t next = 0;
   bool ok = true;
@@ -73,7 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (gb::pretok_split(pre, data + 1, size - 1, tile, &t) != GB_OK) fuzz_fail("pre-tokenizer failed");
     if (!t.ok || t.next != size - 1) fuzz_fail("pre-tokenizer words do not tile the text");
   }
-  Loaded *l = config(data[0] & 7);
+  Loaded *l = (data[0] & 32) ? gemma4() : config(data[0] & 7);
+  const bool utf8_bpe = l->ok && l->v.kind == gb::kTokKindBpeUtf8;
   if (!l->ok) return 0;
   const uint32_t flags = ((data[0] & 8) ? (uint32_t)gb::kTokEncParseSpecial : 0u) | ((data[0] & 16) ? (uint32_t)(gb::kTokEncAddBos | gb::kTokEncAddEos) : 0u);
   const std::string x(reinterpret_cast<const char *>(data + 1), size - 1);
@@ -104,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t adv;
     uint8_t u[4];
     const uint32_t cp = gb::utf8_decode(reinterpret_cast<const uint8_t *>(x.data()) + i, x.size() - i, &adv);
-    const size_t m = gb::utf8_encode(cp, u);
+    const size_t m = gb::utf8_encode(utf8_bpe && cp == 0x2581 ? ' ' : cp, u);
     for (size_t k = 0; k < m; k++)
       if (l->tok.byte_tok[u[k]] >= 0) want += (char)u[k];  // a byte without a token is dropped (falcon lacks a few)
     i += adv;
@@ -134,7 +143,7 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
     const std::string sep = "\n__ggml_vocab_test__\n";
     for (size_t at = 0, p; (p = all.find(sep, at)) != std::string::npos; at = p + sep.size()) texts.push_back(all.substr(at, p - at));
   }
-  for (uint8_t cfg = 0; cfg < 32; cfg++)
+  for (uint8_t cfg = 0; cfg < 64; cfg++)
     for (size_t i = cfg % 3; i < texts.size(); i += 3) {
       std::vector<uint8_t> b(1, cfg);
       b.insert(b.end(), texts[i].begin(), texts[i].end());

@@ -30,16 +30,17 @@ struct Loaded {
   bool ok = false;
 };
 
-// The fixture vocabulary ggml-vocab-NAME.gguf (ok = false when the shared
-// fixtures are absent); pre: 0 keeps its own pre-tokenizer, else it is
-// replaced (llama-bpe also ignores merges, as that pre-tokenizer's models do).
-Loaded *load(const char *name, uint32_t pre) {
+// The fixture vocabulary DIR/ggml-vocab-NAME.gguf (DIR: the shared
+// fixtures' vocab/ unless given; ok = false when the file is absent); pre: 0
+// keeps its own pre-tokenizer, else it is replaced (llama-bpe also ignores
+// merges, as that pre-tokenizer's models do).
+Loaded *load(const char *name, uint32_t pre, const char *dir = GB_SHARED_DIR "/fixtures/vocab") {
   auto *l = new Loaded;
   gb::Logger log;
   log.fn = quiet;
   gb::InputFile f;
   gb::GgufFile g;
-  const std::string path = std::string(GB_SHARED_DIR) + "/fixtures/vocab/ggml-vocab-" + name + ".gguf";
+  const std::string path = std::string(dir) + "/ggml-vocab-" + name + ".gguf";
   if (f.open(path.c_str(), log, "vocabulary") != GB_OK || gb::gguf_parse(f, log, &g) != GB_OK ||
       gb::tokdata_from_gguf(g, log, &l->img) != GB_OK)
     return l;

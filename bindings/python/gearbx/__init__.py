@@ -247,7 +247,7 @@ def apply_chat_template(template, messages: Iterable, add_assistant: bool = True
     """Render chat messages with a built-in template (gb_chat_apply_ex).
 
     template: a name ("llama2", "llama3", "llama3.1", "chatml", "zephyr", "phi3", "gemma",
-    "qwen2", "qwen2.5", "qwen3", "qwen3.5", "phi4-mini", "phi4", "smollm3", "lfm2", "lfm2.5") or its int. messages: mappings with "role" and
+    "qwen2", "qwen2.5", "qwen3", "qwen3.5", "phi4-mini", "phi4", "smollm3", "lfm2", "lfm2.5", "gemma4") or its int. messages: mappings with "role" and
     "content", or (role, content) pairs; roles "system", "user", "assistant", and "tool" (a tool's
     result) for qwen2.5, qwen3, smollm3 and llama3.1. add_assistant: append the opening of an
     assistant turn. tools: tool definitions (a list of dicts, or its JSON text) for qwen2.5, qwen3 and

@@ -82,8 +82,8 @@ GGUF_LAYOUTS = {"auto": 0, "file": 1, "repack": 2}
 GB_ROPE_ADJACENT, GB_ROPE_NEOX = 0, 1
 ROPE_NAMES = {0: "adjacent", 1: "neox"}
 
-GB_TOKENIZER_LLAMA2C, GB_TOKENIZER_SPM, GB_TOKENIZER_BPE = 1, 2, 3
-TOKENIZER_KIND_NAMES = {1: "llama2c", 2: "spm", 3: "bpe"}
+GB_TOKENIZER_LLAMA2C, GB_TOKENIZER_SPM, GB_TOKENIZER_BPE, GB_TOKENIZER_BPE_UTF8 = 1, 2, 3, 4
+TOKENIZER_KIND_NAMES = {1: "llama2c", 2: "spm", 3: "bpe", 4: "bpe-utf8"}
 
 GB_TOKENIZE_ADD_BOS = 1
 GB_TOKENIZE_NO_DUMMY_PREFIX = 2
@@ -105,7 +105,7 @@ KV_POLICY_NAMES = {
 
 CHAT_TEMPLATE_NAMES = {
     1: "llama2", 2: "llama3", 3: "chatml", 4: "zephyr", 5: "phi3", 6: "gemma", 7: "qwen2", 8: "qwen2.5", 9: "qwen3", 10: "phi4-mini", 11: "phi4", 12: "smollm3",
-    13: "llama3.1", 14: "lfm2", 15: "lfm2.5", 16: "qwen3.5",
+    13: "llama3.1", 14: "lfm2", 15: "lfm2.5", 16: "qwen3.5", 17: "gemma4",
 }
 
 
