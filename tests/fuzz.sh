@@ -8,6 +8,9 @@
 #     --jobs N  targets run at the same time (default 1)
 #     --targets only these (names with or without the fuzz_ prefix)
 # GEARBX_FUZZ_ARGS: more libFuzzer options (e.g. "-rss_limit_mb=4096").
+# GEARBX_FUZZ_REPLAY_DIR: a folder holding the targets' replay programs
+# (<target>_replay) built by another build of this tree (any compiler):
+# they write the seeds, so only the libFuzzer binaries are built here.
 # Build directory: $GEARBX_FUZZ_BUILD, else build/fuzz; configured there
 # with clang when it has no build yet, then only the fuzz targets are built
 # (cmake --build --target fuzz_all; CMAKE_BUILD_PARALLEL_LEVEL sets the
@@ -59,8 +62,11 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
     -DGEARBX_BUILD_BENCH=OFF -DGEARBX_BUILD_SHARED=OFF -DGEARBX_WITH_OPENBLAS=OFF >/dev/null || exit 2
 fi
 grep -q '^GEARBX_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt" || { echo "fuzz.sh: $BUILD is not a GEARBX_FUZZ=ON build (set GEARBX_FUZZ_BUILD to another directory)" >&2; exit 2; }
-echo "== building the fuzz targets in $BUILD"
-cmake --build "$BUILD" --target fuzz_all >"$BUILD/fuzz-build.log" 2>&1 || { tail -40 "$BUILD/fuzz-build.log"; echo "fuzz.sh: build failed ($BUILD/fuzz-build.log)" >&2; exit 2; }
+REPLAY_DIR=${GEARBX_FUZZ_REPLAY_DIR:-}
+BUILD_TARGET=fuzz_all
+[ -z "$REPLAY_DIR" ] || BUILD_TARGET=fuzz_targets
+echo "== building the fuzz targets in $BUILD ($BUILD_TARGET)"
+cmake --build "$BUILD" --target "$BUILD_TARGET" >"$BUILD/fuzz-build.log" 2>&1 || { tail -40 "$BUILD/fuzz-build.log"; echo "fuzz.sh: build failed ($BUILD/fuzz-build.log)" >&2; exit 2; }
 
 TARGETS=()
 for src in "$ROOT"/tests/fuzz/fuzz_*.cpp; do
@@ -72,8 +78,10 @@ for src in "$ROOT"/tests/fuzz/fuzz_*.cpp; do
 done
 [ ${#TARGETS[@]} -gt 0 ] || { echo "fuzz.sh: no target matches '$ONLY'" >&2; exit 2; }
 BIN_DIR=$(dirname "$(find "$BUILD" -name "${TARGETS[0]}" -type f -perm -u+x -print -quit)")
+[ -n "$REPLAY_DIR" ] || REPLAY_DIR=$BIN_DIR
 for t in "${TARGETS[@]}"; do
   [ -x "$BIN_DIR/$t" ] || { echo "fuzz.sh: $BIN_DIR/$t was not built (GEARBX_FUZZ=OFF in $BUILD?)" >&2; exit 2; }
+  [ -x "$REPLAY_DIR/${t}_replay" ] || { echo "fuzz.sh: no $REPLAY_DIR/${t}_replay" >&2; exit 2; }
 done
 
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
@@ -87,7 +95,7 @@ run_target() {
   local t=$1 dir=$WORK/$1 max=4096 f sz rc=0 regress=$ROOT/tests/corpus/$1
   mkdir -p "$dir/corpus" "$dir/artifacts"
   rm -rf "$dir/seeds"; mkdir -p "$dir/seeds"
-  "$BIN_DIR/${t}_replay" --dump "$dir/seeds" >/dev/null
+  "$REPLAY_DIR/${t}_replay" --dump "$dir/seeds" >/dev/null
   local inputs=("$dir/corpus" "$dir/seeds")
   [ -d "$regress" ] && inputs+=("$regress")
   # -max_len: the largest seed or regression input (at least libFuzzer's 4096).

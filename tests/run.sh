@@ -5,7 +5,7 @@
 #      hygiene check and the benchmark smoke tests)
 #   2. x86-64 ASan + UBSan, the whole suite; then ThreadSanitizer on the
 #      concurrency test (tests/run_tsan.sh) and every libFuzzer target for
-#      15 s on the instrumented library (tests/fuzz.sh, two at a time)
+#      8 s on the instrumented library (tests/fuzz.sh, two at a time)
 #   3. aarch64 cross build under qemu-aarch64: the whole suite on one CPU
 #      model (cortex-a76: NEON + dotprod + fp16, the Raspberry Pi 5 class) but
 #      a dozen slow tests whose outcome does not depend on the CPU, and the
@@ -127,8 +127,11 @@ run_script() {  # name, command...: one check that passes or fails, its output i
 mkdir -p "$ROOT/build"
 run_script tsan-concurrency bash tests/run_tsan.sh "$ROOT/build/tsan"
 tail -n 3 "$ROOT/build/tsan-concurrency.log"
-GEARBX_FUZZ_BUILD="$ROOT/build/fuzz" run_script fuzz-10s bash tests/fuzz.sh 10 --jobs "$JOBS"
-sed -n '/^== fuzz/,$p' "$ROOT/build/fuzz-10s.log" | grep -v '^{' | tail -n 20
+# The sanitizer build's replay programs write the seeds (GEARBX_FUZZ_REPLAY_DIR),
+# so the fuzzing build compiles the libFuzzer binaries only.
+GEARBX_FUZZ_BUILD="$ROOT/build/fuzz" GEARBX_FUZZ_REPLAY_DIR="$ROOT/build/x86-asan/tests" \
+  run_script fuzz-8s bash tests/fuzz.sh 8 --jobs "$JOBS"
+sed -n '/^== fuzz/,$p' "$ROOT/build/fuzz-8s.log" | grep -v '^{' | tail -n 20
 
 # 3. aarch64 under qemu ---------------------------------------------------------------
 A64="$ROOT/build/aarch64"
@@ -198,10 +201,12 @@ aarch64_stories() {  # cpu: both models' greedy stories under that CPU model, ag
 # under the emulator): the stories5M twins of tests it runs on stories260K,
 # the sampling statistics, the tool grammar's sampled replies, the pool's
 # 10 000-step run, the timed speculative rule, the chat CLI, the tokenizer's
-# segmented naive comparison and the state fuzz corpus. The native runs
-# (Release and sanitizers) run every one of them.
+# segmented naive comparison, the state fuzz corpus, the memory soak, the
+# file changed under running passes and the calibration from a batched
+# prefill (whose batched logits the run checks on their own). The native
+# runs (Release and sanitizers) run every one of them.
 FULL_CPU=cortex-a76
-NATIVE_ONLY='^(Prefill\.BatchedMatchesTokenByTokenStories5M|Spec\.GreedyIsTheVerifierBitForBitStories5M|Spec\.SamplingKeepsTheVerifierDistribution|ToolGrammar\.SampledRepliesAreCallsTheParserReads|Kv\.LongGeneration10000StepsInAFixedPool|Spec\.TimedRuleLengthensOneStepAtATime|CliChat\.|TokenizerTok512\.SegmentedEqualsWholeTextNaive|fuzz_state)'
+NATIVE_ONLY='^(Prefill\.BatchedMatchesTokenByTokenStories5M|Spec\.GreedyIsTheVerifierBitForBitStories5M|Spec\.SamplingKeepsTheVerifierDistribution|ToolGrammar\.SampledRepliesAreCallsTheParserReads|Kv\.LongGeneration10000StepsInAFixedPool|Spec\.TimedRuleLengthensOneStepAtATime|CliChat\.|TokenizerTok512\.SegmentedEqualsWholeTextNaive|fuzz_state|soak_short|Integrity\.ChangesDuringPassesEndWithTheStatus|Prefill\.CalibrationFromBatchedPrefill)'
 MODEL_LEVEL_ISA='^(Threads\.LogitsBitIdentical|PrefillExact\.PerPositionSteps)'
 for spec in "cortex-a76|neon,dotprod,fp16|" "cortex-a53|neon|" "max,sve=off|neon,dotprod,i8mm,fp16|" "max,sve-max-vq=1|neon,dotprod,i8mm,sve,fp16|128" \
             "max,sve-max-vq=2|neon,dotprod,i8mm,sve,fp16|256" "max,sve-max-vq=4|neon,dotprod,i8mm,sve,fp16|512"; do

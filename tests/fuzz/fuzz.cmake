@@ -2,9 +2,12 @@
 # and gb_fuzz_seeds(). Always built as a deterministic replay test
 # (replay_main.cpp: the regression inputs of tests/corpus/<target>/, then the
 # generated seeds and their mutations); with GEARBX_FUZZ=ON (clang) also as
-# libFuzzer binaries, which tests/fuzz.sh runs. `fuzz_all` builds only these.
+# libFuzzer binaries, which tests/fuzz.sh runs. `fuzz_all` builds only these;
+# `fuzz_targets` only the libFuzzer binaries (the replays' seeds can come
+# from another build's replay programs: tests/fuzz.sh GEARBX_FUZZ_REPLAY_DIR).
 file(GLOB GB_FUZZ_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fuzz_*.cpp)
 add_custom_target(fuzz_all)
+add_custom_target(fuzz_targets)
 foreach(src ${GB_FUZZ_SRC})
   get_filename_component(name ${src} NAME_WE)
   # replay_main.cpp is compiled per target: it carries the target's corpus path.
@@ -31,5 +34,6 @@ foreach(src ${GB_FUZZ_SRC})
     target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_libraries(${name} PRIVATE gearbx_testsupport gearbx_convert gearbx)
     add_dependencies(fuzz_all ${name})
+    add_dependencies(fuzz_targets ${name})
   endif()
 endforeach()
