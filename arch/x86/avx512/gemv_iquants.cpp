@@ -3,15 +3,15 @@
 // iq2xxs, iq2xs, iq2s, iq3xxs and iq3s: a 32-weight sub-block becomes its
 // 32 magnitudes (unsigned bytes) and a 32-bit mask of its negative weights
 // (the format's sign bytes as they are, or its four 7-bit sign indexes with
-// their parity bit as the eighth). The activations are negated under the
+// their parity bit as the eighth, computed: no table). The activations are negated under the
 // mask (one masked subtract) and meet the magnitudes in vpdpbusd: the same
 // int32 sums as the code-times-activation products of generic, four per
 // lane, lanes 0..3 holding weights 0..15 and lanes 4..7 weights 16..31.
 // The magnitudes: iq3s's and iq3xxs's codebooks (rows of four 3-bit level
 // codes) are held in registers as 12-bit rows and looked up 32 indexes at a
 // time with vpermt2w (Table12), then spread to bytes and mapped to their
-// levels; the iq2 formats' rows (eight 2-bit codes) come from one gather
-// of 8-byte codebook rows per sub-block. Then, as arch/x86/iquant_gemv.h
+// levels; the iq2 formats' rows (eight 2-bit codes) are four 8-byte
+// codebook rows per sub-block, loaded one by one. Then, as arch/x86/iquant_gemv.h
 // (which the AVX2 folder and iq1s / iq1m here still use, their codes being
 // an offset grid rather than signed magnitudes): one vpmulld by the two
 // halves' odd scales, t += xd * (float)(sc * isum) per activation block and
@@ -30,8 +30,12 @@
 // 1.9 -> 1.25 ms and iq3xxs 2.0 -> 1.27, bit for bit the gathers' results.
 // The same lookup over the iq2 formats' 16-bit rows (eight 2-bit codes,
 // spread to bytes in three halving steps) was no faster than their gathers
-// (iq2xxs 1.75 -> 1.87 ms, iq2xs 1.98 -> 1.77, iq2s 1.47 -> 1.54), so
-// they keep the gathers.
+// (iq2xxs 1.75 -> 1.87 ms, iq2xs 1.98 -> 1.77, iq2s 1.47 -> 1.54). Their
+// gathers then gave way to four scalar loads per sub-block and the sign
+// parity to arithmetic: iq2xxs 2.6 -> 2.2 ms in the same interleaved runs
+// (this host's speed drifts between runs; the ratio held), the same bits;
+// a TinyLlama-1.1B-shaped IQ2_XXS file decodes at 7.4-9.9 tok/s where it
+// ran at 6.4 (one thread, from memory).
 // Against generic these kernels are off by rounding alone (random rows,
 // 4096 x 4096: 2.2e-7 rms relative, iq2xxs and iq3s), as far as the old
 // driver was. Splitting a position's sub-block terms between two
@@ -55,31 +59,24 @@ namespace {
 using gb_iq::ld16;
 using gb_iq::ld32;
 
-// A 7-bit sign index with its parity as the eighth bit (an even number of
-// negative weights per 8-weight group): the mask byte of the group.
-struct Parity7 {
-  uint8_t v[128];
-};
-constexpr Parity7 parity7() {
-  Parity7 t{};
-  for (int i = 0; i < 128; i++) {
-    int p = 0;
-    for (int j = 0; j < 7; j++) p ^= (i >> j) & 1;
-    t.v[i] = (uint8_t)(i | p << 7);
-  }
-  return t;
+// Four 7-bit sign indexes, one per byte of b, each with its parity as the
+// eighth bit (an even number of negative weights per 8-weight group): the
+// 32-bit mask of the sub-block's negative weights.
+inline uint32_t with_parity(uint32_t b) {
+  uint32_t p = b ^ (b >> 4);
+  p ^= p >> 2;
+  p ^= p >> 1;
+  return b | (p & 0x01010101u) << 7;
 }
-constexpr Parity7 kParity7 = parity7();
-
-// Four 7-bit sign indexes (bits 0..27 of w) as a 32-bit mask.
+// Four 7-bit sign indexes packed in bits 0..27 of w, as that mask.
 inline uint32_t signs7x4(uint32_t w) {
-  return (uint32_t)kParity7.v[w & 127] | (uint32_t)kParity7.v[(w >> 7) & 127] << 8 |
-         (uint32_t)kParity7.v[(w >> 14) & 127] << 16 | (uint32_t)kParity7.v[(w >> 21) & 127] << 24;
+  return with_parity((w & 0x7fu) | (w << 1 & 0x7f00u) | (w << 2 & 0x7f0000u) | (w << 3 & 0x7f000000u));
 }
 
-inline __m128i idx4_u8(const uint8_t *p) { return _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)ld32(p))); }
-inline __m256i gather8x8(const uint64_t *grid, __m128i idx) {
-  return _mm256_i32gather_epi64(reinterpret_cast<const long long *>(grid), idx, 8);
+// Four 8-byte codebook rows, loaded one by one (on this host faster than
+// one gather of them).
+inline __m256i rows4(const uint64_t *grid, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
+  return _mm256_set_epi64x((long long)grid[i3], (long long)grid[i2], (long long)grid[i1], (long long)grid[i0]);
 }
 
 // The codebooks of iq3s (512 rows) and iq3xxs (256 rows), four 3-bit
@@ -132,35 +129,40 @@ inline void mags12(const uint8_t *q, const uint8_t *qh, const Table12<N> &tab, L
 
 // Each decoder: mags8(b, table(), mag) the magnitudes of the eight
 // sub-blocks, signs(b, s) sub-block s's negative weights (bit j: weight j).
-// Layouts in arch/iquants.h. The gathering ones decode a sub-block at a time
+// Layouts in arch/iquants.h. The iq2 formats decode a sub-block at a time
 // (mags(b, s)) and hold no table.
 template <class D>
-struct GatherRows {
+struct RowLoads {
   struct Table {};
   static Table table() { return {}; }
   static void mags8(const uint8_t *b, const Table &, __m256i *mag) {
     for (int s = 0; s < 8; s++) mag[s] = D::mags(b, s);
   }
 };
-struct Iq2xxs : gb_iq::Iq2xxs, GatherRows<Iq2xxs> {
-  static __m256i mags(const uint8_t *b, int s) { return gather8x8(gb_iq::kIq2xxsGrid.v, idx4_u8(b + 2 + 8 * s)); }
+struct Iq2xxs : gb_iq::Iq2xxs, RowLoads<Iq2xxs> {
+  static __m256i mags(const uint8_t *b, int s) {
+    const uint8_t *q = b + 2 + 8 * s;
+    return rows4(gb_iq::kIq2xxsGrid.v, q[0], q[1], q[2], q[3]);
+  }
   static uint32_t signs(const uint8_t *b, int s) { return signs7x4(ld32(b + 2 + 8 * s + 4)); }
 };
-struct Iq2xs : gb_iq::Iq2xs, GatherRows<Iq2xs> {
+struct Iq2xs : gb_iq::Iq2xs, RowLoads<Iq2xs> {
   static __m256i mags(const uint8_t *b, int s) {
-    const __m128i q = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(b + 2 + 8 * s)));
-    return gather8x8(gb_iq::kIq2xsGrid.v, _mm_and_si128(q, _mm_set1_epi32(511)));
+    const uint8_t *q = b + 2 + 8 * s;
+    return rows4(gb_iq::kIq2xsGrid.v, ld16(q) & 511u, ld16(q + 2) & 511u, ld16(q + 4) & 511u, ld16(q + 6) & 511u);
   }
   static uint32_t signs(const uint8_t *b, int s) {
     const uint8_t *q = b + 2 + 8 * s;
-    return (uint32_t)kParity7.v[ld16(q) >> 9] | (uint32_t)kParity7.v[ld16(q + 2) >> 9] << 8 |
-           (uint32_t)kParity7.v[ld16(q + 4) >> 9] << 16 | (uint32_t)kParity7.v[ld16(q + 6) >> 9] << 24;
+    return with_parity((uint32_t)(ld16(q) >> 9) | (uint32_t)(ld16(q + 2) >> 9) << 8 | (uint32_t)(ld16(q + 4) >> 9) << 16 |
+                       (uint32_t)(ld16(q + 6) >> 9) << 24);
   }
 };
-struct Iq2s : gb_iq::Iq2s, GatherRows<Iq2s> {
+struct Iq2s : gb_iq::Iq2s, RowLoads<Iq2s> {
   static __m256i mags(const uint8_t *b, int s) {
-    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(b[66 + s]), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(3));
-    return gather8x8(gb_iq::kIq2sGrid.v, _mm_or_si128(idx4_u8(b + 2 + 4 * s), _mm_slli_epi32(hi, 8)));
+    const uint8_t *q = b + 2 + 4 * s;
+    const uint32_t h = b[66 + s];
+    return rows4(gb_iq::kIq2sGrid.v, q[0] | (h & 3u) << 8, q[1] | (h >> 2 & 3u) << 8, q[2] | (h >> 4 & 3u) << 8,
+                 q[3] | (h >> 6 & 3u) << 8);
   }
   static uint32_t signs(const uint8_t *b, int s) { return ld32(b + 34 + 4 * s); }
 };
