@@ -51,14 +51,14 @@ std::string apply(gb_chat_template t, const gb_chat_message (&m)[N], int gen) {
   return apply(t, m, N, gen);
 }
 
-// The text of t over m[0..n) with the tools JSON (a generation prompt;
-// thinking on or off).
-std::string apply_tools(gb_chat_template t, const gb_chat_message *m, size_t n, const char *tools, int thinking = 1) {
+// The text of t over m[0..n) with options: the generation prompt or not,
+// thinking on or off, the tools JSON (or none).
+std::string apply_with(gb_chat_template t, const gb_chat_message *m, size_t n, int gen, int thinking, const char *tools) {
   gb_chat_options o;
   gb_chat_options_init(&o);
   o.tools = tools;
-  o.tools_len = strlen(tools);
-  o.add_assistant_prompt = 1;
+  o.tools_len = tools ? strlen(tools) : 0;
+  o.add_assistant_prompt = gen;
   o.thinking = thinking;
   size_t need = 0;
   EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, nullptr, 0, &need), GB_ERR_BUFFER_TOO_SMALL);
@@ -66,6 +66,11 @@ std::string apply_tools(gb_chat_template t, const gb_chat_message *m, size_t n, 
   size_t len = 0;
   EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, buf.data(), buf.size(), &len), GB_OK);
   return std::string(buf.data(), len);
+}
+
+// With the tools JSON (a generation prompt; thinking on or off).
+std::string apply_tools(gb_chat_template t, const gb_chat_message *m, size_t n, const char *tools, int thinking = 1) {
+  return apply_with(t, m, n, 1, thinking, tools);
 }
 
 const gb_chat_template kAll[] = {GB_CHAT_TEMPLATE_LLAMA2, GB_CHAT_TEMPLATE_LLAMA3, GB_CHAT_TEMPLATE_CHATML,
@@ -294,16 +299,7 @@ TEST(ChatTemplate, Qwen35) {
 // reasoning channel dropped from model turns, a second assistant message
 // continuing its turn, the generation prompt with its empty thought channel.
 std::string apply_thinking(gb_chat_template t, const gb_chat_message *m, size_t n, int gen, int thinking) {
-  gb_chat_options o;
-  gb_chat_options_init(&o);
-  o.add_assistant_prompt = gen;
-  o.thinking = thinking;
-  size_t need = 0;
-  EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, nullptr, 0, &need), GB_ERR_BUFFER_TOO_SMALL);
-  std::vector<char> buf(need);
-  size_t len = 0;
-  EXPECT_EQ(gb_chat_apply_ex(t, m, n, &o, buf.data(), buf.size(), &len), GB_OK);
-  return std::string(buf.data(), len);
+  return apply_with(t, m, n, gen, thinking, nullptr);
 }
 
 TEST(ChatTemplate, Gemma4) {
