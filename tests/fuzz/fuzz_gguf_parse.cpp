@@ -7,7 +7,8 @@
 // decoded. Inputs are small: synthetic models of every tensor type, the
 // real fixtures cut where their tensor data starts (their whole metadata and
 // tokenizer; the directory's ranges then run past the end, which the reader
-// must refuse), and the parts of a split model.
+// must refuse), a gemma4 (UTF-8 BPE) vocabulary, and the parts of a split
+// model.
 // Checks: every walk stays inside the input (ASan), every tensor the reader
 // accepts lies inside the file and is found again by its name, the walk
 // without tables accepts what the full read accepts, and a successful
@@ -129,7 +130,8 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const gb::Logger log{quiet, nullptr, GB_LOG_ERROR};
   const std::string models = std::string(GB_SHARED_DIR) + "/models/", fix = std::string(GB_SHARED_DIR) + "/fixtures/";
   for (const std::string &path :
-       {models + "stories260K.gguf", fix + "qwen2-tiny-Q4_K_M.gguf", fix + "llama3-tiny-Q4_K_M.gguf", fix + "stories5M-Q8_0.gguf"}) {
+       {models + "stories260K.gguf", fix + "qwen2-tiny-Q4_K_M.gguf", fix + "llama3-tiny-Q4_K_M.gguf", fix + "stories5M-Q8_0.gguf",
+        std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-gemma4-synth.gguf"}) {
     std::vector<uint8_t> b = read_all(path);
     gb::GgufView v;
     if (b.empty() || gb::gguf_view_open(b.data(), b.size(), log, nullptr, nullptr, nullptr, &v) != GB_OK) continue;

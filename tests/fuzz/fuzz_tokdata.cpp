@@ -6,7 +6,8 @@
 // shared fixtures are there, the real images of their vocabularies (the six
 // llama.cpp vocabulary fixtures: SentencePiece and five byte-level BPE
 // pre-tokenizers) and of the qwen2 and Llama 3 fixtures (merges, chat
-// templates), mutated mostly in their header and tables.
+// templates), and this repository's gemma4 vocabulary (UTF-8 BPE), mutated
+// mostly in their header and tables.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,11 +131,13 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   gb::Logger log;
   log.fn = quiet;
   const std::string dir = std::string(GB_SHARED_DIR) + "/fixtures/";
-  for (const char *name : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-phi-3.gguf", "vocab/ggml-vocab-gpt-2.gguf",
-                           "vocab/ggml-vocab-falcon.gguf", "vocab/ggml-vocab-starcoder.gguf", "vocab/ggml-vocab-deepseek-llm.gguf",
-                           "qwen2-tiny-Q4_K_M.gguf", "llama3-tiny-Q4_K_M.gguf"}) {
+  for (const std::string &path :
+       {dir + "vocab/ggml-vocab-llama-spm.gguf", dir + "vocab/ggml-vocab-phi-3.gguf", dir + "vocab/ggml-vocab-gpt-2.gguf",
+        dir + "vocab/ggml-vocab-falcon.gguf", dir + "vocab/ggml-vocab-starcoder.gguf", dir + "vocab/ggml-vocab-deepseek-llm.gguf",
+        dir + "qwen2-tiny-Q4_K_M.gguf", dir + "llama3-tiny-Q4_K_M.gguf",
+        std::string(GB_TEST_SOURCE_DIR) + "/fixtures/vocab/ggml-vocab-gemma4-synth.gguf"}) {
     std::vector<uint8_t> img;
-    if (gb::gguf_tokenizer((dir + name).c_str(), log, &img) != GB_OK) continue;
+    if (gb::gguf_tokenizer(path.c_str(), log, &img) != GB_OK) continue;
     // Focus: the header and the arrays before the piece bytes (offsets,
     // scores, types come first in the writer's order).
     const uint64_t pb = gb::ld_u64(img.data() + 72);
