@@ -127,16 +127,30 @@ inline void mags12(const uint8_t *q, const uint8_t *qh, const Table12<N> &tab, L
   }
 }
 
-// Each decoder: mags8(b, table(), mag) the magnitudes of the eight
-// sub-blocks, signs(b, s) sub-block s's negative weights (bit j: weight j).
-// Layouts in arch/iquants.h. The iq2 formats decode a sub-block at a time
-// (mags(b, s)) and hold no table.
+// Each decoder: decode8(b, table(), mag, neg) the magnitudes of the eight
+// sub-blocks and their negative weights (bit j: weight j), from signs(b, s)
+// for sub-block s. Layouts in arch/iquants.h. The iq2 formats decode a
+// sub-block at a time (mags(b, s)), its loads next to its signs' (with all
+// eight sub-blocks' row loads first the kernel ran a quarter slower), and
+// hold no table.
 template <class D>
 struct RowLoads {
   struct Table {};
   static Table table() { return {}; }
-  static void mags8(const uint8_t *b, const Table &, __m256i *mag) {
-    for (int s = 0; s < 8; s++) mag[s] = D::mags(b, s);
+  static void decode8(const uint8_t *b, const Table &, __m256i *mag, __mmask32 *neg) {
+    for (int s = 0; s < 8; s++) {
+      mag[s] = D::mags(b, s);
+      neg[s] = (__mmask32)D::signs(b, s);
+    }
+  }
+};
+// The codebook-in-registers formats: four sub-blocks a lookup.
+template <class D>
+struct Lookup12 {
+  template <class Table>
+  static void decode8(const uint8_t *b, const Table &tab, __m256i *mag, __mmask32 *neg) {
+    D::mags8(b, tab, mag);
+    for (int s = 0; s < 8; s++) neg[s] = (__mmask32)D::signs(b, s);
   }
 };
 struct Iq2xxs : gb_iq::Iq2xxs, RowLoads<Iq2xxs> {
@@ -166,7 +180,7 @@ struct Iq2s : gb_iq::Iq2s, RowLoads<Iq2s> {
   }
   static uint32_t signs(const uint8_t *b, int s) { return ld32(b + 34 + 4 * s); }
 };
-struct Iq3xxs : gb_iq::Iq3xxs {
+struct Iq3xxs : gb_iq::Iq3xxs, Lookup12<Iq3xxs> {
   using Table = Table12<256>;
   static Table table() { return Table(gb_iq::kIq3xxsPacked); }
   static void mags8(const uint8_t *b, const Table &tab, __m256i *mag) {
@@ -175,7 +189,7 @@ struct Iq3xxs : gb_iq::Iq3xxs {
   }
   static uint32_t signs(const uint8_t *b, int s) { return signs7x4(ld32(b + 66 + 4 * s)); }
 };
-struct Iq3s : gb_iq::Iq3s {
+struct Iq3s : gb_iq::Iq3s, Lookup12<Iq3s> {
   using Table = Table12<512>;
   static Table table() { return Table(gb_iq::kIq3sPacked); }
   static void mags8(const uint8_t *b, const Table &tab, __m256i *mag) {
@@ -203,11 +217,8 @@ void signed_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
       F::scales(b, sc);
       __m256i mag[8], s8[8];
       __mmask32 neg[8];
-      F::mags8(b, tab, mag);
-      for (int s = 0; s < 8; s++) {
-        neg[s] = (__mmask32)F::signs(b, s);
-        s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
-      }
+      F::decode8(b, tab, mag, neg);
+      for (int s = 0; s < 8; s++) s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
       gb_iqx::sb_positions(acc, XQ, ldxq, m, sb, s8, _mm256_set1_ps(F::dq(b)), [&](int s, __m256i x) {
         return _mm256_dpbusd_epi32(zero, mag[s], _mm256_mask_sub_epi8(x, neg[s], zero, x));
       });
