@@ -405,14 +405,16 @@ struct Enc {
     return GB_OK;
   }
 
+  // A space as SentencePiece writes it (U+2581), at the end of the stream.
+  void put_space() {
+    stream[stream_len++] = 0xE2;
+    stream[stream_len++] = 0x96;
+    stream[stream_len++] = 0x81;
+  }
+
   // SPM: one piece of raw text.
   gb_status spm_piece(size_t begin, size_t end) {
     stream_len = 0;
-    auto put_space = [&]() {
-      stream[stream_len++] = 0xE2;
-      stream[stream_len++] = 0x96;
-      stream[stream_len++] = 0x81;
-    };
     if (space_prefix && prev_special) put_space();
     for (size_t i = begin; i < end; i++) {
       if (text[i] == ' ') put_space();
@@ -450,13 +452,8 @@ struct Enc {
     for (size_t i = begin; i < end;) {
       size_t adv;
       const uint32_t cp = utf8_decode(text + i, end - i, &adv);
-      if (cp == ' ') {
-        stream[stream_len++] = 0xE2;
-        stream[stream_len++] = 0x96;
-        stream[stream_len++] = 0x81;
-      } else {
-        stream_len += utf8_encode(cp, stream + stream_len);
-      }
+      if (cp == ' ') put_space();
+      else stream_len += utf8_encode(cp, stream + stream_len);
       i += adv;
     }
     if (stream_len > 0 && stream[0] == '\n') {
