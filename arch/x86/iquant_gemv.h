@@ -1,9 +1,9 @@
-// The GEMV driver of GGUF's i-quants for the x86 folders: every one of them
-// (iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s, iq1m) in the AVX2 folder
-// (vpmaddubsw), iq1s and iq1m in the AVX-512 one (vpdpbusd; its other five
-// decode to magnitudes and sign masks in avx512/gemv_iquants.cpp), one
-// position (gemv) and several (gemvm). Layouts in kernels.h; the codebooks
-// and each format's decoder in arch/iquants.h.
+// The GEMV driver of GGUF's i-quants in the AVX2 folder: every one of them
+// (iq2xxs, iq2xs, iq2s, iq3xxs, iq3s, iq1s, iq1m) with vpmaddubsw, one
+// position (gemv) and several (gemvm); the AVX-512 folder decodes in its own
+// way (avx512/gemv_iquants.cpp) and shares sb_positions and hsum from here.
+// Layouts in kernels.h; the codebooks and each format's decoder in
+// arch/iquants.h.
 //
 // A 32-weight sub-block becomes its 32 int8 codes in one 256-bit vector
 // (element order): the decoder's four 8-lane words lo and hi (codebook rows

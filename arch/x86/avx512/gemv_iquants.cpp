@@ -3,21 +3,24 @@
 // iq2xxs, iq2xs, iq2s, iq3xxs and iq3s: a 32-weight sub-block becomes its
 // 32 magnitudes (unsigned bytes) and a 32-bit mask of its negative weights
 // (the format's sign bytes as they are, or its four 7-bit sign indexes with
-// their parity bit as the eighth, computed: no table). The activations are negated under the
-// mask (one masked subtract) and meet the magnitudes in vpdpbusd: the same
-// int32 sums as the code-times-activation products of generic, four per
-// lane, lanes 0..3 holding weights 0..15 and lanes 4..7 weights 16..31.
-// The magnitudes: iq3s's and iq3xxs's codebooks (rows of four 3-bit level
-// codes) are held in registers as 12-bit rows and looked up 32 indexes at a
-// time with vpermt2w (Table12), then spread to bytes and mapped to their
-// levels; the iq2 formats' rows (eight 2-bit codes) are four 8-byte
-// codebook rows per sub-block, loaded one by one. Then, as arch/x86/iquant_gemv.h
-// (which the AVX2 folder and iq1s / iq1m here still use, their codes being
-// an offset grid rather than signed magnitudes): one vpmulld by the two
-// halves' odd scales, t += xd * (float)(sc * isum) per activation block and
-// acc += dq * t per super-block, fused, the eight lanes added at the end —
-// generic's arithmetic with the float part reassociated (the tests'
-// tolerance).
+// their parity bit as the eighth, computed: no table). The activations are
+// negated under the mask (one masked subtract) and meet the magnitudes in
+// vpdpbusd: the same int32 sums as the code-times-activation products of
+// generic, four per lane, lanes 0..3 holding weights 0..15 and lanes 4..7
+// weights 16..31. The magnitudes: iq3s's and iq3xxs's codebooks (rows of
+// four 3-bit level codes) are held in registers as 12-bit rows and looked
+// up 32 indexes at a time with vpermt2w (Table12), then spread to bytes and
+// mapped to their levels; the iq2 formats' rows (eight 2-bit codes) are
+// four 8-byte codebook rows per sub-block, loaded one by one. iq1s and
+// iq1m: their codes (an offset grid, not signed magnitudes) plus 9 as
+// unsigned bytes, the same row loads (OffsetDot). What scalar code would
+// spend most of the time on — row indexes spread over bit fields, 7-bit
+// sign indexes and their parity — a vector pre-pass over a chunk of
+// super-blocks computes first (Pre). Then, as arch/x86/iquant_gemv.h (the
+// AVX2 folder's driver): one vpmulld by the two halves' odd scales, t +=
+// xd * (float)(sc * isum) per activation block and acc += dq * t per
+// super-block, fused, the eight lanes added at the end — generic's
+// arithmetic with the float part reassociated (the tests' tolerance).
 //
 // Against decoding each sub-block into signed codes with scalar table
 // lookups (the iquant_gemv.h driver), on this host (Zen 5, one thread,
@@ -36,7 +39,12 @@
 // (this host's speed drifts between runs; the ratio held), the same bits;
 // then each sub-block's loads next to its signs (RowLoads): 1.65 -> 1.1 ms.
 // A TinyLlama-1.1B-shaped IQ2_XXS file went from 0.56x to 0.94x
-// llama.cpp's decode speed at one thread (from memory).
+// llama.cpp's decode speed at one thread (from memory). The pre-pass, with
+// every format's bits unchanged (min of 5 interleaved runs, ms): iq2xxs
+// 1.09 -> 0.93, iq2xs 2.00 -> 1.28, iq2s 1.48 -> 1.25, iq3xxs 1.19 -> 1.03,
+// iq3s unchanged (its indexes and signs were already vector work); iq1s
+// 1.64 -> 0.90 and iq1m 2.15 -> 1.07 with OffsetDot against the shared
+// driver's signed codes.
 // Against generic these kernels are off by rounding alone (random rows,
 // 4096 x 4096: 2.2e-7 rms relative, iq2xxs and iq3s), as far as the old
 // driver was. Splitting a position's sub-block terms between two
@@ -59,20 +67,6 @@ namespace {
 
 using gb_iq::ld16;
 using gb_iq::ld32;
-
-// Four 7-bit sign indexes, one per byte of b, each with its parity as the
-// eighth bit (an even number of negative weights per 8-weight group): the
-// 32-bit mask of the sub-block's negative weights.
-inline uint32_t with_parity(uint32_t b) {
-  uint32_t p = b ^ (b >> 4);
-  p ^= p >> 2;
-  p ^= p >> 1;
-  return b | (p & 0x01010101u) << 7;
-}
-// Four 7-bit sign indexes packed in bits 0..27 of w, as that mask.
-inline uint32_t signs7x4(uint32_t w) {
-  return with_parity((w & 0x7fu) | (w << 1 & 0x7f00u) | (w << 2 & 0x7f0000u) | (w << 3 & 0x7f000000u));
-}
 
 // Four 8-byte codebook rows, loaded one by one (on this host faster than
 // one gather of them).
@@ -128,58 +122,130 @@ inline void mags12(const uint8_t *q, const uint8_t *qh, const Table12<N> &tab, L
   }
 }
 
-// Each decoder: decode8(b, table(), mag, neg) the magnitudes of the eight
-// sub-blocks and their negative weights (bit j: weight j), from signs(b, s)
-// for sub-block s. Layouts in arch/iquants.h. The iq2 formats decode a
-// sub-block at a time (mags(b, s)), its loads next to its signs' (with all
-// eight sub-blocks' row loads first the kernel ran a quarter slower), and
-// hold no table.
-template <class D>
-struct RowLoads {
-  struct Table {};
-  static Table table() { return {}; }
-  static void decode8(const uint8_t *b, const Table &, __m256i *mag, __mmask32 *neg) {
-    for (int s = 0; s < 8; s++) {
-      mag[s] = D::mags(b, s);
-      neg[s] = (__mmask32)D::signs(b, s);
+// A pre-pass over a chunk of super-blocks computes with vector shifts what
+// scalar code would spend most of the kernel's time on, and stores it for
+// the decoders to load (struct Pre): the codebook row indexes of the
+// formats that spread them over bit fields (iq2xs, iq2s, iq1s, iq1m) and
+// the 7-bit sign indexes with their parity (iq2xxs, iq2xs, iq3xxs).
+// Computed and stored in the super-block that loads them, the loads waited
+// on the store (store-to-load forwarding from a vector to a narrower load):
+// iq1s 4096 x 4096 in cache 1.64 ms, 1.28 computed per super-block, 1.03
+// per chunk.
+constexpr size_t kChunk = 16;  // super-blocks a pre-pass covers
+
+struct Pre {
+  alignas(64) uint16_t idx[32];  // lane 4s + l: codebook row of group l of sub-block s
+  uint32_t neg[8];               // sub-block s's negative weights (bit j: weight j)
+};
+
+template <int kStep>
+struct GroupFields {  // lane i: group i % 4 of sub-block i / 4
+  alignas(64) uint16_t shift[32] = {};
+  alignas(64) uint16_t sub[32] = {};
+  constexpr GroupFields() {
+    for (int i = 0; i < 32; i++) {
+      shift[i] = (uint16_t)(kStep * (i % 4));
+      sub[i] = (uint16_t)(i / 4);
     }
   }
 };
+// The 32 indexes of a super-block, stored at idx: lo (lane 4s + l: group l
+// of sub-block s) plus, above bit 8, field l of sub-block s's word h[s]:
+// (h[s] >> (kStep * l)) & kMask.
+template <int kStep, int kMask>
+inline void store_index32(uint16_t *idx, __m512i lo, __m128i h) {
+  static constexpr GroupFields<kStep> f{};
+  const __m512i hs = _mm512_permutexvar_epi16(_mm512_load_si512(f.sub), _mm512_castsi128_si512(h));
+  const __m512i field = _mm512_and_si512(_mm512_srlv_epi16(hs, _mm512_load_si512(f.shift)), _mm512_set1_epi16(kMask));
+  _mm512_store_si512(idx, _mm512_or_si512(lo, _mm512_slli_epi16(field, 8)));
+}
+inline __m512i bytes32(const uint8_t *p) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
+// Eight words of four 7-bit sign indexes (bits 0..27), stored as the
+// sub-blocks' masks of negative weights: each index in its own byte with
+// its parity as the eighth bit (an even number of negative weights per
+// 8-weight group).
+inline void store_signs7x4(uint32_t *neg, __m256i w) {
+  const __m256i t = _mm256_or_si256(
+      _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x7f)), _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7f00))),
+      _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x7f0000)),
+                      _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_set1_epi32(0x7f000000))));
+  __m256i p = _mm256_xor_si256(t, _mm256_srli_epi32(t, 4));
+  p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 2));
+  p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 1));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(neg),
+                      _mm256_or_si256(t, _mm256_slli_epi32(_mm256_and_si256(p, _mm256_set1_epi32(0x01010101)), 7)));
+}
+
+// Each decoder: prepass(b, pre) its part of the pre-pass, decode8(b,
+// table(), pre, mag, neg) the magnitudes of the eight sub-blocks and their
+// negative weights (bit j: weight j). Layouts in arch/iquants.h. The iq2 formats decode a sub-block at a
+// time (mags(b, pre, s)), its row loads next to its sign mask's (with all
+// eight sub-blocks' row loads first the kernel ran a quarter slower), and
+// hold no table.
+// The sub-block dot of the signed formats: the activations negated under
+// the mask meet the magnitudes.
+struct SignedDot {
+  static __attribute__((always_inline)) inline __m256i dot(__m256i mag, __mmask32 neg, __m256i x) {
+    const __m256i zero = _mm256_setzero_si256();
+    return _mm256_dpbusd_epi32(zero, mag, _mm256_mask_sub_epi8(x, neg, zero, x));
+  }
+};
+template <class D>
+struct RowLoads : SignedDot {
+  struct Table {};
+  static Table table() { return {}; }
+  static void decode8(const uint8_t *b, const Table &, const Pre &pre, __m256i *mag, __mmask32 *neg) {
+    for (int s = 0; s < 8; s++) {
+      mag[s] = D::mags(b, pre, s);
+      neg[s] = (__mmask32)D::signs(b, pre, s);
+    }
+  }
+};
+// Rows by the indexes of the pre-pass.
+template <size_t N>
+inline __m256i rows4(const gb_iq::Grid8<N> &grid, const Pre &pre, int s) {
+  const uint16_t *i = pre.idx + 4 * s;
+  return rows4(grid.v, i[0], i[1], i[2], i[3]);
+}
 // The codebook-in-registers formats: four sub-blocks a lookup.
 template <class D>
-struct Lookup12 {
+struct Lookup12 : SignedDot {
   template <class Table>
-  static void decode8(const uint8_t *b, const Table &tab, __m256i *mag, __mmask32 *neg) {
+  static void decode8(const uint8_t *b, const Table &tab, const Pre &pre, __m256i *mag, __mmask32 *neg) {
     D::mags8(b, tab, mag);
-    for (int s = 0; s < 8; s++) neg[s] = (__mmask32)D::signs(b, s);
+    for (int s = 0; s < 8; s++) neg[s] = (__mmask32)D::signs(b, pre, s);
   }
 };
 struct Iq2xxs : gb_iq::Iq2xxs, RowLoads<Iq2xxs> {
-  static __m256i mags(const uint8_t *b, int s) {
+  static void prepass(const uint8_t *b, Pre &pre) {  // sub-block s's sign word: bytes 4..7 of its 8
+    store_signs7x4(pre.neg, _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_loadu_si512(b + 2), 32)));
+  }
+  static __m256i mags(const uint8_t *b, const Pre &, int s) {
     const uint8_t *q = b + 2 + 8 * s;
     return rows4(gb_iq::kIq2xxsGrid.v, q[0], q[1], q[2], q[3]);
   }
-  static uint32_t signs(const uint8_t *b, int s) { return signs7x4(ld32(b + 2 + 8 * s + 4)); }
+  static uint32_t signs(const uint8_t *, const Pre &pre, int s) { return pre.neg[s]; }
 };
 struct Iq2xs : gb_iq::Iq2xs, RowLoads<Iq2xs> {
-  static __m256i mags(const uint8_t *b, int s) {
-    const uint8_t *q = b + 2 + 8 * s;
-    return rows4(gb_iq::kIq2xsGrid.v, ld16(q) & 511u, ld16(q + 2) & 511u, ld16(q + 4) & 511u, ld16(q + 6) & 511u);
+  static void prepass(const uint8_t *b, Pre &pre) {  // each u16: a 9-bit row index, a 7-bit sign index
+    const __m512i q = _mm512_loadu_si512(b + 2);
+    _mm512_store_si512(pre.idx, _mm512_and_si512(q, _mm512_set1_epi16(511)));
+    const __m512i t = _mm512_srli_epi16(q, 9);
+    __m512i p = _mm512_xor_si512(t, _mm512_srli_epi16(t, 4));
+    p = _mm512_xor_si512(p, _mm512_srli_epi16(p, 2));
+    p = _mm512_xor_si512(p, _mm512_srli_epi16(p, 1));
+    const __m512i sg = _mm512_or_si512(t, _mm512_slli_epi16(_mm512_and_si512(p, _mm512_set1_epi16(1)), 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(pre.neg), _mm512_cvtepi16_epi8(sg));
   }
-  static uint32_t signs(const uint8_t *b, int s) {
-    const uint8_t *q = b + 2 + 8 * s;
-    return with_parity((uint32_t)(ld16(q) >> 9) | (uint32_t)(ld16(q + 2) >> 9) << 8 | (uint32_t)(ld16(q + 4) >> 9) << 16 |
-                       (uint32_t)(ld16(q + 6) >> 9) << 24);
-  }
+  static __m256i mags(const uint8_t *, const Pre &pre, int s) { return rows4(gb_iq::kIq2xsGrid, pre, s); }
+  static uint32_t signs(const uint8_t *, const Pre &pre, int s) { return pre.neg[s]; }
 };
 struct Iq2s : gb_iq::Iq2s, RowLoads<Iq2s> {
-  static __m256i mags(const uint8_t *b, int s) {
-    const uint8_t *q = b + 2 + 4 * s;
-    const uint32_t h = b[66 + s];
-    return rows4(gb_iq::kIq2sGrid.v, q[0] | (h & 3u) << 8, q[1] | (h >> 2 & 3u) << 8, q[2] | (h >> 4 & 3u) << 8,
-                 q[3] | (h >> 6 & 3u) << 8);
+  static void prepass(const uint8_t *b, Pre &pre) {  // group l: bits 2l, 2l + 1 of qh[s]
+    store_index32<2, 3>(pre.idx, bytes32(b + 2), _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(b + 66))));
   }
-  static uint32_t signs(const uint8_t *b, int s) { return ld32(b + 34 + 4 * s); }
+  static __m256i mags(const uint8_t *, const Pre &pre, int s) { return rows4(gb_iq::kIq2sGrid, pre, s); }
+  static uint32_t signs(const uint8_t *b, const Pre &, int s) { return ld32(b + 34 + 4 * s); }
 };
 struct Iq3xxs : gb_iq::Iq3xxs, Lookup12<Iq3xxs> {
   using Table = Table12<256>;
@@ -188,7 +254,10 @@ struct Iq3xxs : gb_iq::Iq3xxs, Lookup12<Iq3xxs> {
     const __m512i lv = _mm512_broadcast_i32x4(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gb_iq::kIq3xxsLevels)));
     mags12(b + 2, nullptr, tab, [lv](__m512i c) { return _mm512_shuffle_epi8(lv, c); }, mag);
   }
-  static uint32_t signs(const uint8_t *b, int s) { return signs7x4(ld32(b + 66 + 4 * s)); }
+  static void prepass(const uint8_t *b, Pre &pre) {
+    store_signs7x4(pre.neg, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 66)));
+  }
+  static uint32_t signs(const uint8_t *, const Pre &pre, int s) { return pre.neg[s]; }
 };
 struct Iq3s : gb_iq::Iq3s, Lookup12<Iq3s> {
   using Table = Table12<512>;
@@ -196,62 +265,103 @@ struct Iq3s : gb_iq::Iq3s, Lookup12<Iq3s> {
   static void mags8(const uint8_t *b, const Table &tab, __m256i *mag) {
     mags12(b + 2, b + 66, tab, [](__m512i c) { return _mm512_or_si512(_mm512_slli_epi32(c, 1), _mm512_set1_epi32(0x01010101)); }, mag);
   }
-  static uint32_t signs(const uint8_t *b, int s) { return ld32(b + 74 + 4 * s); }
+  static void prepass(const uint8_t *, Pre &) {}
+  static uint32_t signs(const uint8_t *b, const Pre &, int s) { return ld32(b + 74 + 4 * s); }
+};
+
+// iq1s / iq1m: codes 8g + delta (g in {-1, 0, 1}, delta = +-1) held as
+// the unsigned bytes u = code + 9 (0..18): a codebook row (8g) plus 10,
+// less 2 in the weights whose delta is -1. Then sum code * x = sum u * x -
+// 9 sum x: two vpdpbusd per sub-block and no sign work (the same int32
+// sums as the signed codes' products). The codebook rows are loaded one by
+// one as the iq2 formats' are. (Masks of the negative deltas made in the
+// pre-pass and loaded here ran slower than delta's few operations.)
+template <class D>
+struct OffsetDot {
+  struct Table {};
+  static Table table() { return {}; }
+  static void decode8(const uint8_t *b, const Table &, const Pre &pre, __m256i *u, __mmask32 *neg) {
+    for (int s = 0; s < 8; s++) {
+      u[s] = D::delta(b, s, _mm256_add_epi8(rows4(gb_iq::kIq1sGrid, pre, s), _mm256_set1_epi8(10)));
+      neg[s] = 0;
+    }
+  }
+  static __attribute__((always_inline)) inline __m256i dot(__m256i u, __mmask32, __m256i x) {
+    const __m256i zero = _mm256_setzero_si256();
+    return _mm256_sub_epi32(_mm256_dpbusd_epi32(zero, u, x), _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(9), x));
+  }
+};
+struct Iq1s : gb_iq::Iq1s, OffsetDot<Iq1s> {
+  static void prepass(const uint8_t *b, Pre &pre) {  // group l: bits 3l..3l + 2 of qh[s]
+    store_index32<3, 7>(pre.idx, bytes32(b + 2), _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + 34)));
+  }
+  // u - 2 in the whole sub-block where its delta is -1 (bit 15 of qh[s]).
+  static __m256i delta(const uint8_t *b, int s, __m256i u) {
+    return _mm256_sub_epi8(u, _mm256_set1_epi8((char)(2 * (ld16(b + 34 + 2 * s) >> 15))));
+  }
+};
+struct Iq1m : gb_iq::Iq1m, OffsetDot<Iq1m> {
+  static void prepass(const uint8_t *b, Pre &pre) {  // group l: bits 4l..4l + 2 of qh[s]
+    store_index32<4, 7>(pre.idx, bytes32(b), _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + 32)));
+  }
+  // u - 2 in group l (16-bit lanes 4l..4l + 3) where its delta is -1 (bit
+  // 4l + 3 of qh[s]).
+  static __m256i delta(const uint8_t *b, int s, __m256i u) {
+    const __mmask16 neg = _mm256_test_epi16_mask(_mm256_set1_epi16((short)ld16(b + 32 + 2 * s)),
+                                                 _mm256_set_epi64x(0x8000800080008000ll, 0x0800080008000800ll,
+                                                                   0x0080008000800080ll, 0x0008000800080008ll));
+    return _mm256_mask_sub_epi16(u, neg, u, _mm256_set1_epi16(0x0202));
+  }
 };
 
 constexpr size_t kPrefetch = 1024;  // bytes ahead of each super-block
 
 template <class F>
-void signed_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
-                  size_t row_end, size_t cols) {
+void iq_gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
+              size_t row_end, size_t cols) {
   const size_t nsb = cols / GB_QK_K, rb = nsb * F::kBytes;
-  const __m256i zero = _mm256_setzero_si256();
   const typename F::Table tab = F::table();
+  Pre pre[kChunk];
   for (size_t r = row_begin; r < row_end; r++) {
     const uint8_t *row = W + r * rb;
     __m256 acc[GB_GEMVM_MAX_M];
     for (size_t p = 0; p < m; p++) acc[p] = _mm256_setzero_ps();
-    for (size_t sb = 0; sb < nsb; sb++) {
-      const uint8_t *b = row + sb * F::kBytes;
-      _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(b) + kPrefetch), _MM_HINT_T0);
-      int32_t sc[16];
-      F::scales(b, sc);
-      __m256i mag[8], s8[8];
-      __mmask32 neg[8];
-      F::decode8(b, tab, mag, neg);
-      for (int s = 0; s < 8; s++) s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
-      gb_iqx::sb_positions(acc, XQ, ldxq, m, sb, s8, _mm256_set1_ps(F::dq(b)), [&](int s, __m256i x) {
-        return _mm256_dpbusd_epi32(zero, mag[s], _mm256_mask_sub_epi8(x, neg[s], zero, x));
-      });
+    for (size_t c0 = 0; c0 < nsb; c0 += kChunk) {
+      const size_t c1 = c0 + kChunk < nsb ? c0 + kChunk : nsb;
+      for (size_t sb = c0; sb < c1; sb++) F::prepass(row + sb * F::kBytes, pre[sb - c0]);
+      for (size_t sb = c0; sb < c1; sb++) {
+        const uint8_t *b = row + sb * F::kBytes;
+        _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(b) + kPrefetch), _MM_HINT_T0);
+        int32_t sc[16];
+        F::scales(b, sc);
+        __m256i mag[8], s8[8];
+        __mmask32 neg[8];
+        F::decode8(b, tab, pre[sb - c0], mag, neg);
+        for (int s = 0; s < 8; s++) s8[s] = _mm256_set_m128i(_mm_set1_epi32(sc[2 * s + 1]), _mm_set1_epi32(sc[2 * s]));
+        gb_iqx::sb_positions(acc, XQ, ldxq, m, sb, s8, _mm256_set1_ps(F::dq(b)),
+                             [&](int s, __m256i x) { return F::dot(mag[s], neg[s], x); });
+      }
     }
     for (size_t p = 0; p < m; p++) Y[p * ldy + r] = gb_iqx::hsum(acc[p]);
   }
 }
 
-// iq1s / iq1m: the shared driver with vpdpbusd on |code| and the activation
-// carrying the code's sign.
-struct Dot {
-  static __attribute__((always_inline)) inline __m256i dot(__m256i c, __m256i x) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(c), _mm256_sign_epi8(x, c));
-  }
-};
-
 }  // namespace
 
-#define GB_IQ_SIGNED(fmt, F)                                                                                         \
+#define GB_IQ_AVX512(fmt, F)                                                                                         \
   extern "C" void gb_##fmt##_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,         \
                                           size_t row_begin, size_t row_end, size_t cols) {                           \
-    signed_gemvm<F>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                    \
+    iq_gemvm<F>(y, 0, W, xq, 0, 1, row_begin, row_end, cols);                                                        \
   }                                                                                                                  \
   extern "C" void gb_##fmt##_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t,            \
                                            const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,          \
                                            size_t row_end, size_t cols) {                                            \
-    signed_gemvm<F>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                               \
+    iq_gemvm<F>(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);                                                   \
   }
-GB_IQ_SIGNED(iq2xxs, Iq2xxs)
-GB_IQ_SIGNED(iq2xs, Iq2xs)
-GB_IQ_SIGNED(iq2s, Iq2s)
-GB_IQ_SIGNED(iq3xxs, Iq3xxs)
-GB_IQ_SIGNED(iq3s, Iq3s)
-GB_IQUANT_X86(iq1s, Iq1s, avx512)
-GB_IQUANT_X86(iq1m, Iq1m, avx512)
+GB_IQ_AVX512(iq2xxs, Iq2xxs)
+GB_IQ_AVX512(iq2xs, Iq2xs)
+GB_IQ_AVX512(iq2s, Iq2s)
+GB_IQ_AVX512(iq3xxs, Iq3xxs)
+GB_IQ_AVX512(iq3s, Iq3s)
+GB_IQ_AVX512(iq1s, Iq1s)
+GB_IQ_AVX512(iq1m, Iq1m)
