@@ -66,6 +66,10 @@
  *         of the four top nibbles of sc[0..3] (sc[0]'s lowest).
  *   mxfp4 {u8 e; u8 qs[16]} 17 B, 32 weights: nibbles as q4_1 index
  *         {0,1,2,3,4,6,8,12,0,-1,-2,-3,-4,-6,-8,-12}; w = 2^(e-128)*value.
+ *   q1_0  {f16 d; u8 qs[16]} 18 B, 128 weights: bit j % 8 of qs[j / 8] set:
+ *         w = d, clear: w = -d.
+ *   q2_0  {f16 d; u8 qs[16]} 18 B, 64 weights: u = bits 2(j % 4)..+1 of
+ *         qs[j / 4]; w = (u - 1)*d (-d, 0, d, 2d).
  *   q2k   {u8 sc[16]; u8 qs[64]; f16 d, dmin} 84 B: u = bits 2g..2g+1 of
  *         qs[32h + e%32] (half h = e/128, group g = (e%128)/32); 16-weight
  *         group t = e/16 has scale sc[t]&15, min sc[t]>>4;

@@ -38,8 +38,9 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // FFN-activation fields (+168 .. +188), with the gemma3 architecture id;
 // version 8 weight format 16 (GGUF's IQ4_XS blocks); version 9 formats
 // 17..24 (GGUF's i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
-// IQ1_M and MXFP4). Readers accept 1..9.
-constexpr uint32_t kGbxVersion = 9;
+// IQ1_M and MXFP4); version 10 formats 25, 26 (GGUF's Q1_0 and Q2_0).
+// Readers accept 1..10.
+constexpr uint32_t kGbxVersion = 10;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -228,7 +229,9 @@ enum WeightFormat : uint32_t {
   kFmtIq1s = 22,
   kFmtIq1m = 23,
   kFmtMxfp4 = 24,
-  kFmtCount = 25,    // one past the largest id, memory-only ids included
+  kFmtQ1_0 = 25,
+  kFmtQ2_0 = 26,
+  kFmtCount = 27,    // one past the largest id, memory-only ids included
 };
 static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
               "file format ids are the kernel tables' indexes");
@@ -236,7 +239,8 @@ static_assert((int)kFmtQ4_1 == GB_FMT_Q4_1 && (int)kFmtQ5_0 == GB_FMT_Q5_0 && (i
                   (int)kFmtIq4nl == GB_FMT_IQ4NL && (int)kFmtQ2K == GB_FMT_Q2K && (int)kFmtQ3K == GB_FMT_Q3K &&
                   (int)kFmtQ4K == GB_FMT_Q4K && (int)kFmtQ5K == GB_FMT_Q5K && (int)kFmtQ6K == GB_FMT_Q6K &&
                   (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtIq4xs == GB_FMT_IQ4XS && (int)kFmtIq2xxs == GB_FMT_IQ2XXS &&
-                  (int)kFmtIq1m == GB_FMT_IQ1M && (int)kFmtMxfp4 == GB_FMT_MXFP4 && (int)kFmtCount == GB_FMT_COUNT,
+                  (int)kFmtIq1m == GB_FMT_IQ1M && (int)kFmtMxfp4 == GB_FMT_MXFP4 && (int)kFmtQ1_0 == GB_FMT_Q1_0 &&
+                  (int)kFmtQ2_0 == GB_FMT_Q2_0 && (int)kFmtCount == GB_FMT_COUNT,
               "file format ids are the kernel tables' indexes");
 // Layouts: row-major (any format), or kLayoutRows16 = blocks of 16 rows
 // interleaved: q4 (version 1+), q4k and q6k (version 3) tier matrices only,
@@ -260,7 +264,8 @@ inline bool file_format_known(uint32_t fmt, uint32_t version) {
   if (version < 3) return fmt < kFmtCountV2;
   if (fmt < kFmtCountV3) return !is_memory_only_format(fmt);
   if (fmt == kFmtIq4xs) return version >= 8;
-  return version >= 9 && fmt >= kFmtIq2xxs && fmt <= kFmtMxfp4;
+  if (fmt >= kFmtIq2xxs && fmt <= kFmtMxfp4) return version >= 9;
+  return version >= 10 && (fmt == kFmtQ1_0 || fmt == kFmtQ2_0);
 }
 static_assert((uint32_t)GB_FMT_NONE == (uint32_t)kFmtCount, "rows16_format's none");
 

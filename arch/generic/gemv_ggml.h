@@ -18,6 +18,8 @@
 //       acc += xd * (d*(float)is1 - dmin*(float)is2)
 //     without (q3k, q6k: signed codes, w = d*sc*code):
 //       acc += xd * (d*(float)is1)
+//   64- or 128-weight blocks under one scale (q2_0, q1_0: w = d*code),
+//   per activation block a:  acc += xd * (d*(float)isum_a)
 // For q4k / q5k, is1 = sc_s*isum_s and is2 = mn_s*xq.sum over the whole
 // activation block: SIMD kernels may form them either way. The |integers|
 // stay below 2^24, so (float)is is exact.
@@ -79,6 +81,25 @@ inline void accumulate(const Block32 &u, const gb_q8x_block *x, float *acc) {
 template <bool kMin>
 inline void expand(const Block32 &u, float *out) {
   for (int j = 0; j < 32; j++) out[j] = kMin ? (float)u.q[j] * u.d + u.m : u.d * (float)u.q[j];
+}
+
+// ---- N-weight blocks under one scale, N a multiple of 32 (q1_0, q2_0) -------------
+template <size_t N>
+struct BlockD {
+  static constexpr size_t kWeights = N;
+  int8_t q[N];  // codes in element order
+  float d;
+};
+
+template <bool kMin, size_t N>
+inline void accumulate(const BlockD<N> &u, const gb_q8x_block *x, float *acc) {
+  static_assert(!kMin && N % 32 == 0, "one scale, whole activation blocks");
+  for (size_t a = 0; a < N / 32; a++, x++) *acc += x->d * (u.d * (float)idot(u.q + 32 * a, x->qs, 32));
+}
+
+template <bool kMin, size_t N>
+inline void expand(const BlockD<N> &u, float *out) {
+  for (size_t j = 0; j < N; j++) out[j] = u.d * (float)u.q[j];
 }
 
 // ---- 256-weight super-blocks (K-quants) ------------------------------------------

@@ -24,6 +24,7 @@ static_assert(kFormats[GB_FMT_F32].ggml == kGgmlF32 && kFormats[GB_FMT_F16].ggml
                   kFormats[GB_FMT_IQ2S].ggml == kGgmlIQ2_S && kFormats[GB_FMT_IQ3XXS].ggml == kGgmlIQ3_XXS &&
                   kFormats[GB_FMT_IQ3S].ggml == kGgmlIQ3_S && kFormats[GB_FMT_IQ1S].ggml == kGgmlIQ1_S &&
                   kFormats[GB_FMT_IQ1M].ggml == kGgmlIQ1_M && kFormats[GB_FMT_MXFP4].ggml == kGgmlMXFP4 &&
+                  kFormats[GB_FMT_Q1_0].ggml == kGgmlQ1_0 && kFormats[GB_FMT_Q2_0].ggml == kGgmlQ2_0 &&
                   format_of_ggml(kGgmlBF16) == GB_FMT_NONE,
               "GGUF's type ids: formats.inc's ggml column and GgmlType agree");
 
@@ -32,7 +33,7 @@ const char *const kTypeNames[] = {"F32",  "F16",  "Q4_0", "Q4_1", "Q4_2", "Q4_3"
                                   "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS",
                                   "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64",
                                   "IQ1_M", "BF16", "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4",
-                                  "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4", "NVFP4"};
+                                  "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4", "NVFP4", "Q1_0", "Q2_0"};
 constexpr uint32_t kTypeCount = sizeof kTypeNames / sizeof kTypeNames[0];
 }  // namespace
 

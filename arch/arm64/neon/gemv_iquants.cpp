@@ -1,7 +1,9 @@
-// ARMv8-A Advanced SIMD GEMV of GGUF's i-quants: arch/arm64/iquant_gemv.h's
-// driver with SMULL / SMLAL2 into int16 (two products per lane, <= 2 * 62 *
-// 128: exact) widened pairwise (SADDLP).
+// ARMv8-A Advanced SIMD GEMV of GGUF's i-quants (arch/arm64/iquant_gemv.h's
+// driver) and of Q1_0 / Q2_0 (arch/arm64/lowbit_gemv.h), both with SMULL /
+// SMLAL2 into int16 (two products per lane, <= 2 * 62 * 128: exact) widened
+// pairwise (SADDLP).
 #include "arm64/iquant_gemv.h"
+#include "arm64/lowbit_gemv.h"
 
 namespace {
 
@@ -12,3 +14,4 @@ inline int32x4_t dot16(int8x16_t w, int8x16_t x) {
 }  // namespace
 
 GB_IQUANTS_ARM64(neon, dot16)
+GB_LOWBIT_ARM64(neon, dot16)
