@@ -296,10 +296,11 @@ Tol tolerance(const std::string &name) {
                        name.find("-Q1_0") != std::string::npos || name.find("-Q2_0") != std::string::npos;
   // Q2_0 on this model is the coarsest file here (NLL 3.42 against the F32
   // file's 1.32: logits much flatter, near-ties everywhere): over all eight
-  // windows its NLL is within 8.6e-4 of llama.cpp's and 97.1 % of argmaxes
-  // agree (96.1 % on the two windows scored here), with logits no further
-  // from llama.cpp's than the other low-bit files'; Q1_0 (NLL 3.09) agrees
-  // on 99.0 %.
+  // windows its NLL is within 1.2e-3 of llama.cpp's and 97.1 % (AVX2
+  // kernel) to 97.7 % (AVX-512 kernel, which differs from the AVX2 one by
+  // float rounding alone) of argmaxes agree, 96.1-97.1 % on the two windows
+  // scored here, with logits no further from llama.cpp's than the other
+  // low-bit files'; Q1_0 (NLL 3.09) agrees on 99.0 % with either kernel.
   if (name.find("-Q2_0") != std::string::npos) return {0.35, 3e-3, 0.96};
   if (low_bit) return {0.35, 3e-3, 0.98};
   return {0.35, 2e-3, 0.985};

@@ -1,6 +1,6 @@
 // AVX2 GEMV of GGUF's Q1_0 (128 weights of one bit under an f16 scale) and
-// Q2_0 (64 weights of two bits), one position (gemv) and several (gemvm);
-// the AVX-512 folder runs these too. Layouts in kernels.h.
+// Q2_0 (64 weights of two bits), one position (gemv) and several (gemvm).
+// Layouts in kernels.h.
 //
 // A 32-weight sub-block becomes 32 unsigned bytes u in element order in one
 // 256-bit vector: q1_0 the bits (0 / 1: byte j takes byte j / 8 of the
