@@ -178,10 +178,11 @@ inline void store_signs7x4(uint32_t *neg, __m256i w) {
 
 // Each decoder: prepass(b, pre) its part of the pre-pass, decode8(b,
 // table(), pre, mag, neg) the magnitudes of the eight sub-blocks and their
-// negative weights (bit j: weight j). Layouts in arch/iquants.h. The iq2 formats decode a sub-block at a
-// time (mags(b, pre, s)), its row loads next to its sign mask's (with all
-// eight sub-blocks' row loads first the kernel ran a quarter slower), and
-// hold no table.
+// negative weights (bit j: weight j). Layouts in arch/iquants.h. The iq2
+// formats decode a sub-block at a time (mags(b, pre, s)), its row loads
+// next to its sign mask's (with all eight sub-blocks' row loads first the
+// kernel ran a quarter slower), and hold no table.
+//
 // The sub-block dot of the signed formats: the activations negated under
 // the mask meet the magnitudes.
 struct SignedDot {
