@@ -24,14 +24,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "f16.h"
+#include "arm64_common.h"
 #include "kernels.h"
 
 // Internal linkage: a kernel folder's objects define no shared or weak symbols.
 namespace gb_lowbit {
 namespace {
-
-inline float ld_f16(const uint8_t *p) { return gb::f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
 struct Q1_0 {
   static constexpr size_t kBytes = GB_Q1_0_BLOCK_BYTES;
@@ -79,7 +77,7 @@ inline void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ
       const uint8_t *blk = row + b * F::kBytes;
       int8x16_t c[2 * S];
       for (int s = 0; s < S; s++) F::codes(blk, s, c[2 * s], c[2 * s + 1]);
-      const float d = ld_f16(blk);
+      const float d = gb_arm64::f16_scale(blk);
       for (size_t p = 0; p < m; p++) {
         const gb_q8x_block *xq = XQ + p * ldxq + b * S;
         float32x4_t t = vdupq_n_f32(0.0f);

@@ -95,8 +95,6 @@ struct Q2_0 {
   }
 };
 
-inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
-
 template <class F>
 void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
            size_t row_end, size_t cols) {
@@ -120,7 +118,7 @@ void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_
         acc[p] = _mm512_fmadd_ps(d, t, acc[p]);
       }
     }
-    for (size_t p = 0; p < m; p++) Y[p * ldy + r] = hsum(acc[p]);
+    for (size_t p = 0; p < m; p++) Y[p * ldy + r] = _mm512_reduce_add_ps(acc[p]);
   }
 }
 
