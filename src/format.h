@@ -38,9 +38,15 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // FFN-activation fields (+168 .. +188), with the gemma3 architecture id;
 // version 8 weight format 16 (GGUF's IQ4_XS blocks); version 9 formats
 // 17..24 (GGUF's i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
-// IQ1_M and MXFP4); version 10 formats 25, 26 (GGUF's Q1_0 and Q2_0).
-// Readers accept 1..10.
-constexpr uint32_t kGbxVersion = 10;
+// IQ1_M and MXFP4); version 10 formats 25, 26 (GGUF's Q1_0 and Q2_0);
+// version 11 recurrent layers: the LAYERS section (kind 5), the tensor
+// kinds 22..32 and META's convolution, Gated DeltaNet and gated-attention
+// fields (+192 .. +212), with the lfm2 and qwen35 architecture ids.
+// Readers accept 1..11.
+constexpr uint32_t kGbxVersion = 11;
+// The first version holding recurrent layers; the architectures it added,
+// and any later, are converted from the model as it opens in place.
+constexpr uint32_t kGbxRecurrentVersion = 11;
 constexpr uint32_t kGbxMinVersion = 1;
 constexpr uint32_t kHeaderFixedBytes = 64;
 constexpr uint32_t kSectionEntryBytes = 32;
@@ -57,6 +63,7 @@ enum SectionKind : uint32_t {
   kSecVocab = 2,
   kSecTensors = 3,
   kSecTokenizer = 4,   // version 4: a GGUF tokenizer (src/tok/tokdata.h image)
+  kSecLayers = 5,      // version 11: what each layer is (present iff META's conv_kernel != 0)
   kSecCommon = 16,     // tensors every gear uses: embedding, norms
   kSecGearBase = 32,   // kSecGearBase + gb_gear: one section per tier present
 };
@@ -96,7 +103,17 @@ enum SectionKind : uint32_t {
 // +188 u32 ffn_act: 0 SwiGLU (silu(W1 x) * W3 x), 1 GeGLU (gelu(W1 x) * W3 x,
 //          the tanh approximation of GELU with its input rounded to binary16,
 //          as the reference implementation computes it)
-// +192 .. kMetaBytes reserved, 0
+// Version 11 (0 in a model without recurrent layers):
+// +192 u32 conv_kernel: 0, or the taps (2..kMaxConvKernel) of the recurrent
+//          layers' causal convolution; nonzero iff the file has a LAYERS
+//          section
+// +196 u32 conv_channels: the channels of that convolution (lfm2: dim; a
+//          Gated DeltaNet: 2 * gdn_k_heads * gdn_state + gdn_v_heads * gdn_state)
+// +200 u32 gdn_state  +204 u32 gdn_k_heads  +208 u32 gdn_v_heads: a Gated
+//          DeltaNet layer's head size, key heads and value heads
+// +212 u32 attn_gate (0/1): the query projection's rows are, per head, the
+//          head's query then its output gate (kWq has 2 * n_heads * head_dim rows)
+// +216 .. kMetaBytes reserved, 0
 constexpr uint32_t kMetaBytes = 256;
 // arch: an id of the architecture table (src/models/, arch_by_id), which
 // also gives the first file version that may hold it. The differences the
@@ -129,6 +146,15 @@ enum TokenType : uint8_t {
   kTokUnused = 5,
   kTokByte = 6,  // piece is "<0xHH>"; encodes/decodes as the raw byte HH
 };
+
+// ---- LAYERS section (kind 5, version 11) -----------------------------------
+// +0 u32 n_layers (== meta.n_layers)  +4 u32 reserved 0
+// +8 u8 kind[n_layers] (LayerKind), then zero padding to 8 bytes.
+// The tensors of a layer follow its kind: an attention layer has kWq..kWo
+// (and the optional attention tensors); a short-convolution layer kConvIn,
+// kConvOut (tier matrices) and kConvKernel; a Gated DeltaNet layer kGdnQkv,
+// kGdnGate, kGdnOut (tier matrices), kConvKernel and kGdnAlpha..kGdnNorm.
+// Every layer has the FFN and its norms.
 
 // ---- TENSORS section (kind 3) ---------------------------------------------
 // +0 u32 n_tensors  +4 u32 entry_bytes (= kTensorEntryBytes)  +8 u64 reserved 0
@@ -168,22 +194,21 @@ enum TensorKind : uint32_t {
   // Optional (version 7), common, F32, every layer or none, both or neither:
   kPostAttnNorm = 20,   // (1, dim) per layer: the attention output is rmsnorm(Wo xb) * weight before the residual add
   kPostFfnNorm = 21,    // (1, dim) per layer: the same for the FFN output
-  // Short-convolution layers (a GGUF opened in place; no .gbx version holds
-  // them yet): in such a layer the mixer is the gated short convolution
-  // (forward.cpp) instead of attention, and its two projections take the
-  // attention matrices' places (MatIndex kMatQ and kMatO; kMatK and kMatV
-  // stay empty).
+  // Short-convolution layers (version 11): in such a layer the mixer is
+  // the gated short convolution (forward.cpp) instead of attention, and its
+  // two projections take the attention matrices' places (MatIndex kMatQ and
+  // kMatO; kMatK and kMatV stay empty).
   kConvIn = 22,      // (3 * dim, dim) tier matrix: the B, C and X rows, in that order
   kConvOut = 23,     // (dim, dim) tier matrix
   kConvKernel = 24,  // (conv_channels, conv_kernel) per layer, common, F32: each channel's taps, oldest first
-  // Gated DeltaNet layers (qwen35; GGUF in place only). Tier matrices in the
+  // Gated DeltaNet layers (qwen35; version 11). Tier matrices in the
   // attention matrices' places: the q, k, v rows before their convolution
   // (kMatQ), the output gate z (kMatK), the output projection (kMatO).
   kGdnQkv = 25,      // (2 * gdn_qk_dim + gdn_v_dim, dim)
   kGdnGate = 26,     // (gdn_v_dim, dim)
   kGdnOut = 27,      // (dim, gdn_v_dim)
   // ... and per layer, common: the decay and update-rate projections (any
-  // stored format, read a row at a time), F32 vectors.
+  // stored format, like the embedding: read a row at a time), F32 vectors.
   kGdnAlpha = 28,    // (gdn_v_heads, dim)
   kGdnBeta = 29,     // (gdn_v_heads, dim)
   kGdnDtBias = 30,   // (1, gdn_v_heads) added to alpha's rows before softplus
@@ -193,12 +218,12 @@ enum TensorKind : uint32_t {
   kTensorKindMaxV4 = 16,
   kTensorKindMaxV5 = 18,
   kTensorKindMaxV6 = 19,
-  kTensorKindMax = 21,
+  kTensorKindMaxV10 = 21,
+  kTensorKindMax = 32,
 };
 // The most taps a causal convolution (kConvKernel) may have.
 constexpr uint32_t kMaxConvKernel = 16;
-// What mixes positions in a layer (a GGUF opened in place; a .gbx holds
-// attention layers only).
+// What mixes positions in a layer (a .gbx: its LAYERS section, version 11).
 enum LayerKind : uint8_t { kLayerAttention = 0, kLayerShortConv = 1, kLayerDeltaNet = 2 };
 // File format ids: values written to .gbx files, so spelled out here; they
 // are also the kernel tables' indexes. 4 is not a file id (q4 in the 16-row

@@ -25,6 +25,7 @@ const char *section_name(uint32_t kind) {
     case kSecMeta: return "META";
     case kSecVocab: return "VOCAB";
     case kSecTokenizer: return "TOKENIZER";
+    case kSecLayers: return "LAYERS";
     case kSecTensors: return "TENSORS";
     case kSecCommon: return "COMMON";
     case kSecGearBase + GB_GEAR_LOW: return "GEAR_LOW";
@@ -98,7 +99,9 @@ const SectionRef *find_section(const SectionRef *secs, uint32_t n, uint32_t kind
 
 bool finite_pos(float v) { return isfinite(v) && v > 0.0f; }
 
-gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m) {
+// META, and (version 11) the LAYERS section `layers` of layers_size bytes
+// (nullptr when the file has none); m->layer_kind then points into it.
+gb_status parse_meta(const uint8_t *p, uint64_t size, const uint8_t *layers, uint64_t layers_size, const Logger &log, Meta *m) {
   GB_RETURN_IF(size < kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META section is %llu bytes (need %u)", (unsigned long long)size,
                kMetaBytes);
   GB_RETURN_IF(ld_u32(p) != kMetaBytes, log, GB_ERR_CORRUPT, "gbx: META size field %u", ld_u32(p));
@@ -147,6 +150,14 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
     m->logit_softcap = v7 ? ld_f32(p + 184) : 0.0f;
     m->ffn_act = v7 ? ld_u32(p + 188) : 0;
     if (m->embed_scale == 0.0f) m->embed_scale = 1.0f;  // the field's 0 (format.h)
+    const bool v11 = m->version >= 11;
+    m->conv_kernel = v11 ? ld_u32(p + 192) : 0;
+    m->conv_channels = v11 ? ld_u32(p + 196) : 0;
+    m->gdn_state = v11 ? ld_u32(p + 200) : 0;
+    m->gdn_k_heads = v11 ? ld_u32(p + 204) : 0;
+    m->gdn_v_heads = v11 ? ld_u32(p + 208) : 0;
+    m->attn_gate = v11 ? ld_u32(p + 212) : 0;
+    GB_RETURN_IF(m->attn_gate > 1, log, GB_ERR_CORRUPT, "gbx: attn_gate %u (a flag)", m->attn_gate);
   } else {
     m->swa_window = m->swa_period = m->ffn_act = 0;
     m->rope_theta_swa = m->logit_softcap = 0.0f;
@@ -157,6 +168,19 @@ gb_status parse_meta(const uint8_t *p, uint64_t size, const Logger &log, Meta *m
     m->default_gear = GB_GEAR_COUNT;  // chosen from the tiers present (parse_tensors)
     memset(m->tier_origin, 0, sizeof m->tier_origin);
     m->quantized_source = 0;
+  }
+  GB_RETURN_IF(layers && m->version < 11, log, GB_ERR_CORRUPT, "gbx: a version %u file with a LAYERS section (version 11 added it)",
+               m->version);
+  GB_RETURN_IF((layers != nullptr) != (m->conv_kernel != 0), log, GB_ERR_CORRUPT,
+               "gbx: META's conv_kernel is %u but the file %s a LAYERS section", m->conv_kernel, layers ? "has" : "lacks");
+  m->layer_kind = nullptr;
+  if (layers) {
+    GB_RETURN_IF(layers_size != align_up(8ull + m->n_layers, 8) || ld_u32(layers) != m->n_layers, log, GB_ERR_CORRUPT,
+                 "gbx: LAYERS section of %llu bytes for %u layers", (unsigned long long)layers_size, m->n_layers);
+    for (uint32_t l = 0; l < m->n_layers; l++)
+      GB_RETURN_IF(layers[8 + l] > kLayerDeltaNet, log, GB_ERR_CORRUPT, "gbx: layer %u has kind %u (0..%u known)", l, layers[8 + l],
+                   (unsigned)kLayerDeltaNet);
+    m->layer_kind = layers + 8;
   }
   return check_meta(m, log);
 }
@@ -235,8 +259,14 @@ gb_status check_meta(const Meta *mp, const Logger &log) {
                    (m->conv_kernel && (m->conv_channels == 0 || m->conv_channels > 4 * kMaxDim)),
                log, GB_ERR_CORRUPT, "gbx: recurrent layers' convolution of %u taps over %u channels invalid (2..%u taps)",
                m->conv_kernel, m->conv_channels, kMaxConvKernel);
-  bool delta = false;
-  for (uint32_t l = 0; l < m->n_layers; l++) delta = delta || m->delta_layer(l);
+  bool delta = false, shortconv = false;
+  for (uint32_t l = 0; l < m->n_layers; l++) {
+    delta = delta || m->delta_layer(l);
+    shortconv = shortconv || m->shortconv_layer(l);
+  }
+  // A short convolution's channels are the B * X products, one per dimension.
+  GB_RETURN_IF(shortconv && m->conv_channels != m->dim, log, GB_ERR_CORRUPT,
+               "gbx: short-convolution layers over %u channels (the model's dim is %u)", m->conv_channels, m->dim);
   GB_RETURN_IF(delta && (m->gdn_state == 0 || m->gdn_state > 1024 || m->gdn_k_heads == 0 || m->gdn_v_heads % m->gdn_k_heads != 0 ||
                          (uint64_t)m->gdn_v_heads * m->gdn_state > 4 * kMaxDim ||
                          m->conv_channels != 2 * m->gdn_qk_dim() + m->gdn_v_dim()),
@@ -353,14 +383,25 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
                               : mt.version < 5 ? (uint32_t)kTensorKindMaxV4
                               : mt.version < 6 ? (uint32_t)kTensorKindMaxV5
                               : mt.version < 7 ? (uint32_t)kTensorKindMaxV6
-                                               : (uint32_t)kTensorKindMax;
+                              : mt.version < 11 ? (uint32_t)kTensorKindMaxV10
+                                                : (uint32_t)kTensorKindMax;
     GB_RETURN_IF(kind == 0 || kind > max_kind, log, GB_ERR_CORRUPT, "gbx: tensor %u has kind %u (version %u file)", i, kind,
                  mt.version);
     const bool bias = kind == kBiasQ || kind == kBiasK || kind == kBiasV;
     const bool qk_norm = kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm || kind == kPostFfnNorm;
-    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || qk_norm || mat_index(kind) >= 0;
+    const bool recurrent = kind >= kConvIn && kind <= kGdnNorm;
+    const bool per_layer = kind == kAttnNorm || kind == kFfnNorm || bias || qk_norm || recurrent || mat_index(kind) >= 0;
     GB_RETURN_IF(per_layer ? layer >= mt.n_layers : layer != 0, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) layer %u", i, kind,
                  layer);
+    // A layer holds the tensors of its kind (format.h, LAYERS) only: a
+    // recurrent layer's matrices take attention's places in the tiers.
+    const uint32_t lk = per_layer ? mt.kind(layer) : (uint32_t)kLayerAttention;
+    const bool fits = kind == kConvIn || kind == kConvOut ? lk == kLayerShortConv
+                      : kind == kConvKernel            ? lk != kLayerAttention
+                      : kind >= kGdnQkv && recurrent   ? lk == kLayerDeltaNet
+                      : kind >= kWq && kind <= kWo     ? lk == kLayerAttention
+                                                       : true;
+    GB_RETURN_IF(!fits, log, GB_ERR_CORRUPT, "gbx: tensor %u (kind %u) in layer %u, whose kind is %u", i, kind, layer, lk);
     GB_RETURN_IF(layout >= kLayoutCount, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u layout %u not supported", i, layout);
     GB_RETURN_IF(!file_format_known(fmt, mt.version), log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u format %u not supported (version %u file)", i, fmt, mt.version);
     GB_RETURN_IF(sec >= m->n_sections, log, GB_ERR_CORRUPT, "gbx: tensor %u in section %u of %u", i, sec, m->n_sections);
@@ -368,9 +409,10 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
     const bool common = is_common_kind(kind);
     if (common) {
       GB_RETURN_IF(tier != kTierCommon || s.kind != kSecCommon, log, GB_ERR_CORRUPT, "gbx: tensor %u must be in COMMON", i);
-      // The embedding may be in any format (rows are expanded on lookup);
-      // norms, biases and RoPE factors are f32.
-      GB_RETURN_IF(kind != kTokEmbd && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i,
+      // The embedding and the DeltaNet's alpha and beta projections may be
+      // in any format (read a row at a time); norms, biases, RoPE factors
+      // and convolution taps are f32.
+      GB_RETURN_IF(kind != kTokEmbd && kind != kGdnAlpha && kind != kGdnBeta && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i,
                    kind, fmt);
     } else {
       GB_RETURN_IF(tier >= GB_GEAR_COUNT || s.kind != kSecGearBase + tier, log, GB_ERR_CORRUPT,
@@ -573,6 +615,7 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
   const SectionRef *stok = find_section(secs, n_sections, kSecTokenizer);
   const SectionRef *stensors = find_section(secs, n_sections, kSecTensors);
   const SectionRef *scommon = find_section(secs, n_sections, kSecCommon);
+  const SectionRef *slayers = find_section(secs, n_sections, kSecLayers);
   GB_RETURN_IF(!smeta || !stensors || !scommon, log, GB_ERR_CORRUPT,
                "gbx: a required section (META, TENSORS, COMMON) is missing");
   GB_RETURN_IF(!svocab && !stok, log, GB_ERR_CORRUPT, "gbx: the file has neither a VOCAB nor a TOKENIZER section");
@@ -591,7 +634,8 @@ gb_status model_open(const uint8_t *p, uint64_t size, const gb_model_options &op
 
   Meta meta{};
   meta.version = version;
-  GB_TRY(parse_meta(p + smeta->offset, smeta->size, log, &meta));
+  GB_TRY(parse_meta(p + smeta->offset, smeta->size, slayers ? p + slayers->offset : nullptr, slayers ? slayers->size : 0, log,
+                    &meta));
 
   // The tokenizer: TOKENIZER when present (validated here, its tables sized
   // from it), else the llama2.c VOCAB.

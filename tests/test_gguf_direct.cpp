@@ -56,7 +56,7 @@ std::vector<std::string> all_fixtures() {
   for (const char *n : {"llama3-tiny-F32", "llama3-tiny-Q4_K_M", "qwen2-tiny-F32", "qwen2-tiny-Q4_K_M"})
     v.push_back(shared_fixture(std::string(n) + ".gguf"));
   for (const char *n : {"stories5M-IQ4_XS", "gemma3-tiny-Q4_0", "gemma3-tiny-Q4_K_M", "phi3-tiny-Q4_K_M", "qwen3-tiny-Q4_K_M",
-                        "smollm3-tiny-Q4_K_M"})
+                        "smollm3-tiny-Q4_K_M", "lfm2-tiny-Q4_K_M", "qwen35-tiny-Q4_K_M"})
     v.push_back(own_fixture(std::string(n) + ".gguf"));
   return v;
 }
@@ -152,6 +152,13 @@ void expect_same_as_converted(const std::string &path, gb_gguf_layout layout, gb
   EXPECT_EQ(d->meta.rope_type, c->meta.rope_type);
   EXPECT_EQ(d->meta.swa_window, c->meta.swa_window);
   EXPECT_EQ(d->meta.embed_scale, c->meta.embed_scale);
+  // Recurrent layers: the same kinds, convolutions and DeltaNet shapes.
+  EXPECT_EQ(d->meta.conv_kernel, c->meta.conv_kernel);
+  EXPECT_EQ(d->meta.conv_channels, c->meta.conv_channels);
+  EXPECT_EQ(d->meta.gdn_state, c->meta.gdn_state);
+  EXPECT_EQ(d->meta.gdn_v_heads, c->meta.gdn_v_heads);
+  EXPECT_EQ(d->meta.attn_gate, c->meta.attn_gate);
+  for (uint32_t l = 0; l < d->meta.n_layers; l++) EXPECT_EQ(d->meta.kind(l), c->meta.kind(l)) << "layer " << l;
   // The same kernels run: every view in the same format (a layout included).
   const size_t nm = (size_t)d->meta.n_layers * gb::kMatsPerLayer;
   for (size_t i = 0; i < nm; i++)

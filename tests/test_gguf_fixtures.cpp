@@ -656,8 +656,8 @@ TEST(ArchFixtures, Phi3ShortFactorsWithinTheTrainedContext) {
 // default tiers (low q4, mid q8, high f16, f32) scores window 0 near the f32
 // tier on each, and the speculative gear's greedy tokens are the high
 // tier's, bit for bit (under emulation: the q8 tier's, the f16 tier's NLL
-// left to native runs). An architecture no .gbx holds (lfm2) runs from the
-// F32 GGUF opened in place, its other tiers made in memory at session
+// left to native runs). An architecture no .gbx could hold would run from
+// the F32 GGUF opened in place, its other tiers made in memory at session
 // creation (lazy tiers, the default): the same gears, the same checks.
 TEST(ArchFixtures, EveryGearRunsAndSpecIsTheVerifier) {
   for (const char *arch : kArchFixtures) {
@@ -833,6 +833,98 @@ TEST(ArchFixtures, Version6FieldsAreChecked) {
   EXPECT_EQ(kinds[gb::kRopeFreqs], 1);
   EXPECT_EQ(kinds[gb::kRopeFreqsLong], 1);
   for (uint32_t k : {gb::kWq, gb::kWk, gb::kWv, gb::kW1, gb::kW3}) EXPECT_EQ(kinds[k], 2) << k;  // 2 layers, one tier
+}
+
+// The version-11 additions are checked on open: recurrent layers (the
+// LAYERS section, META's convolution, DeltaNet and gated-attention fields,
+// tensor kinds 22..32) only in a version-11 file, each layer holding the
+// tensors of its kind, every shape following the META fields.
+TEST(ArchFixtures, Version11FieldsAreChecked) {
+  for (const char *arch : {"lfm2", "qwen35"}) {
+    SCOPED_TRACE(arch);
+    const bool delta = strcmp(arch, "qwen35") == 0;
+    std::vector<uint8_t> img;
+    size_t meta = 0, tens = 0;
+    ASSERT_NO_FATAL_FAILURE(converted_fixture(std::string(arch) + "-tiny-Q4_K_M.gguf", &img, &meta, &tens));
+    size_t layers = 0, layers_entry = 0;
+    for (uint32_t i = 0; i < gb::ld_u32(&img[16]); i++)
+      if (gb::ld_u32(&img[64 + 32 * i]) == gb::kSecLayers) {
+        layers_entry = 64 + 32 * i;
+        layers = (size_t)gb::ld_u64(&img[layers_entry + 8]);
+      }
+    ASSERT_NE(layers, 0u);
+    const uint32_t n_layers = gb::ld_u32(&img[meta + 16]);
+    ASSERT_EQ(gb::ld_u32(&img[layers]), n_layers);
+    const uint32_t taps = delta ? 4 : 3;  // the fixtures' convolutions (lfm2's l_cache, qwen35's conv_kernel)
+    EXPECT_EQ(gb::ld_u32(&img[meta + 192]), taps);
+    EXPECT_EQ(gb::ld_u32(&img[meta + 212]), delta ? 1u : 0u);
+    expect_version_gate(img, meta, 10);  // lfm2 / qwen35, LAYERS and kinds 22..32 need version 11
+    uint32_t conv_layer = n_layers, attn_layer = n_layers;
+    for (uint32_t l = 0; l < n_layers; l++) {
+      if (img[layers + 8 + l] != gb::kLayerAttention && conv_layer == n_layers) conv_layer = l;
+      if (img[layers + 8 + l] == gb::kLayerAttention && attn_layer == n_layers) attn_layer = l;
+    }
+    ASSERT_LT(conv_layer, n_layers);
+    ASSERT_LT(attn_layer, n_layers);
+    EXPECT_EQ(img[layers + 8 + conv_layer], delta ? gb::kLayerDeltaNet : gb::kLayerShortConv);
+    struct Bad {
+      size_t at;  // absolute offset
+      uint32_t u;
+      bool byte;
+      gb_status want;
+      const char *what;
+    } bad[] = {
+        {meta + 192, 0, false, GB_ERR_CORRUPT, "no convolution, but a LAYERS section"},
+        {meta + 192, 1, false, GB_ERR_CORRUPT, "a convolution of one tap"},
+        {meta + 192, gb::kMaxConvKernel + 1, false, GB_ERR_CORRUPT, "too many taps"},
+        {meta + 192, taps + 1, false, GB_ERR_SHAPE_MISMATCH, "taps the tensors do not have"},
+        {meta + 196, 7, false, GB_ERR_CORRUPT, "channels the layers cannot have"},
+        {meta + 212, 2, false, GB_ERR_CORRUPT, "attn_gate not a flag"},
+        {meta + 212, delta ? 0u : 1u, false, GB_ERR_SHAPE_MISMATCH, "queries without (with) their gates"},
+        {layers, n_layers + 1, false, GB_ERR_CORRUPT, "LAYERS counts other layers"},
+        {layers + 8 + conv_layer, 3, true, GB_ERR_CORRUPT, "an unknown layer kind"},
+        {layers + 8 + conv_layer, gb::kLayerAttention, true, GB_ERR_CORRUPT, "a recurrent layer's tensors in an attention layer"},
+        {layers + 8 + attn_layer, delta ? gb::kLayerDeltaNet : gb::kLayerShortConv, true, GB_ERR_CORRUPT,
+         "an attention layer's tensors in a recurrent layer"},
+        {layers + 8 + conv_layer, delta ? gb::kLayerShortConv : gb::kLayerDeltaNet, true, GB_ERR_CORRUPT,
+         "a recurrent layer of the other kind"},
+        {layers_entry, 6, false, GB_ERR_CORRUPT, "the LAYERS section missing (another kind)"},
+    };
+    for (const Bad &x : bad) {
+      std::vector<uint8_t> b = img;
+      if (x.byte)
+        b[x.at] = (uint8_t)x.u;
+      else
+        gb::st_u32(&b[x.at], x.u);
+      EXPECT_EQ(open_image(b), x.want) << x.what;
+    }
+    if (delta) {  // value heads that are no multiple of the key heads
+      std::vector<uint8_t> b = img;
+      gb::st_u32(&b[meta + 208], gb::ld_u32(&img[meta + 204]) * 2 + 1);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT);
+    }
+    // Tensor entries: a recurrent kind moved to an attention layer, or
+    // renamed to the other recurrent kind's; an unknown kind.
+    const uint32_t n = gb::ld_u32(&img[tens]);
+    bool found = false;
+    for (uint32_t i = 0; i < n; i++) {
+      const size_t e = tens + 16 + 64 * (size_t)i;
+      const uint32_t kind = gb::ld_u32(&img[e]);
+      if (kind != (delta ? (uint32_t)gb::kGdnQkv : (uint32_t)gb::kConvIn) || gb::ld_u32(&img[e + 4]) != conv_layer) continue;
+      found = true;
+      std::vector<uint8_t> b = img;
+      gb::st_u32(&b[e + 4], attn_layer);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT) << "moved to an attention layer";
+      b = img;
+      gb::st_u32(&b[e], delta ? gb::kConvIn : gb::kGdnQkv);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT) << "the other kind's projection";
+      b = img;
+      gb::st_u32(&b[e], gb::kTensorKindMax + 1);
+      EXPECT_EQ(open_image(b), GB_ERR_CORRUPT) << "an unknown kind";
+    }
+    EXPECT_TRUE(found);
+    EXPECT_EQ(open_image(img), GB_OK);
+  }
 }
 
 // The version-8 addition: weight format 16 (IQ4_XS) is refused in an

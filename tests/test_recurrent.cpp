@@ -45,6 +45,31 @@ const std::string &f32_file(const std::string &arch) {
   return path;
 }
 
+// A file converted to .gbx once per process: the F32 file with every tier
+// (low q4, mid q8, high f16, f32), a quantized one with its own.
+const std::string &gbx_of(const std::string &gguf) {
+  static std::map<std::string, std::string> paths;
+  std::string &path = paths[gguf];
+  if (path.empty()) {
+    const std::string out = gbt::temp_dir() + "/rec-" + std::to_string(paths.size()) + ".gbx";
+    gb::ConvertOptions o;
+    o.log.fn = gbt::quiet_log;
+    EXPECT_EQ(gb::convert_gguf(gguf.c_str(), out.c_str(), o), GB_OK) << gguf;
+    path = out;
+  }
+  return path;
+}
+
+// The model in each form: the F32 and Q4_K_M GGUFs opened in place, and
+// their .gbx conversions.
+std::vector<std::string> forms(const std::string &arch) {
+  return {f32_file(arch), q4km(arch), gbx_of(f32_file(arch)), gbx_of(q4km(arch))};
+}
+// The gear a form is run at: the f32 tier of the F32 model, else the file's own.
+gb_gear gear_of(const std::string &arch, const std::string &path) {
+  return path == q4km(arch) || path == gbx_of(q4km(arch)) ? GB_GEAR_DEFAULT : GB_GEAR_F32;
+}
+
 const int32_t kPrompt[] = {1, 403, 407, 261, 266, 324, 290, 382, 311, 267, 400, 365, 354, 260, 277};
 
 gb_session_options options(gb_gear gear, uint32_t threads = 1, uint32_t batch = 4) {
@@ -182,14 +207,15 @@ TEST(Recurrent, ThePoolHoldsEachLayerKindsState) {
 }
 
 // Save at a position, go on; restore into a new session and go on: the
-// same logits, bit for bit (F32 and the Q4_K_M tier; the prompt enters in
-// chunks, so the saved rows come from a batch and from single steps).
+// same logits, bit for bit (F32 and the Q4_K_M tier, each as its GGUF and
+// as its .gbx; the prompt enters in chunks, so the saved rows come from a
+// batch and from single steps).
 TEST(Recurrent, RestoredStateContinuesBitForBit) {
   for (const char *arch : kArchs)
-  for (const std::string &path : {f32_file(arch), q4km(arch)}) {
+  for (const std::string &path : forms(arch)) {
     gb_model *m = open(path);
     ASSERT_NE(m, nullptr);
-    const gb_session_options so = options(path == q4km(arch) ? GB_GEAR_DEFAULT : GB_GEAR_F32, 1, 4);
+    const gb_session_options so = options(gear_of(arch, path), 1, 4);
     gb_session *a = nullptr, *b = nullptr;
     ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &a), GB_OK);
     ASSERT_EQ(gb_prefill(a, kPrompt, sizeof kPrompt / sizeof kPrompt[0]), GB_OK);
@@ -261,11 +287,13 @@ TEST(Recurrent, ThreadsAndChunksGiveTheSameLogits) {
 // The speculative gear rolls rejected drafts back: the convolutions' rows
 // of the rejected positions are dropped and those before them kept, so the
 // greedy tokens are the verifier's alone, whatever the draft length and
-// draft tier (lazily made from the F32 file: most drafts are rejected on
-// these random weights, so nearly every round rolls back).
+// draft tier (lazily made from the F32 file in place, the .gbx's own tiers
+// in its conversion: most drafts are rejected on these random weights, so
+// nearly every round rolls back).
 TEST(Recurrent, SpeculativeGreedyIsTheVerifiers) {
-  for (const char *arch : kArchs) {
-  gb_model *m = open(f32_file(arch));
+  for (const char *arch : kArchs)
+  for (const std::string &path : {f32_file(arch), gbx_of(f32_file(arch))}) {
+  gb_model *m = open(path);
   ASSERT_NE(m, nullptr);
   const uint32_t steps = gbt::test_scale() >= 1.0 ? 48 : 16;
   const Steps ref = prompt_then_decode(m, options(GB_GEAR_F32, 1, 4), steps);
@@ -282,7 +310,7 @@ TEST(Recurrent, SpeculativeGreedyIsTheVerifiers) {
     so.spec_draft_gear = c.draft;
     so.spec_k = c.k;
     const Steps r = prompt_then_decode(m, so, steps);
-    EXPECT_EQ(r.tokens, ref.tokens) << arch << " spec_k " << c.k << " draft " << gb_gear_name(c.draft) << " batch " << c.batch;
+    EXPECT_EQ(r.tokens, ref.tokens) << path << " spec_k " << c.k << " draft " << gb_gear_name(c.draft) << " batch " << c.batch;
   }
   gb_model_close(m);
   }
@@ -452,18 +480,39 @@ TEST(Recurrent, RecurrentLayerFlagsAreTheInterval) {
   unlink(path.c_str());
 }
 
-// No .gbx version holds these architectures yet: `gearbx convert` refuses
-// them with their status and says to open the GGUF directly.
-TEST(Recurrent, ConvertRefusesAndPointsToTheGguf) {
+// The .gbx form holds what the GGUF does: each layer's kind, the
+// convolution and DeltaNet shapes, and (from the F32 file) every tier,
+// each a real one (no tier is made at session creation).
+TEST(Recurrent, TheGbxFormHoldsTheLayersAndEveryTier) {
   for (const char *arch : kArchs) {
-    std::string log;
-    gb::ConvertOptions o;
-    o.log.fn = [](void *u, gb_log_level, const char *msg) { *static_cast<std::string *>(u) += msg; };
-    o.log.user = &log;
-    const std::string out = gbt::temp_dir() + "/" + arch + ".gbx";
-    EXPECT_EQ(gb::convert_gguf(q4km(arch).c_str(), out.c_str(), o), GB_ERR_UNSUPPORTED_TYPE) << arch;
-    EXPECT_NE(log.find("directly"), std::string::npos) << log;
-    EXPECT_NE(access(out.c_str(), F_OK), 0);
+    gb_model *g = open(f32_file(arch)), *c = open(gbx_of(f32_file(arch)));
+    ASSERT_TRUE(g && c);
+    gb_model_info gi, ci;
+    gi.struct_size = ci.struct_size = sizeof gi;
+    ASSERT_EQ(gb_model_get_info(g, &gi), GB_OK);
+    ASSERT_EQ(gb_model_get_info(c, &ci), GB_OK);
+    EXPECT_EQ(ci.is_gguf, 0u);
+    EXPECT_EQ(ci.gears, 0xFu) << arch;
+    EXPECT_EQ(gi.n_params, ci.n_params) << arch;
+    EXPECT_EQ(g->meta.conv_kernel, c->meta.conv_kernel);
+    EXPECT_EQ(g->meta.conv_channels, c->meta.conv_channels);
+    EXPECT_EQ(g->meta.gdn_k_heads, c->meta.gdn_k_heads);
+    EXPECT_EQ(g->meta.gdn_v_heads, c->meta.gdn_v_heads);
+    EXPECT_EQ(g->meta.gdn_state, c->meta.gdn_state);
+    EXPECT_EQ(g->meta.attn_gate, c->meta.attn_gate);
+    ASSERT_NE(c->meta.layer_kind, nullptr);
+    uint32_t recurrent = 0;
+    for (uint32_t l = 0; l < g->meta.n_layers; l++) {
+      EXPECT_EQ(g->meta.kind(l), c->meta.kind(l)) << arch << " layer " << l;
+      recurrent += c->meta.conv_layer(l);
+    }
+    EXPECT_GT(recurrent, 0u) << arch;
+    // The f32 tier's logits are the GGUF's, bit for bit.
+    const Steps a = prompt_then_decode(g, options(GB_GEAR_F32), 8), b = prompt_then_decode(c, options(GB_GEAR_F32), 8);
+    EXPECT_EQ(a.tokens, b.tokens) << arch;
+    EXPECT_TRUE(same_bits(a.logits, b.logits)) << arch;
+    gb_model_close(c);
+    gb_model_close(g);
   }
 }
 

@@ -234,7 +234,7 @@ TEST(TokenizerApi, OlderFilesStillOpen) {
   // its TOKENIZER entry re-tagged as a kind readers skip opens on its VOCAB.
   std::vector<uint8_t> img = gbt::read_file(gbt::stories260k_gguf_gbx());
   ASSERT_EQ(gb::ld_u32(&img[8]), gb::kGbxVersion);
-  ASSERT_EQ(gb::kGbxVersion, 10u);
+  ASSERT_EQ(gb::kGbxVersion, 11u);
   gb::st_u32(&img[8], 3);
   auto open = [](std::vector<uint8_t> im, gb_tokenizer_kind *kind) {
     gbt::gbx_fix_crcs(im);

@@ -21,7 +21,7 @@ uint32_t tier_format(uint32_t gear) {
 }
 
 void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t *cols) {
-  const uint32_t q = d.n_heads * d.head_dim, kv = d.n_kv_heads * d.head_dim;
+  const uint32_t q = d.n_heads * d.head_dim, kv = d.n_kv_heads * d.head_dim, gv = d.gdn_v_heads * d.gdn_state;
   *rows = d.dim;
   *cols = d.dim;
   switch (kind) {
@@ -31,13 +31,31 @@ void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t
     case kBiasK: case kBiasV: *rows = 1; *cols = kv; break;
     case kRopeFreqs: case kRopeFreqsLong: *rows = 1; *cols = d.rope_dim / 2; break;
     case kQNorm: case kKNorm: *rows = 1; *cols = d.head_dim; break;
-    case kWq: *rows = q; break;
+    case kWq: *rows = q * (d.attn_gate ? 2 : 1); break;
     case kWk: case kWv: *rows = kv; break;
     case kWo: *cols = q; break;
     case kW1: case kW3: *rows = d.hidden_dim; break;
     case kW2: *cols = d.hidden_dim; break;
+    case kConvIn: *rows = 3 * d.dim; break;
+    case kConvKernel: *rows = d.conv_channels; *cols = d.conv_kernel; break;
+    case kGdnQkv: *rows = 2 * d.gdn_k_heads * d.gdn_state + gv; break;
+    case kGdnGate: *rows = gv; break;
+    case kGdnOut: *cols = gv; break;
+    case kGdnAlpha: case kGdnBeta: *rows = d.gdn_v_heads; break;
+    case kGdnDtBias: case kGdnA: *rows = 1; *cols = d.gdn_v_heads; break;
+    case kGdnNorm: *rows = 1; *cols = d.gdn_state; break;
     default: break;
   }
+}
+
+uint32_t layer_matrices(const GbxModelDesc &d, uint32_t l, uint32_t out[7]) {
+  static const uint32_t kConv[5] = {kConvIn, kConvOut, kW1, kW2, kW3};
+  static const uint32_t kDelta[6] = {kGdnQkv, kGdnGate, kGdnOut, kW1, kW2, kW3};
+  const uint32_t k = d.kind(l);
+  const uint32_t *src = k == kLayerShortConv ? kConv : k == kLayerDeltaNet ? kDelta : kLayerMatrices;
+  const uint32_t n = k == kLayerShortConv ? 5 : k == kLayerDeltaNet ? 6 : 7;
+  for (uint32_t i = 0; i < n; i++) out[i] = src[i];
+  return n;
 }
 
 const char *tensor_kind_name(uint32_t kind) {
@@ -63,6 +81,17 @@ const char *tensor_kind_name(uint32_t kind) {
     case kKNorm: return "k_norm";
     case kPostAttnNorm: return "post_attention_norm";
     case kPostFfnNorm: return "post_ffw_norm";
+    case kConvIn: return "conv_in";
+    case kConvOut: return "conv_out";
+    case kConvKernel: return "conv_kernel";
+    case kGdnQkv: return "gdn_qkv";
+    case kGdnGate: return "gdn_gate";
+    case kGdnOut: return "gdn_out";
+    case kGdnAlpha: return "gdn_alpha";
+    case kGdnBeta: return "gdn_beta";
+    case kGdnDtBias: return "gdn_dt_bias";
+    case kGdnA: return "gdn_a";
+    case kGdnNorm: return "gdn_norm";
     default: return "?";
   }
 }
@@ -143,6 +172,7 @@ class Writer {
   uint32_t tier_fmt(uint32_t g, uint32_t kind, uint32_t layer) const;
   void report_requant() const;
   void build_meta(std::vector<uint8_t> *b) const;
+  void build_layers(std::vector<uint8_t> *b) const;
   void build_vocab(std::vector<uint8_t> *b) const;
   void build_tensors(std::vector<uint8_t> *b) const;
   gb_status write_meta_section(size_t si, const std::vector<uint8_t> &b);
@@ -163,6 +193,7 @@ class Writer {
   std::vector<Planned> tensors_;
   size_t n_common_ = 0;
   size_t sec_tensors_ = 0, sec_common_ = 0, sec_gear0_ = 0;  // indexes in secs_
+  size_t sec_layers_ = 0;  // index of LAYERS in secs_; 0: none
   uint32_t gears_[GB_GEAR_COUNT] = {0};  // present gears, in order
   uint32_t n_gears_ = 0;
   size_t gear_first_[GB_GEAR_COUNT] = {0};  // index in tensors_ of each present gear's first tensor
@@ -204,8 +235,9 @@ void Writer::plan_tiers() {
     bytes += (uint64_t)rows * row_bytes(f < kFmtCount ? f : kFmtF32, cols);
     weights += (uint64_t)rows * cols;
   };
+  uint32_t mats[7];
   for (uint32_t l = 0; l < d_.n_layers; l++)
-    for (uint32_t k : kLayerMatrices) count(k, l);
+    for (uint32_t i = 0, n = layer_matrices(d_, l, mats); i < n; i++) count(mats[i], l);
   count(kClassifier, 0);
   const double bits = weights ? (double)bytes * 8.0 / (double)weights : 32.0;
   native_ = !quantized_ ? -1 : bits < 6.5 ? GB_GEAR_LOW : bits < 12.0 ? GB_GEAR_MID : GB_GEAR_HIGH;
@@ -221,7 +253,7 @@ void Writer::plan_tiers() {
     // An f16 tier copies an f16 source exactly.
     bool all = true;
     for (uint32_t l = 0; l < d_.n_layers && all; l++)
-      for (uint32_t k : kLayerMatrices) all = all && src_.has_raw(k, l, kFmtF16);
+      for (uint32_t i = 0, n = layer_matrices(d_, l, mats); i < n; i++) all = all && src_.has_raw(mats[i], l, kFmtF16);
     if (all && src_.has_raw(kClassifier, 0, kFmtF16)) origin_[GB_GEAR_HIGH] = GB_TIER_ORIGIN_SOURCE;
   }
   if (native_ >= 0 && (tiers_ >> native_ & 1)) {
@@ -243,6 +275,8 @@ void Writer::plan() {
   // META, VOCAB (when the source has a llama2.c-style vocabulary), TOKENIZER
   // (when it has a GGUF tokenizer), TENSORS, COMMON, then the gears.
   secs_.push_back(Sec{kSecMeta, 0, 0, 0});
+  sec_layers_ = d_.layer_kind.empty() ? 0 : secs_.size();
+  if (sec_layers_) secs_.push_back(Sec{kSecLayers, 0, 0, 0});
   if (!v_.pieces.empty()) secs_.push_back(Sec{kSecVocab, 0, 0, 0});
   if (!v_.tokenizer.empty()) secs_.push_back(Sec{kSecTokenizer, 0, 0, 0});
   sec_tensors_ = secs_.size();
@@ -285,18 +319,34 @@ void Writer::plan() {
   if (d_.rope_freqs_long) add(kRopeFreqsLong, 0, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   if (d_.qk_norm)
     for (uint32_t l = 0; l < d_.n_layers; l++)
-      for (uint32_t k : {kQNorm, kKNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+      for (uint32_t k : {kQNorm, kKNorm})
+        if (d_.kind(l) == kLayerAttention) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
   if (d_.post_norms)
     for (uint32_t l = 0; l < d_.n_layers; l++)
       for (uint32_t k : {kPostAttnNorm, kPostFfnNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+  // Recurrent layers: the convolution's taps; a Gated DeltaNet's alpha and
+  // beta projections as the source stores them (f32 when it has no format
+  // of ours), its three vectors f32.
+  for (uint32_t l = 0; l < d_.n_layers; l++) {
+    if (d_.kind(l) == kLayerAttention) continue;
+    add(kConvKernel, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+    if (d_.kind(l) != kLayerDeltaNet) continue;
+    for (uint32_t k : {kGdnAlpha, kGdnBeta}) {
+      const uint32_t f = src_.stored_format(k, l);
+      add(k, l, kTierCommon, f < kFmtCount ? f : kFmtF32, (uint32_t)sec_common_);
+    }
+    for (uint32_t k : {kGdnDtBias, kGdnA, kGdnNorm}) add(k, l, kTierCommon, kFmtF32, (uint32_t)sec_common_);
+  }
   n_common_ = tensors_.size();
   secs_[sec_common_].size = cursor;
+  uint32_t mats[7];
   for (uint32_t i = 0; i < n_gears_; i++) {
     const uint32_t g = gears_[i];
     cursor = 0;
     gear_first_[i] = tensors_.size();
     for (uint32_t l = 0; l < d_.n_layers; l++)
-      for (uint32_t k : kLayerMatrices) add(k, l, g, tier_fmt(g, k, l), (uint32_t)(sec_gear0_ + i));
+      for (uint32_t j = 0, n = layer_matrices(d_, l, mats); j < n; j++)
+        add(mats[j], l, g, tier_fmt(g, mats[j], l), (uint32_t)(sec_gear0_ + i));
     add(kClassifier, 0, g, tier_fmt(g, kClassifier, 0), (uint32_t)(sec_gear0_ + i));
     secs_[sec_gear0_ + i].size = cursor;
   }
@@ -307,6 +357,7 @@ void Writer::plan() {
   const uint64_t n = d_.vocab_size;
   secs_[0].size = kMetaBytes;
   for (Sec &sec : secs_) {
+    if (sec.kind == kSecLayers) sec.size = align_up(8ull + d_.n_layers, 8);
     if (sec.kind == kSecVocab) sec.size = 16 + 4 * n + 4 * (n + 1) + align_up(n, 4) + blob;
     if (sec.kind == kSecTokenizer) sec.size = v_.tokenizer.size();
   }
@@ -350,11 +401,23 @@ void Writer::build_meta(std::vector<uint8_t> *b) const {
   st_f32(p + 180, d_.embed_scale);
   st_f32(p + 184, d_.logit_softcap);
   st_u32(p + 188, d_.ffn_act);
+  st_u32(p + 192, d_.conv_kernel);
+  st_u32(p + 196, d_.conv_channels);
+  st_u32(p + 200, d_.gdn_state);
+  st_u32(p + 204, d_.gdn_k_heads);
+  st_u32(p + 208, d_.gdn_v_heads);
+  st_u32(p + 212, d_.attn_gate);
+}
+
+void Writer::build_layers(std::vector<uint8_t> *b) const {
+  b->assign(secs_[sec_layers_].size, 0);
+  st_u32(b->data(), d_.n_layers);
+  for (uint32_t l = 0; l < d_.n_layers; l++) (*b)[8 + l] = (uint8_t)d_.kind(l);
 }
 
 void Writer::build_vocab(std::vector<uint8_t> *b) const {
   const uint32_t n = d_.vocab_size;
-  b->assign(secs_[1].size, 0);  // VOCAB is section 1 when present
+  b->assign(secs_[sec_layers_ + 1].size, 0);  // VOCAB follows META (and LAYERS) when present
   uint8_t *p = b->data();
   uint32_t blob = 0, max_piece = 0;
   for (const std::string &s : v_.pieces) {
@@ -458,7 +521,7 @@ gb_status Writer::write_common() {
 // order and its CRC can be computed on the fly.
 gb_status Writer::write_gears() {
   if (n_gears_ == 0) return GB_OK;
-  const size_t per_gear = (size_t)d_.n_layers * 7 + 1;
+  const size_t per_gear = (tensors_.size() - n_common_) / n_gears_;
   uint32_t crc[GB_GEAR_COUNT] = {0};
   uint64_t pos[GB_GEAR_COUNT] = {0};
   static const uint8_t z[64] = {0};
@@ -570,6 +633,10 @@ gb_status Writer::run(const char *tmp_path) {
   build_meta(&b);
   GB_TRY(write_meta_section(0, b));
   size_t si = 1;
+  if (sec_layers_) {
+    build_layers(&b);
+    GB_TRY(write_meta_section(si++, b));
+  }
   if (!v_.pieces.empty()) {
     build_vocab(&b);
     GB_TRY(write_meta_section(si++, b));

@@ -41,6 +41,14 @@ struct GbxModelDesc {
   float embed_scale = 1.0f;      // META embed_scale
   float logit_softcap = 0.0f;    // META logit_softcap
   uint32_t ffn_act = 0;          // META ffn_act (FfnAct)
+  // Recurrent layers (version 11): what each layer is (LayerKind; empty:
+  // every layer is attention), and META's convolution, Gated DeltaNet and
+  // gated-attention fields.
+  std::vector<uint8_t> layer_kind;
+  uint32_t conv_kernel = 0, conv_channels = 0;
+  uint32_t gdn_state = 0, gdn_k_heads = 0, gdn_v_heads = 0;
+  uint32_t attn_gate = 0;
+  uint32_t kind(uint32_t l) const { return l < layer_kind.size() ? layer_kind[l] : (uint32_t)kLayerAttention; }
   std::string name;     // truncated to 63 bytes in the file
 };
 
@@ -97,6 +105,9 @@ gb_status write_gbx(const char *out_path, const GbxModelDesc &desc, const GbxVoc
 uint32_t tier_format(uint32_t gear);
 // Expected (rows, cols) of a tensor kind for a model.
 void tensor_shape(const GbxModelDesc &d, uint32_t kind, uint32_t *rows, uint32_t *cols);
+// The tier matrices of layer l, in file order (their kinds): attention's
+// seven, or a recurrent layer's projections then the FFN's three.
+uint32_t layer_matrices(const GbxModelDesc &d, uint32_t l, uint32_t out[7]);
 // "wq", "token_embd", ... for log lines.
 const char *tensor_kind_name(uint32_t kind);
 

@@ -17,6 +17,7 @@
 #include "convert_util.h"
 #include "gbx_writer.h"
 #include "gguf_parse.h"
+#include "model.h"
 #include "models/arch.h"
 #include "quant.h"
 #include "tok/tokdata.h"
@@ -112,6 +113,43 @@ class GgufSource : public TensorSource {
   uint32_t n_pairs_ = 0;
 };
 
+// The tensors of a GGUF as gb_model_open_file opens it in place (file
+// layout, one tier): what the architectures from .gbx version 11 on are
+// converted from, so that their tensor names and per-layer keys are read by
+// the one binder that opens them (model_gguf.cpp).
+class ModelSource : public TensorSource {
+ public:
+  explicit ModelSource(gb_model *m) : m_(m) {}
+
+  gb_status read_f32(uint32_t kind, uint32_t layer, uint32_t row0, uint32_t n_rows, float *out) override {
+    const TensorRef &t = ref(kind, layer);
+    const uint64_t rb = row_bytes(t.format, t.cols);
+    for (uint32_t r = 0; r < n_rows; r++)
+      dequantize_row(t.format, out + (size_t)r * t.cols, t.data + (row0 + r) * rb, t.cols);
+    return GB_OK;
+  }
+  uint32_t stored_format(uint32_t kind, uint32_t layer) const override {
+    const TensorRef &t = ref(kind, layer);
+    return t.data && !is_memory_only_format(t.format) ? t.format : kFmtCount;
+  }
+  gb_status read_raw(uint32_t kind, uint32_t layer, uint32_t fmt, uint32_t row0, uint32_t n_rows, uint8_t *out) override {
+    const TensorRef &t = ref(kind, layer);
+    const uint64_t rb = row_bytes(fmt, t.cols);
+    memcpy(out, t.data + row0 * rb, (size_t)(n_rows * rb));
+    return GB_OK;
+  }
+  bool is_quantized(uint32_t kind, uint32_t layer) const override {
+    const uint32_t f = ref(kind, layer).format;
+    return f != kFmtF32 && f != kFmtF16;
+  }
+
+ private:
+  const TensorRef &ref(uint32_t kind, uint32_t layer) const {
+    return *model_tensor_slot(m_, kind, layer, m_->meta.default_gear);
+  }
+  gb_model *m_;
+};
+
 // An unsigned integer key: absent -> def (or CORRUPT when required).
 gb_status get_u32(const GgufFile &g, const char *key, bool required, uint32_t def, const Logger &log, uint32_t *out) {
   const GgufValue *v = g.find(key);
@@ -186,8 +224,8 @@ class Keys final : public GgufKeys {
     return true;
   }
   // The converter's parser keeps scalar keys only (arrays read as absent):
-  // the architectures whose keys are per-layer arrays have no .gbx form,
-  // and read_desc refuses them first.
+  // the architectures whose keys are per-layer arrays (version 11 on) are
+  // converted from the model opened in place (convert_opened) instead.
   bool u32_array(const char *, uint32_t *, size_t, size_t *, gb_status *) const override { return false; }
   bool has_tensor(const char *name) const override { return g_.tensor(name) != nullptr; }
 
@@ -314,6 +352,88 @@ gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModel
 
 }  // namespace
 
+// A GGUF of an architecture from version 11 on, through the model opened in
+// place: its META fields from the model's, its tokenizer as convert_gguf
+// keeps one, its tensors read from the mapping.
+gb_status convert_opened(const GgufFile &g, const char *gguf_path, const char *out_path, const ConvertOptions &opt) {
+  const Logger &log = opt.log;
+  gb_model_options mo;
+  gb_model_options_init(&mo);
+  mo.log = log.fn;
+  mo.log_user = log.user;
+  mo.log_level = log.level;
+  mo.load = GB_MODEL_LOAD_MAP;
+  mo.gguf_layout = GB_GGUF_LAYOUT_FILE;  // the file's bytes, row-major, as the writer copies them
+  gb_model *m = nullptr;
+  GB_TRY(gb_model_open_file(gguf_path, &mo, &m));
+  const Meta &mt = m->meta;
+  GbxModelDesc d;
+  d.arch = mt.arch;
+  d.dim = mt.dim;
+  d.hidden_dim = mt.hidden_dim;
+  d.n_layers = mt.n_layers;
+  d.n_heads = mt.n_heads;
+  d.n_kv_heads = mt.n_kv_heads;
+  d.head_dim = mt.head_dim;
+  d.vocab_size = mt.vocab_size;
+  d.seq_len = mt.seq_len;
+  d.rope_type = mt.rope_type;
+  d.rope_dim = mt.rope_dim;
+  d.rope_theta = mt.rope_theta;
+  d.norm_eps = mt.norm_eps;
+  d.bos_id = mt.bos;
+  d.eos_id = mt.eos;
+  d.unk_id = mt.unk;
+  d.pad_id = mt.pad;
+  d.shared_classifier = mt.shared_classifier;
+  d.source = kSourceGguf;
+  d.nope_period = mt.nope_period;
+  d.rope_orig_ctx = mt.rope_orig_ctx;
+  d.rope_attn_factor = mt.rope_attn_factor;
+  d.swa_window = mt.swa_window;
+  d.swa_period = mt.swa_period;
+  d.rope_theta_swa = mt.rope_theta_swa;
+  d.embed_scale = mt.embed_scale;
+  d.logit_softcap = mt.logit_softcap;
+  d.ffn_act = mt.ffn_act;
+  d.conv_kernel = mt.conv_kernel;
+  d.conv_channels = mt.conv_channels;
+  d.gdn_state = mt.gdn_state;
+  d.gdn_k_heads = mt.gdn_k_heads;
+  d.gdn_v_heads = mt.gdn_v_heads;
+  d.attn_gate = mt.attn_gate;
+  if (mt.layer_kind) d.layer_kind.assign(mt.layer_kind, mt.layer_kind + mt.n_layers);
+  uint32_t first_attn = 0;
+  while (first_attn + 1 < mt.n_layers && mt.conv_layer(first_attn)) first_attn++;
+  d.qkv_bias = m->bias[0][first_attn].data != nullptr;
+  d.qk_norm = m->qk_norm[0][first_attn].data != nullptr;
+  d.post_norms = m->post_norm[0][0].data != nullptr;
+  d.rope_freqs = m->rope_freqs.data != nullptr;
+  d.rope_freqs_long = m->rope_freqs_long.data != nullptr;
+  const GgufValue *name = g.find("general.name");
+  d.name = name && name->is_str && !name->s.empty() ? name->s : file_stem(gguf_path);
+  GbxVocab v;
+  gb_status st = tokdata_from_gguf(g, log, &v.tokenizer);
+  TokView tv;
+  if (st == GB_OK) st = tokdata_view(v.tokenizer.data(), v.tokenizer.size(), log, &tv);
+  if (st == GB_OK && tv.kind == kTokKindSpm) st = read_vocab(g, &d, log, &v);
+  if (st == GB_OK && tv.kind == kTokKindSpm) st = check_vocab(v, d, log, "gguf");
+  if (st == GB_OK) st = check_model_desc(d, log, GB_ERR_CORRUPT, "gguf");
+  if (st == GB_OK) {
+    ModelSource src(m);
+    ConvertOptions o = opt;
+    // An all-f32 file keeps an f32 embedding (as convert_gguf does).
+    bool all_f32 = m->embd.format == kFmtF32;
+    const uint32_t tier = mt.default_gear;
+    for (size_t i = 0; all_f32 && i < (size_t)mt.n_layers * kMatsPerLayer; i++)
+      all_f32 = !m->mats[tier][i].data || m->mats[tier][i].format == kFmtF32;
+    if (o.embd_format < 0 && all_f32) o.embd_format = kFmtF32;
+    st = write_gbx(out_path, d, v, src, o);
+  }
+  gb_model_close(m);
+  return st;
+}
+
 gb_status convert_gguf(const char *gguf_path, const char *out_path, const ConvertOptions &opt) {
   const Logger &log = opt.log;
   GB_TRY(check_options(opt, "gguf"));
@@ -322,6 +442,10 @@ gb_status convert_gguf(const char *gguf_path, const char *out_path, const Conver
   GB_TRY(f.open(gguf_path, log, "GGUF file"));
   GgufFile g;
   GB_TRY(gguf_parse(f, log, &g));
+  const GgufValue *arch_name = g.find("general.architecture");
+  const ArchDef *known = arch_name && arch_name->is_str ? arch_by_name(arch_name->s.c_str()) : nullptr;
+  if (known && known->min_gbx_version >= kGbxRecurrentVersion && known->min_gbx_version <= kGbxVersion)
+    return convert_opened(g, gguf_path, out_path, opt);
   GbxModelDesc d;
   float rope_linear = 0.0f;
   const ArchDef *arch = nullptr;

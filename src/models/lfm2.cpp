@@ -38,7 +38,7 @@ gb_status lfm2_hparams(const GgufKeys &keys, const char *p, ArchHparams *hp, con
 }  // namespace
 
 extern const ArchDef kArchDefLfm2 = {
-    /*id*/ 7, "lfm2", /*min_gbx_version*/ kNoGbxVersion, GB_ROPE_NEOX, /*qkv_bias*/ kNever, /*rope_freqs*/ kNever,
+    /*id*/ 7, "lfm2", /*min_gbx_version*/ kGbxRecurrentVersion, GB_ROPE_NEOX, /*qkv_bias*/ kNever, /*rope_freqs*/ kNever,
     /*qk_norm*/ kMust, /*nope_period*/ 0, /*fused_qkv*/ kNever, /*fused_gate_up*/ kNever, lfm2_hparams,
     /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kMust, "token_embd_norm", "ffn_norm",
 };

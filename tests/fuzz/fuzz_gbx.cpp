@@ -141,8 +141,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 // second seed differs in shapes and GQA), stories260K converted from its
 // GGUF (VOCAB and TOKENIZER sections) and the qwen2 fixture converted
 // (Q4_K / Q6_K tier, Q/K/V biases, NeoX RoPE, a byte-level BPE TOKENIZER
-// with its chat template); mutations focused on the header, section table,
-// META, VOCAB, TOKENIZER and TENSORS sections.
+// with its chat template), and small lfm2 and qwen35 models converted from
+// their GGUF specs (a fed token runs their recurrent layers); mutations
+// focused on the header, section table, META, LAYERS, VOCAB, TOKENIZER and
+// TENSORS sections.
 void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const char *t = getenv("TMPDIR");
   std::string path = std::string(t && *t ? t : "/tmp") + "/gb-fuzz-gbx-" + std::to_string((long)getpid()) + ".gbx";
@@ -151,17 +153,28 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   // Then GGUF models of ../shared (skipped when absent).
   const std::string ggufs[] = {std::string(GB_SHARED_DIR) + "/models/stories260K.gguf",
                                std::string(GB_SHARED_DIR) + "/fixtures/qwen2-tiny-Q4_K_M.gguf"};
-  for (int i = 0; i < 4; i++) {
+  const char *recurrent[] = {"lfm2-small", "qwen35-small"};
+  for (int i = 0; i < 6; i++) {
     gb::ConvertOptions o;
     o.page_align = 64;
-    o.tiers = i == 0 ? 0xFu : i == 1 ? 0x5u : i == 2 ? 0x1u : 0u;
+    o.tiers = i == 0 ? 0xFu : i == 1 ? 0x5u : i == 2 ? 0x1u : i == 3 ? 0u : 0x1u;
     o.log = gb::Logger{quiet, nullptr, GB_LOG_ERROR};
-    if (i >= 2) {
+    if (i >= 4) {
+      o.embd_format = gb::kFmtF16;
+      const std::string gguf = path + ".gguf";
+      const std::vector<uint8_t> g = gb::gguf_serialize(gb::arch_fixture_spec(recurrent[i - 4]));
+      FILE *gf = fopen(gguf.c_str(), "wb");
+      if (!gf || fwrite(g.data(), 1, g.size(), gf) != g.size() || fclose(gf) != 0) fuzz_fail("could not write a seed's GGUF");
+      const gb_status built = gb::convert_gguf(gguf.c_str(), path.c_str(), o);
+      remove(gguf.c_str());
+      if (built != GB_OK) fuzz_fail("could not build a seed");
+    } else if (i >= 2) {
       FILE *probe = fopen(ggufs[i - 2].c_str(), "rb");
       if (!probe) continue;  // without the shared models: the synthetic seeds only
       fclose(probe);
     }
-    if ((i < 2 ? gb::convert_synthetic(specs[i], path.c_str(), o) : gb::convert_gguf(ggufs[i - 2].c_str(), path.c_str(), o)) != GB_OK)
+    if (i < 4 &&
+        (i < 2 ? gb::convert_synthetic(specs[i], path.c_str(), o) : gb::convert_gguf(ggufs[i - 2].c_str(), path.c_str(), o)) != GB_OK)
       fuzz_fail("could not build a seed");
     FILE *f = fopen(path.c_str(), "rb");
     if (!f) fuzz_fail("could not read a seed");

@@ -102,8 +102,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 // Seeds: small synthetic models converted here (one 4-bit tier; two tiers
-// with other shapes and GQA; the f32 tier alone), each in the four modes;
-// mutations focused on everything before the first data section.
+// with other shapes and GQA; the f32 tier alone), and small lfm2 and qwen35
+// models (a LAYERS section, recurrent tensor kinds, DeltaNet fields)
+// converted from their GGUF specs, each in the four modes; mutations focused
+// on everything before the first data section.
 void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const char *t = getenv("TMPDIR");
   std::string path =
@@ -113,13 +115,26 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
   const char *specs[] = {"dim=16,layers=1,hidden=16,heads=2,kv_heads=1,vocab=260,seq_len=8,seed=1",
                          "dim=32,layers=2,hidden=32,heads=4,kv_heads=2,vocab=262,seq_len=8,seed=2",
                          "dim=16,layers=1,hidden=32,heads=2,kv_heads=2,vocab=260,seq_len=8,seed=3"};
-  const uint32_t tiers[] = {0x1u, 0x5u, 0x8u};
-  for (int i = 0; i < 3; i++) {
+  const char *recurrent[] = {"lfm2-small", "qwen35-small"};
+  const uint32_t tiers[] = {0x1u, 0x5u, 0x8u, 0x1u, 0x1u};
+  for (int i = 0; i < 5; i++) {
     gb::ConvertOptions o;
     o.page_align = 64;
     o.tiers = tiers[i];
     o.log = gb::Logger{quiet, nullptr, GB_LOG_ERROR};
-    if (gb::convert_synthetic(specs[i], path.c_str(), o) != GB_OK) fuzz_fail("could not build a seed");
+    gb_status built;
+    if (i < 3) {
+      built = gb::convert_synthetic(specs[i], path.c_str(), o);
+    } else {
+      o.embd_format = gb::kFmtF16;  // (the seed stays small: the rate follows the size)
+      const std::string gguf = path + ".gguf";
+      const std::vector<uint8_t> g = gb::gguf_serialize(gb::arch_fixture_spec(recurrent[i - 3]));
+      FILE *f = fopen(gguf.c_str(), "wb");
+      if (!f || fwrite(g.data(), 1, g.size(), f) != g.size() || fclose(f) != 0) fuzz_fail("could not write a seed's GGUF");
+      built = gb::convert_gguf(gguf.c_str(), path.c_str(), o);
+      remove(gguf.c_str());
+    }
+    if (built != GB_OK) fuzz_fail("could not build a seed");
     std::vector<uint8_t> b(1, 0);
     const std::vector<uint8_t> f = read_all(path);
     if (f.size() < gb::kHeaderFixedBytes) fuzz_fail("could not read a seed");
