@@ -494,12 +494,9 @@ TEST(Recurrent, TheGbxFormHoldsTheLayersAndEveryTier) {
     EXPECT_EQ(ci.is_gguf, 0u);
     EXPECT_EQ(ci.gears, 0xFu) << arch;
     EXPECT_EQ(gi.n_params, ci.n_params) << arch;
+    // (The convolution and DeltaNet fields: GgufDirect's comparison of the
+    // converted Q4_K_M files, which the same code writes.)
     EXPECT_EQ(g->meta.conv_kernel, c->meta.conv_kernel);
-    EXPECT_EQ(g->meta.conv_channels, c->meta.conv_channels);
-    EXPECT_EQ(g->meta.gdn_k_heads, c->meta.gdn_k_heads);
-    EXPECT_EQ(g->meta.gdn_v_heads, c->meta.gdn_v_heads);
-    EXPECT_EQ(g->meta.gdn_state, c->meta.gdn_state);
-    EXPECT_EQ(g->meta.attn_gate, c->meta.attn_gate);
     ASSERT_NE(c->meta.layer_kind, nullptr);
     uint32_t recurrent = 0;
     for (uint32_t l = 0; l < g->meta.n_layers; l++) {
