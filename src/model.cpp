@@ -412,8 +412,9 @@ gb_status parse_tensors(const uint8_t *p, uint64_t size, gb_model *m, const Logg
       // The embedding and the DeltaNet's alpha and beta projections may be
       // in any format (read a row at a time); norms, biases, RoPE factors
       // and convolution taps are f32.
-      GB_RETURN_IF(kind != kTokEmbd && kind != kGdnAlpha && kind != kGdnBeta && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i,
-                   kind, fmt);
+      const bool any_format = kind == kTokEmbd || kind == kGdnAlpha || kind == kGdnBeta;
+      GB_RETURN_IF(!any_format && fmt != kFmtF32, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: tensor %u (kind %u) format %u", i, kind,
+                   fmt);
     } else {
       GB_RETURN_IF(tier >= GB_GEAR_COUNT || s.kind != kSecGearBase + tier, log, GB_ERR_CORRUPT,
                    "gbx: tensor %u tier %u vs section %s", i, tier, section_name(s.kind));
