@@ -135,7 +135,8 @@ bool has_tool_role(gb_chat_template t) {
 // Templates that write tool definitions without a call format gearbx
 // constrains replies to (the definitions are rendered, calls not parsed).
 bool renders_tools_only(gb_chat_template t) {
-  return t == GB_CHAT_TEMPLATE_LFM2 || t == GB_CHAT_TEMPLATE_LFM25 || t == GB_CHAT_TEMPLATE_QWEN35;
+  return t == GB_CHAT_TEMPLATE_LFM2 || t == GB_CHAT_TEMPLATE_LFM25 || t == GB_CHAT_TEMPLATE_QWEN35 ||
+         t == GB_CHAT_TEMPLATE_GEMMA4;
 }
 
 gb_status check_messages(gb_chat_template t, const gb_chat_message *msgs, size_t n) {
@@ -394,24 +395,28 @@ void put_outside_channel(Out &o, Span t) {
 }
 
 // Gemma 4: BOS text; a system turn <|turn>system\n ... <turn|>\n when the
-// first message is a system one or thinking is on (then <|think|>\n opens
-// it); turns <|turn>role\n trim(text) <turn|>\n with role "model" for the
+// first message is a system one, thinking is on (then <|think|>\n opens
+// it) or tools are given (their declarations close it, chat_gemma4.cpp);
+// turns <|turn>role\n trim(text) <turn|>\n with role "model" for the
 // assistant, whose text loses its reasoning channel; an assistant message
 // right after another continues its turn (no new header). The generation
 // prompt opens a model turn, with an empty thought channel when thinking is
 // off. (Tool results follow tool calls, which plain messages do not carry:
 // the template has no turn for them, so the role is refused.)
+bool has_tools(const Extra &x);
+
 void render_gemma4(Out &o, const gb_chat_message *msgs, size_t n, bool gen, const Extra &x) {
   o.put("<bos>");
   size_t i = 0;
   const bool sys = msg_at(msgs, 0).role == kSystem;
-  if (x.thinking || sys) {
+  if (x.thinking || sys || has_tools(x)) {
     o.put("<|turn>system\n");
     if (x.thinking) o.put("<|think|>\n");
     if (sys) {
       put_stripped(o, msg_at(msgs, 0).text);
       i = 1;
     }
+    if (has_tools(x)) gemma4_put_tools(*x.tools, o);
     o.put("<turn|>\n");
   }
   for (size_t k = i; k < n; k++) {
@@ -1076,6 +1081,7 @@ gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t 
     if (tool_format(t) == kNoToolFormat && !renders_tools_only(t))
       return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "chat template %s has no tool definitions", chat_template_name(t));
     GB_TRY(tools_check(tools, log));
+    if (t == GB_CHAT_TEMPLATE_GEMMA4) GB_TRY(gemma4_tools_check(tools, log));
     x.tools = &tools;
     // Llama 3.1 puts the tools into the first message after the system one.
     if (t == GB_CHAT_TEMPLATE_LLAMA31 && n == (msg_at(msgs, 0).role == kSystem ? 1u : 0u))

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "common.h"
+#include "json_text.h"
 
 namespace gb {
 
@@ -30,6 +31,13 @@ gb_status chat_apply(gb_chat_template t, const gb_chat_message *msgs, size_t n, 
 gb_status chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size_t n, const gb_chat_options *opts,
                         char *buf, size_t cap, size_t *n_out, const Logger &log);
 void chat_options_init(gb_chat_options *o);
+
+// Gemma 4's tool declarations (chat_gemma4.cpp), for a tools array that
+// tools_check accepted: the shapes its template renders the same way in any
+// engine (GB_ERR_UNSUPPORTED_FEATURE / GB_ERR_INVALID_ARGUMENT otherwise,
+// logged), then each tool as <|tool>declaration:...<tool|>.
+gb_status gemma4_tools_check(const JsonDoc &tools, const Logger &log);
+void gemma4_put_tools(const JsonDoc &tools, TextOut &o);
 
 // Static NULL-terminated list of end-of-turn strings; count without the NULL.
 gb_status chat_eot_strings(gb_chat_template t, const char *const **strings, size_t *count);

@@ -324,16 +324,106 @@ TEST(ChatTemplate, Gemma4) {
   EXPECT_EQ(apply_thinking(t, two, 4, 0, 0), "<bos><|turn>user\nq<turn|>\n<|turn>model\none<turn|>\ntwo<turn|>\n<|turn>user\nr<turn|>\n");
   const gb_chat_message late[] = {{"user", "q"}, {"system", " late "}, {"assistant", "a"}};
   EXPECT_EQ(apply_thinking(t, late, 3, 0, 0), "<bos><|turn>user\nq<turn|>\n<|turn>system\nlate<turn|>\n<|turn>model\na<turn|>\n");
-  // No tool role, no tool definitions.
+  // No tool role (the template writes a tool's result only after an
+  // assistant message's structured calls, which these messages do not carry).
   char buf[512];
   size_t n = 0;
   const gb_chat_message tool[] = {{"user", "q"}, {"tool", "r"}};
   EXPECT_EQ(gb_chat_apply(t, tool, 2, 1, buf, sizeof buf, &n), GB_ERR_INVALID_ARGUMENT);
-  gb_chat_options o;
-  gb_chat_options_init(&o);
-  o.tools = "[]";
-  o.tools_len = 2;
-  EXPECT_EQ(gb_chat_apply_ex(t, hi, 1, &o, buf, sizeof buf, &n), GB_ERR_UNSUPPORTED_FEATURE);
+}
+
+// Gemma 4's tool declarations: expected texts rendered by its Jinja template
+// (jinja2, trim_blocks and lstrip_blocks on) from the same tools JSON: keys
+// in case-insensitive order (ties in their order), strings in <|"|> quote
+// tokens, types upper-cased, numbers and null as Python prints them, the
+// items' other keys through format_argument, a property named "type"
+// skipped, a response declaration, and the template's own quirks (a tool
+// without a description gets an empty one; parameters without a "type"
+// leave their brace open).
+const char kGemma4Weather[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get the current weather in a city.\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"description\":\"The city, e.g. Par"
+    "is\"},\"unit\":{\"type\":\"string\",\"enum\":[\"celsius\",\"fahrenheit\"],\"description\":\"Temperature unit\"}},\"req"
+    "uired\":[\"city\"]}}}]";
+const char kGemma4Search[] =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"search\",\"description\":\"Search documents\",\"parameters\":{\"type"
+    "\":\"object\",\"properties\":{\"Query\":{\"type\":\"string\",\"description\":\"What to find\"},\"limit\":{\"type\":\"i"
+    "nteger\",\"description\":\"Max results\",\"minimum\":1},\"tags\":{\"type\":\"array\",\"description\":\"Filter tags\","
+    "\"items\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"],\"maxLength\":8,\"description\":null,\"multipleOf\":0.25,\"minim"
+    "um\":-1e-7}},\"range\":{\"type\":\"object\",\"description\":\"Date range\",\"properties\":{\"from\":{\"type\":\"string"
+    "\"},\"to\":{\"type\":\"string\",\"nullable\":true}},\"required\":[\"from\"]},\"points\":{\"type\":\"array\",\"items\":"
+    "{\"type\":[\"number\",\"null\"],\"properties\":{\"x\":{\"type\":\"number\"},\"y\":{\"type\":\"number\",\"description\""
+    ":\"Y\"}},\"required\":[\"x\"]}},\"exact\":{\"type\":\"boolean\",\"nullable\":true},\"type\":{\"type\":\"string\",\"des"
+    "cription\":\"a schema keyword\"},\"mode\":{\"type\":\"string\",\"enum\":[{\"K\":1,\"a\":true},\"x\",null,2.5]},\"b\":{"
+    "\"type\":\"string\"},\"B\":{\"type\":\"integer\"},\"alpha\":{\"description\":\"no type\"},\"cafe\":{\"type\":\"string"
+    "\",\"description\":\"caf\\u00e9 \\u2615\"}},\"required\":[\"Query\",\"limit\"]},\"response\":{\"description\":\"The hi"
+    "ts\",\"type\":\"object\"}}},{\"type\":\"function\",\"function\":{\"name\":\"ping\",\"parameters\":{\"properties\":{\"h"
+    "ost\":{\"type\":\"string\"}}}}}]";
+
+TEST(ChatTemplate, Gemma4ToolDeclarations) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_GEMMA4;
+  const gb_chat_message sys_user[] = {{"system", " Be brief. "}, {"user", "Weather in Paris?"}};
+  EXPECT_EQ(apply_with(t, sys_user, 2, 1, 1, kGemma4Weather),
+            "<bos><|turn>system\n<|think|>\nBe brief.<|tool>declaration:get_weather{description:<|\"|>Get the current weather in a "
+            "city.<|\"|>,parameters:{properties:{city:{description:<|\"|>The city, e.g. Paris<|\"|>,type:<|\"|>STRING<|\"|>},unit:{"
+            "description:<|\"|>Temperature unit<|\"|>,enum:[<|\"|>celsius<|\"|>,<|\"|>fahrenheit<|\"|>],type:<|\"|>STRING<|\"|>}},r"
+            "equired:[<|\"|>city<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><turn|>\n<|turn>user\nWeather in Paris?<turn|>\n<|turn>mode"
+            "l\n");
+  EXPECT_EQ(apply_with(t, sys_user + 1, 1, 1, 0, kGemma4Weather),
+            "<bos><|turn>system\n<|tool>declaration:get_weather{description:<|\"|>Get the current weather in a city.<|\"|>,paramete"
+            "rs:{properties:{city:{description:<|\"|>The city, e.g. Paris<|\"|>,type:<|\"|>STRING<|\"|>},unit:{description:<|\"|>Te"
+            "mperature unit<|\"|>,enum:[<|\"|>celsius<|\"|>,<|\"|>fahrenheit<|\"|>],type:<|\"|>STRING<|\"|>}},required:[<|\"|>city<"
+            "|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><turn|>\n<|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n<|channel>thought"
+            "\n<channel|>");
+  const gb_chat_message find[] = {{"user", "find"}};
+  EXPECT_EQ(apply_with(t, find, 1, 0, 0, kGemma4Search),
+            "<bos><|turn>system\n<|tool>declaration:search{description:<|\"|>Search documents<|\"|>,parameters:{properties:{alpha:{"
+            "description:<|\"|>no type<|\"|>,type:<|\"|><|\"|>},b:{type:<|\"|>STRING<|\"|>},B:{type:<|\"|>INTEGER<|\"|>},cafe:{desc"
+            "ription:<|\"|>café ☕<|\"|>,type:<|\"|>STRING<|\"|>},exact:{nullable:true,type:<|\"|>BOOLEAN<|\"|>},limit:{description:"
+            "<|\"|>Max results<|\"|>,type:<|\"|>INTEGER<|\"|>},mode:{enum:[{<|\"|>a<|\"|>:true,<|\"|>K<|\"|>:1},<|\"|>x<|\"|>,None,"
+            "2.5],type:<|\"|>STRING<|\"|>},points:{items:{properties:{x:{type:<|\"|>NUMBER<|\"|>},y:{description:<|\"|>Y<|\"|>,type"
+            ":<|\"|>NUMBER<|\"|>}},required:[<|\"|>x<|\"|>],type:[<|\"|>NUMBER<|\"|>,<|\"|>NULL<|\"|>]},type:<|\"|>ARRAY<|\"|>},Que"
+            "ry:{description:<|\"|>What to find<|\"|>,type:<|\"|>STRING<|\"|>},range:{description:<|\"|>Date range<|\"|>,properties"
+            ":{from:{type:<|\"|>STRING<|\"|>},to:{nullable:true,type:<|\"|>STRING<|\"|>}},required:[<|\"|>from<|\"|>],type:<|\"|>OB"
+            "JECT<|\"|>},tags:{description:<|\"|>Filter tags<|\"|>,items:{enum:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],maxLength:8,minimum:-1"
+            "e-07,multipleOf:0.25,type:<|\"|>STRING<|\"|>},type:<|\"|>ARRAY<|\"|>}},required:[<|\"|>Query<|\"|>,<|\"|>limit<|\"|>],"
+            "type:<|\"|>OBJECT<|\"|>},response:{description:<|\"|>The hits<|\"|>,type:<|\"|>OBJECT<|\"|>}}<tool|><|tool>declaration"
+            ":ping{description:<|\"|><|\"|>,parameters:{properties:{host:{type:<|\"|>STRING<|\"|>}},}<tool|><turn|>\n<|turn>user\nf"
+            "ind<turn|>\n");
+  const gb_chat_message hi[] = {{"user", "Hi"}};
+  EXPECT_EQ(apply_with(t, hi, 1, 1, 0, "[]"), "<bos><|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");  // no tools: no system turn
+  // What the template would not render the same way everywhere is refused
+  // before anything is written.
+  struct Bad {
+    const char *tools;
+    gb_status want;
+  } bad[] = {
+      {R"([{"name":"f"}])", GB_ERR_INVALID_ARGUMENT},  // no "function" object: the template reads tool.function
+      {R"([{"function":{"name":"f","description":3}}])", GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","parameters":{"properties":{"a":"string"}}}}])", GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","parameters":{"properties":{"a":{"type":["string","null"]}}}}}])",
+       GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","parameters":{"properties":{"a":{"description":{"x":1}}}}}}])",
+       GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","parameters":{"properties":{"\u00c9t\u00e9":{"type":"string"}}}}}])",
+       GB_ERR_UNSUPPORTED_FEATURE},  // a key Python lower-cases beyond ASCII
+      {R"([{"function":{"name":"f","parameters":{"required":"a"}}}])", GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","parameters":{"properties":{"a":{"type":"array","items":{"required":"x"}}}}}}])",
+       GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","response":"text"}}])", GB_ERR_UNSUPPORTED_FEATURE},
+      {R"([{"function":{"name":"f","parameters":{"type":"\u00f6bject"}}}])", GB_ERR_UNSUPPORTED_FEATURE},
+  };
+  char buf[256];
+  for (const Bad &b : bad) {
+    gb_chat_options o;
+    gb_chat_options_init(&o);
+    o.tools = b.tools;
+    o.tools_len = strlen(b.tools);
+    size_t n = 0;
+    memset(buf, 'z', sizeof buf);
+    EXPECT_EQ(gb_chat_apply_ex(t, hi, 1, &o, buf, sizeof buf, &n), b.want) << b.tools;
+    EXPECT_EQ(buf[0], 'z') << b.tools;  // nothing written
+  }
 }
 
 TEST(ChatTemplate, Zephyr) {
