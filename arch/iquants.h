@@ -660,6 +660,20 @@ inline float mxfp4_d(uint8_t e) {
   return d;
 }
 
+// NVFP4's group scale: the UE4M3 byte u (exponent bits 3..6, bias 7; bit 7
+// ignored, as ggml reads it) decoded and halved (the values above are E2M1
+// doubled): man * 2^-10 for exponent 0, (8 + man) * 2^(exp - 11) else; 0x00
+// and 0x7f are 0. Exact: the same float ggml's ldexpf arithmetic gives.
+inline float nvfp4_d(uint8_t u) {
+  if (u == 0 || u == 0x7f) return 0.0f;
+  const uint32_t e = (u >> 3) & 15, man = u & 7;
+  if (e == 0) return (float)man * 0x1p-10f;
+  const uint32_t bits = (e + 119) << 23 | man << 20;  // (1 + man/8) * 2^(e - 8)
+  float d;
+  memcpy(&d, &bits, 4);
+  return d;
+}
+
 }  // namespace
 }  // namespace gb_iq
 

@@ -70,6 +70,10 @@
  *         w = d, clear: w = -d.
  *   q2_0  {f16 d; u8 qs[16]} 18 B, 64 weights: u = bits 2(j % 4)..+1 of
  *         qs[j / 4]; w = (u - 1)*d (-d, 0, d, 2d).
+ *   nvfp4 {u8 d[4]; u8 qs[32]} 36 B, 64 weights in four 16-weight groups:
+ *         group k's weights k*16 + j (j < 8) and k*16 + j + 8 are the low
+ *         and high nibbles of qs[8k + j], values as mxfp4's; w = d_k*value,
+ *         d_k the UE4M3 byte d[k] decoded and halved (0x00, 0x7f: 0).
  *   q2k   {u8 sc[16]; u8 qs[64]; f16 d, dmin} 84 B: u = bits 2g..2g+1 of
  *         qs[32h + e%32] (half h = e/128, group g = (e%128)/32); 16-weight
  *         group t = e/16 has scale sc[t]&15, min sc[t]>>4;

@@ -41,7 +41,8 @@ constexpr uint8_t kGbxMagic[8] = {'G', 'E', 'A', 'R', 'B', 'X', 0, 0x1a};
 // IQ1_M and MXFP4); version 10 formats 25, 26 (GGUF's Q1_0 and Q2_0);
 // version 11 recurrent layers: the LAYERS section (kind 5), the tensor
 // kinds 22..32 and META's convolution, Gated DeltaNet and gated-attention
-// fields (+192 .. +212), with the lfm2 and qwen35 architecture ids.
+// fields (+192 .. +212), with the lfm2 and qwen35 architecture ids; and
+// weight format 27 (GGUF's NVFP4).
 // Readers accept 1..11.
 constexpr uint32_t kGbxVersion = 11;
 // The first version holding recurrent layers; the architectures it added,
@@ -256,7 +257,8 @@ enum WeightFormat : uint32_t {
   kFmtMxfp4 = 24,
   kFmtQ1_0 = 25,
   kFmtQ2_0 = 26,
-  kFmtCount = 27,    // one past the largest id, memory-only ids included
+  kFmtNvfp4 = 27,    // version 11: GGUF's NVFP4 blocks
+  kFmtCount = 28,    // one past the largest id, memory-only ids included
 };
 static_assert((int)kFmtF32 == GB_FMT_F32 && (int)kFmtF16 == GB_FMT_F16 && (int)kFmtQ8 == GB_FMT_Q8 && (int)kFmtQ4 == GB_FMT_Q4,
               "file format ids are the kernel tables' indexes");
@@ -265,7 +267,7 @@ static_assert((int)kFmtQ4_1 == GB_FMT_Q4_1 && (int)kFmtQ5_0 == GB_FMT_Q5_0 && (i
                   (int)kFmtQ4K == GB_FMT_Q4K && (int)kFmtQ5K == GB_FMT_Q5K && (int)kFmtQ6K == GB_FMT_Q6K &&
                   (int)kFmtCountV3 == GB_FMT_Q4KR16 && (int)kFmtIq4xs == GB_FMT_IQ4XS && (int)kFmtIq2xxs == GB_FMT_IQ2XXS &&
                   (int)kFmtIq1m == GB_FMT_IQ1M && (int)kFmtMxfp4 == GB_FMT_MXFP4 && (int)kFmtQ1_0 == GB_FMT_Q1_0 &&
-                  (int)kFmtQ2_0 == GB_FMT_Q2_0 && (int)kFmtCount == GB_FMT_COUNT,
+                  (int)kFmtQ2_0 == GB_FMT_Q2_0 && (int)kFmtNvfp4 == GB_FMT_NVFP4 && (int)kFmtCount == GB_FMT_COUNT,
               "file format ids are the kernel tables' indexes");
 // Layouts: row-major (any format), or kLayoutRows16 = blocks of 16 rows
 // interleaved: q4 (version 1+), q4k and q6k (version 3) tier matrices only,
@@ -290,6 +292,7 @@ inline bool file_format_known(uint32_t fmt, uint32_t version) {
   if (fmt < kFmtCountV3) return !is_memory_only_format(fmt);
   if (fmt == kFmtIq4xs) return version >= 8;
   if (fmt >= kFmtIq2xxs && fmt <= kFmtMxfp4) return version >= 9;
+  if (fmt == kFmtNvfp4) return version >= 11;
   return version >= 10 && (fmt == kFmtQ1_0 || fmt == kFmtQ2_0);
 }
 static_assert((uint32_t)GB_FMT_NONE == (uint32_t)kFmtCount, "rows16_format's none");

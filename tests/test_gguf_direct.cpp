@@ -373,9 +373,9 @@ TEST(GgufDirect, PlantedFaultsGetTheirStatus) {
     EXPECT_EQ(open_bytes(b, &log), GB_ERR_CORRUPT);
     EXPECT_NE(log.text.find("overlap"), std::string::npos) << log.text;
   }
-  {  // a type no format reads (NVFP4)
+  {  // a type no format reads (TQ1_0)
     std::vector<uint8_t> b = file;
-    b[q_type] = 40;
+    b[q_type] = 34;
     Log log;
     EXPECT_EQ(open_bytes(b, &log), GB_ERR_UNSUPPORTED_TYPE);
     EXPECT_NE(log.text.find("blk.0.attn_q.weight"), std::string::npos) << log.text;

@@ -48,7 +48,7 @@ const char *const kFixtures[] = {"stories5M-F32",     "stories5M-F16",    "stori
                                  "qwen2-tiny-Q4_K_M", "llama3-tiny-F32",  "llama3-tiny-Q4_K_M", "stories5M-IQ4_XS",
                                  "stories5M-IQ3_S",   "stories5M-IQ3_XXS", "stories5M-IQ2_XS", "stories5M-IQ2_XXS",
                                  "stories5M-IQ1_M",   "stories5M-IQ1_S",   "stories5M-MXFP4",  "stories5M-dynamic-mix",
-                                 "stories5M-Q1_0",    "stories5M-Q2_0"};
+                                 "stories5M-Q1_0",    "stories5M-Q2_0",    "stories5M-NVFP4"};
 
 // The shared fixtures, or this repository's (tests/fixtures: the types and
 // architectures the shared set lacks).
@@ -118,8 +118,8 @@ TEST(GgufFixtures, DequantizationIsBitExactForEveryType) {
   for (const std::string &t : seen) list += t + " ";
   printf("checked %zu (file, type) pairs; types: %s\n", types_checked, list.c_str());
   // F32 F16 BF16 Q8_0 Q6_K Q5_1 Q5_0 Q5_K Q4_1 Q4_0 Q4_K IQ4_NL IQ4_XS Q3_K Q2_K, and the i-quants IQ3_S IQ3_XXS
-  // IQ2_S IQ2_XS IQ2_XXS IQ1_M IQ1_S, MXFP4, Q1_0 and Q2_0
-  EXPECT_EQ(seen.size(), 25u) << list;
+  // IQ2_S IQ2_XS IQ2_XXS IQ1_M IQ1_S, MXFP4, Q1_0, Q2_0 and NVFP4
+  EXPECT_EQ(seen.size(), 26u) << list;
 }
 
 // A type this reader does not decode is refused with a status naming the
@@ -137,7 +137,7 @@ TEST(GgufFixtures, UnsupportedTypeIsNamed) {
   ASSERT_NE(t, nullptr);
   ASSERT_EQ(t->type, (uint32_t)gb::kGgmlQ8_0);
   // The tensor directory entry's type field sits right before its offset;
-  // find the entry by its name and rewrite the type to NVFP4 (40).
+  // find the entry by its name and rewrite the type to TQ1_0 (34).
   const std::string key = "blk.0.attn_q.weight";
   size_t at = std::string::npos;
   for (size_t i = 0; i + key.size() < img.size(); i++)
@@ -149,8 +149,8 @@ TEST(GgufFixtures, UnsupportedTypeIsNamed) {
   const uint32_t n_dims = img[at] | img[at + 1] << 8;
   const size_t type_at = at + 4 + 8 * (size_t)n_dims;
   ASSERT_EQ(img[type_at], 8);
-  img[type_at] = 40;
-  const std::string path = gbt::temp_dir() + "/nvfp4.gguf", out = gbt::temp_dir() + "/nvfp4.gbx";
+  img[type_at] = 34;
+  const std::string path = gbt::temp_dir() + "/tq1_0.gguf", out = gbt::temp_dir() + "/tq1_0.gbx";
   ASSERT_TRUE(gbt::write_file(path, img));
   std::string logged;
   gb::ConvertOptions o;
@@ -158,7 +158,7 @@ TEST(GgufFixtures, UnsupportedTypeIsNamed) {
   o.log.user = &logged;
   EXPECT_EQ(gb::convert_gguf(path.c_str(), out.c_str(), o), GB_ERR_UNSUPPORTED_TYPE);
   EXPECT_NE(logged.find("blk.0.attn_q.weight"), std::string::npos) << logged;
-  EXPECT_NE(logged.find("NVFP4"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("TQ1_0"), std::string::npos) << logged;
   EXPECT_NE(logged.find("Q4_K"), std::string::npos) << logged;  // the supported list
   EXPECT_NE(access(out.c_str(), F_OK), 0);
   unlink(path.c_str());
@@ -334,7 +334,7 @@ TEST(GgufFixtures, Stories5MScoresLikeLlamaCpp) {
     EXPECT_GE(r.agreement, tol.argmax_min) << name;
     files++;
   }
-  EXPECT_EQ(files, full ? 25u : 6u);
+  EXPECT_EQ(files, full ? 26u : 6u);
 }
 
 struct ArchCase {
@@ -952,9 +952,9 @@ TEST(GgufFixtures, Version8FormatIsChecked) {
   }
 }
 
-// The weight formats of versions 9 (17..24: the i-quants and MXFP4) and 10
-// (25, 26: Q1_0 and Q2_0) are refused in an earlier file, and the id one
-// past them in any.
+// The weight formats of versions 9 (17..24: the i-quants and MXFP4), 10
+// (25, 26: Q1_0 and Q2_0) and 11 (27: NVFP4) are refused in an earlier
+// file, and the id one past them in any.
 TEST(GgufFixtures, NewerFormatsNeedTheirVersion) {
   struct Case {
     const char *name;
@@ -966,6 +966,7 @@ TEST(GgufFixtures, NewerFormatsNeedTheirVersion) {
       {"stories5M-IQ1_M.gguf", gb::kFmtIq2xxs, gb::kFmtMxfp4, 9, 36},  // 30 IQ1_M + 6 IQ2_XXS
       {"stories5M-Q1_0.gguf", gb::kFmtQ1_0, gb::kFmtQ2_0, 10, 42},
       {"stories5M-Q2_0.gguf", gb::kFmtQ1_0, gb::kFmtQ2_0, 10, 42},
+      {"stories5M-NVFP4.gguf", gb::kFmtNvfp4, gb::kFmtNvfp4, 11, 42},
   };
   for (const Case &c : cases) {
     std::vector<uint8_t> img;

@@ -487,14 +487,14 @@ TEST_F(MalformedGguf, BadTensorInfos) {
   t.tensors[4].offset = 0;  // the same bytes as tensor 0
   t.tensors[4].data.clear();
   EXPECT_EQ(with(t), GB_ERR_CORRUPT);
-  for (uint32_t type : {15u /* Q8_K */, 34u /* TQ1_0 */, 35u /* TQ2_0 */, 40u /* NVFP4 */, 43u, 999u}) {
+  for (uint32_t type : {15u /* Q8_K */, 34u /* TQ1_0 */, 35u /* TQ2_0 */, 43u, 999u}) {
     t = s;
     t.tensor("blk.1.attn_v.weight")->type = type;
     EXPECT_EQ(with(t), GB_ERR_UNSUPPORTED_TYPE) << type;
   }
   for (uint32_t type : {3u /* Q4_1 */, 14u /* Q6_K: 256-value super-blocks */, 23u /* IQ4_XS: the same */,
                         16u /* IQ2_XXS: the same */, 29u /* IQ1_M: the same */, 39u /* MXFP4: 32-value blocks */,
-                        41u /* Q1_0: 128-value blocks */, 42u /* Q2_0: 64-value blocks */}) {
+                        41u /* Q1_0: 128-value blocks */, 42u /* Q2_0: 64-value blocks */, 40u /* NVFP4: the same */}) {
     t = s;  // supported types, but the rows are not whole blocks
     t.tensor("blk.1.attn_v.weight")->type = type;
     EXPECT_EQ(with(t), GB_ERR_CORRUPT) << type;

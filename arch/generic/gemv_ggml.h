@@ -20,6 +20,9 @@
 //       acc += xd * (d*(float)is1)
 //   64- or 128-weight blocks under one scale (q2_0, q1_0: w = d*code),
 //   per activation block a:  acc += xd * (d*(float)isum_a)
+//   64-weight blocks with a float scale per 16 weights (nvfp4: w = d_k*code),
+//   per activation block a (its halves lo, hi):
+//     acc += xd * (d_lo*(float)isum_lo + d_hi*(float)isum_hi)
 // For q4k / q5k, is1 = sc_s*isum_s and is2 = mn_s*xq.sum over the whole
 // activation block: SIMD kernels may form them either way. The |integers|
 // stay below 2^24, so (float)is is exact.
@@ -100,6 +103,26 @@ inline void accumulate(const BlockD<N> &u, const gb_q8x_block *x, float *acc) {
 template <bool kMin, size_t N>
 inline void expand(const BlockD<N> &u, float *out) {
   for (size_t j = 0; j < N; j++) out[j] = u.d * (float)u.q[j];
+}
+
+// ---- 64-weight blocks, a float scale per 16 weights (nvfp4) ------------------------
+struct Block64x4 {
+  static constexpr size_t kWeights = 64;
+  int8_t q[64];  // codes in element order
+  float d[4];    // scale of weights 16k..16k+15
+};
+
+template <bool kMin>
+inline void accumulate(const Block64x4 &u, const gb_q8x_block *x, float *acc) {
+  static_assert(!kMin, "no min");
+  for (int a = 0; a < 2; a++, x++)
+    *acc += x->d * (u.d[2 * a] * (float)idot(u.q + 32 * a, x->qs, 16) +
+                    u.d[2 * a + 1] * (float)idot(u.q + 32 * a + 16, x->qs + 16, 16));
+}
+
+template <bool kMin>
+inline void expand(const Block64x4 &u, float *out) {
+  for (int j = 0; j < 64; j++) out[j] = (float)u.q[j] * u.d[j / 16];
 }
 
 // ---- 256-weight super-blocks (K-quants) ------------------------------------------

@@ -25,6 +25,7 @@ static_assert(kFormats[GB_FMT_F32].ggml == kGgmlF32 && kFormats[GB_FMT_F16].ggml
                   kFormats[GB_FMT_IQ3S].ggml == kGgmlIQ3_S && kFormats[GB_FMT_IQ1S].ggml == kGgmlIQ1_S &&
                   kFormats[GB_FMT_IQ1M].ggml == kGgmlIQ1_M && kFormats[GB_FMT_MXFP4].ggml == kGgmlMXFP4 &&
                   kFormats[GB_FMT_Q1_0].ggml == kGgmlQ1_0 && kFormats[GB_FMT_Q2_0].ggml == kGgmlQ2_0 &&
+                  kFormats[GB_FMT_NVFP4].ggml == kGgmlNVFP4 &&
                   format_of_ggml(kGgmlBF16) == GB_FMT_NONE,
               "GGUF's type ids: formats.inc's ggml column and GgmlType agree");
 

@@ -18,7 +18,7 @@ enum GgmlType : uint32_t {
   kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ5_1 = 7, kGgmlQ8_0 = 8,
   kGgmlQ2_K = 10, kGgmlQ3_K = 11, kGgmlQ4_K = 12, kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlIQ4_NL = 20,
   kGgmlIQ2_XXS = 16, kGgmlIQ2_XS = 17, kGgmlIQ3_XXS = 18, kGgmlIQ1_S = 19, kGgmlIQ3_S = 21, kGgmlIQ2_S = 22,
-  kGgmlIQ4_XS = 23, kGgmlIQ1_M = 29, kGgmlBF16 = 30, kGgmlMXFP4 = 39, kGgmlQ1_0 = 41, kGgmlQ2_0 = 42,
+  kGgmlIQ4_XS = 23, kGgmlIQ1_M = 29, kGgmlBF16 = 30, kGgmlMXFP4 = 39, kGgmlNVFP4 = 40, kGgmlQ1_0 = 41, kGgmlQ2_0 = 42,
 };
 
 // Block geometry of a type: `block` values in `bytes` bytes. {0, 0} for a

@@ -99,6 +99,8 @@ void random_gguf_rows(const gb::FormatInfo &g, uint8_t *out, size_t rows, size_t
     }
     if (g.id == GB_FMT_MXFP4)  // 2^(e - 128): a model's magnitudes (2^-12..2^-4), or (wide) 2^-40..2^8
       blk[0] = (uint8_t)(wide ? 88 + rng() % 49 : 116 + rng() % 9);
+    if (g.id == GB_FMT_NVFP4 && !wide)  // UE4M3 group scales: exponents 1..4 (2^-7..2^-3 after halving); wide: any byte
+      for (int k = 0; k < 4; k++) blk[k] = (uint8_t)(8 + rng() % 32);
   }
 }
 

@@ -1,6 +1,7 @@
 // AVX-512 (VNNI) GEMV of GGUF's Q1_0 (128 weights of one bit under an f16
-// scale) and Q2_0 (64 weights of two bits), one position (gemv) and several
-// (gemvm). Layouts in kernels.h.
+// scale), Q2_0 (64 weights of two bits) and NVFP4 (64 E2M1 weights under
+// four UE4M3 scales), one position (gemv) and several (gemvm). Layouts in
+// kernels.h.
 //
 // Two 32-weight sub-blocks at a time in one 512-bit vector (lanes 0..7 the
 // first sub-block's int32 sums, 8..15 the second's), each meeting its own
@@ -16,6 +17,17 @@
 // Then, per activation block, t += xd * (float)isum lane by lane and, per
 // block, acc += d * t, fused, the sixteen lanes added at the end: generic's
 // arithmetic with the float part reassociated (the tests' tolerance).
+//
+// NVFP4: the block's 64 weights in one vector, 128-bit lane k group k: the
+// 32 bytes of nibbles split into low and high nibbles and their 64-bit
+// pieces interleaved (group k is the low nibbles of bytes 8k..8k + 7, then
+// their high nibbles), the lanes put in group order, and vpshufb in the E2M1
+// table offset by 12 (unsigned codes 0..24): isum = sum u * x - 12 * sum x
+// (two vpdpbusd; int32 lanes 4k..4k + 3 are group k's, and groups 0, 1 meet
+// the first activation block, 2, 3 the second). Then acc += (float)isum *
+// (d_group * xd), fused, the sixteen lanes added at the end: generic's
+// arithmetic (xd * (d_lo * isum_lo + d_hi * isum_hi) per activation block)
+// reassociated. The scales are decoded in one vector (x86/nvfp4_scales.h).
 //
 // Against the AVX2 kernels (byte codes from a shuffle and a compare, or
 // unpacks, per sub-block; vpmaddubsw; the sum subtracted in int32), 4096 x
@@ -40,6 +52,7 @@
 
 #include "f16.h"
 #include "kernels.h"
+#include "x86/nvfp4_scales.h"
 
 namespace {
 
@@ -122,7 +135,51 @@ void gemvm(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_
   }
 }
 
+void gemvm_nvfp4(float *Y, size_t ldy, const uint8_t *W, const gb_q8x_block *XQ, size_t ldxq, size_t m,
+                 size_t row_begin, size_t row_end, size_t cols) {
+  constexpr size_t kBytes = GB_NVFP4_BLOCK_BYTES;
+  const size_t nb = cols / 64, rb = nb * kBytes;
+  static const int8_t kCodes[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};  // E2M1 doubled, + 12
+  const __m512i table =
+      _mm512_maskz_broadcast_i32x4((__mmask16)0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i *>(kCodes)));
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m512i twelve = _mm512_set1_epi8(12), zero = _mm512_setzero_si512();
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  for (size_t r = row_begin; r < row_end; r++) {
+    const uint8_t *row = W + r * rb;
+    __m512 acc[GB_GEMVM_MAX_M];
+    for (size_t p = 0; p < m; p++) acc[p] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b++) {
+      const uint8_t *blk = row + b * kBytes;
+      _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(blk) + kPrefetch), _MM_HINT_T0);
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk + 4));
+      const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      // lanes: groups 0, 2 (unpacklo), then 1, 3 (unpackhi); reordered to 0, 1, 2, 3
+      const __m512i g = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_unpacklo_epi64(lo, hi)),
+                                           _mm256_unpackhi_epi64(lo, hi), 1);
+      const __m512i u = _mm512_shuffle_epi8(table, _mm512_shuffle_i64x2(g, g, _MM_SHUFFLE(3, 1, 2, 0)));
+      const __m512 d = _mm512_permutexvar_ps(spread, _mm512_zextps128_ps512(gb_nvfp4::scales4(blk)));
+      for (size_t p = 0; p < m; p++) {
+        const gb_q8x_block *xq = XQ + p * ldxq + 2 * b;
+        const __m512i x = act64(xq);
+        const __m512i isum = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, u, x), _mm512_dpbusd_epi32(zero, twelve, x));
+        acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, scales2(xq)), acc[p]);
+      }
+    }
+    for (size_t p = 0; p < m; p++) Y[p * ldy + r] = _mm512_reduce_add_ps(acc[p]);
+  }
+}
+
 }  // namespace
+
+extern "C" void gb_nvfp4_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq, size_t row_begin,
+                                      size_t row_end, size_t cols) {
+  gemvm_nvfp4(y, 0, W, xq, 0, 1, row_begin, row_end, cols);
+}
+extern "C" void gb_nvfp4_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *, size_t, const gb_q8x_block *XQ,
+                                       size_t ldxq, size_t m, size_t row_begin, size_t row_end, size_t cols) {
+  gemvm_nvfp4(Y, ldy, W, XQ, ldxq, m, row_begin, row_end, cols);
+}
 
 #define GB_LOWBIT_AVX512(fmt, F)                                                                                     \
   extern "C" void gb_##fmt##_gemv__avx512(float *y, const uint8_t *W, const float *, const gb_q8x_block *xq,         \
