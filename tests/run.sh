@@ -141,14 +141,13 @@ QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 MODEL_DIR="$ROOT/build/models"; mkdir -p "$MODEL_DIR"
 story() { $1 run -m "$2" -n 200 --gear "${3:-high}" --temp 0 --deterministic --quiet ${4:+-p "$4"} 2>/dev/null | md5sum | cut -c1-12; }
 # The architectures beyond llama: the repository's Q4_K_M fixtures (random
-# weights), converted (lfm2, qwen35: opened in place), on their own tier, after a short prompt (without one,
+# weights), converted, on their own tier, after a short prompt (without one,
 # gemma3-tiny's first greedy token is its end of text); greedy text md5s,
 # one line. A story that is only a newline (md5 68b329da9893) is a failure.
 arch_stories() {  # gearbx [qemu prefix...]
   local a f m out=""
   for a in qwen3 smollm3 phi3 gemma3 lfm2 qwen35; do
     f="$MODEL_DIR/$a-tiny-q4km.gbx"
-    case $a in lfm2|qwen35) f="$ROOT/tests/fixtures/$a-tiny-Q4_K_M.gguf" ;; esac  # no .gbx form: the GGUF in place
     m=$(story "$1" "$f" low "Once upon a time")
     [ "$m" = 68b329da9893 ] && m="EMPTY"
     out="$out $a $m"
@@ -159,7 +158,7 @@ x86_stories() {
   "$GB" convert "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s260k.gbx" --quiet &&
   "$GB" convert "$SHARED/models/stories5M_distilled.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL_DIR/s5m.gbx" --quiet &&
   X86_260=$(story "$GB" "$MODEL_DIR/s260k.gbx") && X86_5M=$(story "$GB" "$MODEL_DIR/s5m.gbx") &&
-  for a in qwen3 smollm3 phi3 gemma3; do "$GB" convert "$ROOT/tests/fixtures/$a-tiny-Q4_K_M.gguf" -o "$MODEL_DIR/$a-tiny-q4km.gbx" --quiet || return 1; done &&
+  for a in qwen3 smollm3 phi3 gemma3 lfm2 qwen35; do "$GB" convert "$ROOT/tests/fixtures/$a-tiny-Q4_K_M.gguf" -o "$MODEL_DIR/$a-tiny-q4km.gbx" --quiet || return 1; done &&
   X86_ARCH=$(arch_stories "$GB")
 }
 timed "models + x86 greedy stories" x86_stories
