@@ -350,8 +350,6 @@ gb_status need_tensor(const GgufFile &g, const std::string &name, const GbxModel
   return GB_OK;
 }
 
-}  // namespace
-
 // A GGUF of an architecture from version 11 on, through the model opened in
 // place: its META fields from the model's, its tokenizer as convert_gguf
 // keeps one, its tensors read from the mapping.
@@ -433,6 +431,8 @@ gb_status convert_opened(const GgufFile &g, const char *gguf_path, const char *o
   gb_model_close(m);
   return st;
 }
+
+}  // namespace
 
 gb_status convert_gguf(const char *gguf_path, const char *out_path, const ConvertOptions &opt) {
   const Logger &log = opt.log;
