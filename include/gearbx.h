@@ -333,6 +333,18 @@ typedef struct gb_model_info {
                                    its longest batch, and with the
                                    speculative gear a checkpoint and a log
                                    of update inputs; gb_kv_pool_size)       */
+  /* Also since 0.6: attention shapes that differ between layers, shared
+   * caches and per-layer inputs (gemma4; otherwise head_dim_swa and
+   * n_kv_heads_swa equal head_dim and n_kv_heads, the others are 0). */
+  uint32_t head_dim_swa;        /* the sliding-window layers' head size    */
+  uint32_t n_kv_heads_swa;      /* and their KV heads                      */
+  uint32_t n_kv_shared_layers;  /* attention layers storing no KV: each
+                                   reads an earlier layer's cache          */
+  uint64_t per_layer_input_bytes;     /* the per-layer input table: read one
+                                   row per token through the mapping,
+                                   never copied into a session (streamed
+                                   weights, not counted in a budget)       */
+  uint64_t per_layer_input_row_bytes; /* of which each token reads         */
 } gb_model_info;
 
 /* Open a model by mapping the file read-only (the platform's mmap): a .gbx,
@@ -973,6 +985,10 @@ typedef struct gb_plan_report {
   uint32_t prefill_batch;   /* chosen prefill batch                          */
   uint32_t gave_up;         /* GB_PLAN_GAVE_UP_* bits                        */
   uint32_t candidates_tried;/* configurations checked before this one fit   */
+  /* Since 0.6: */
+  uint64_t streamed_bytes;  /* weights read through the mapping a row per
+                               token and not counted against the budget
+                               (the per-layer input table of gemma4)     */
 } gb_plan_report;
 
 /* Fill *opts with the best configuration of `model` that fits `budget_bytes`

@@ -221,6 +221,17 @@ enum TensorKind : uint32_t {
   kTensorKindMaxV6 = 19,
   kTensorKindMaxV10 = 21,
   kTensorKindMax = 32,
+  // Kinds no .gbx version holds (a GGUF opened in place only): Gemma 4's
+  // per-layer embedding inputs. The embedding-like table and the matrices
+  // may take any stored format (read a row at a time, or multiplied as the
+  // tier matrices are); the norms and the layer scale are F32.
+  kPleEmbd = 33,       // (vocab, n_layers * ple_dim) per token: each layer's ple_dim inputs
+  kPleModelProj = 34,  // (n_layers * ple_dim, dim) the same inputs projected from the embedding
+  kPleProjNorm = 35,   // (1, ple_dim) RMSNorm weight of each layer's projected inputs
+  kPleGate = 36,       // (ple_dim, dim) per layer: the gate over the residual stream
+  kPleProj = 37,       // (dim, ple_dim) per layer: back to the residual stream
+  kPlePostNorm = 38,   // (1, dim) per layer
+  kLayerScale = 39,    // (1, 1) per layer: the layer's output scale
 };
 // The most taps a causal convolution (kConvKernel) may have.
 constexpr uint32_t kMaxConvKernel = 16;

@@ -50,6 +50,14 @@ void rmsnorm(float *out, const float *x, const TensorRef &w, uint32_t n, float e
   for (uint32_t i = 0; i < n; i++) out[i] = g[i] * (x[i] * scale);
 }
 
+// x = x / rms(x), in place (an RMSNorm without a weight: Gemma 4's values).
+void rms_plain(float *x, uint32_t n, float eps) {
+  double ss = 0.0;
+  for (uint32_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+  const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+  for (uint32_t i = 0; i < n; i++) x[i] *= scale;
+}
+
 // y[i][j] += b[j] for m rows of n (a bias of the file, F32).
 void add_bias(float *y, uint32_t n, uint32_t m, const TensorRef &b) {
   const float *bv = reinterpret_cast<const float *>(b.data);
@@ -98,11 +106,12 @@ void run_positions(gb_port_pool *pool, uint32_t m, uint64_t values, PositionsFn 
 }
 
 void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh) {
-  const uint32_t qd = c.q_dim(), kvd = c.kv_dim(), xbw = qd > c.dim ? qd : c.dim;
+  const uint32_t qd = c.q_dim(), kvd = c.max_kv_dim(), xbw = qd > c.dim ? qd : c.dim;
   uint32_t wide = c.hidden_dim > xbw ? c.hidden_dim : xbw;
   bool delta = false;
   for (uint32_t l = 0; l < c.n_layers; l++) delta = delta || c.delta_layer(l);
   if (delta && c.gdn_v_dim() > wide) wide = c.gdn_v_dim();  // W_out's input
+  if (c.ple_dim > wide) wide = c.ple_dim;                     // a per-layer input block's projection's input
   const size_t M = sh.m_max;
   memset(sc, 0, sizeof *sc);
   sc->m_max = sh.m_max;
@@ -113,6 +122,9 @@ void scratch_carve(Scratch *sc, Arena &a, const Meta &c, const ScratchShape &sh)
   sc->hb2 = a.array<float>(M * c.hidden_dim);
   sc->q = a.array<float>(M * qd * (c.attn_gate ? 2 : 1));  // gated attention: queries and gates, then compacted
   sc->gate = c.attn_gate ? a.array<float>(M * qd) : nullptr;
+  const size_t nple = (size_t)c.n_layers * c.ple_dim;
+  sc->ple = nple ? a.array<float>(M * nple) : nullptr;
+  sc->ple_p = nple ? a.array<float>(M * nple) : nullptr;
   sc->k = a.array<float>(M * kvd);
   sc->v = a.array<float>(M * kvd);
   const uint32_t convw = 3 * c.dim > c.conv_channels ? 3 * c.dim : c.conv_channels;
@@ -418,13 +430,50 @@ void delta_net(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, KvPool
   matmul(e, sc, kind, cost, sc.xb2, sc.gdn_o, m, W[kMatO]);
 }
 
+// Gemma 4's per-layer inputs of positions [0, m) into sc.ple (forward.cpp's
+// header): each layer's ple_dim values are
+//   (rmsnorm(P x / sqrt(dim)) * proj_norm + E_ple[token] * sqrt(ple_dim)) / sqrt(2)
+// with x the scaled embedding rows in sc.x and P the model's projection.
+void per_layer_inputs(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, const gb_model *mod, const int32_t *tok,
+                      uint32_t m) {
+  const Meta &c = mod->meta;
+  const uint32_t P = c.ple_dim, NL = c.n_layers * P;
+  matmul(e, sc, kind, cost, sc.ple_p, sc.x, m, mod->ple_model_proj);
+  const float tscale = sqrtf((float)P), pscale = 1.0f / sqrtf((float)c.dim), half = 1.0f / sqrtf(2.0f);
+  for (uint32_t i = 0; i < m; i++) {
+    float *row = sc.ple + (size_t)i * NL, *pr = sc.ple_p + (size_t)i * NL;
+    e.k.rows_to_f32[mod->ple_embd.format](row, mod->ple_embd.data, tok[i], (size_t)tok[i] + 1, NL);
+    for (uint32_t j = 0; j < NL; j++) pr[j] *= pscale;
+    for (uint32_t l = 0; l < c.n_layers; l++) rmsnorm(pr + (size_t)l * P, pr + (size_t)l * P, mod->ple_proj_norm, P, c.norm_eps);
+    for (uint32_t j = 0; j < NL; j++) row[j] = (pr[j] + row[j] * tscale) * half;
+  }
+}
+
+// Layer l's per-layer input block (gemma4): with x the layer's output,
+//   x += rmsnorm(W_proj (gelu(W_gate x) * inputs_l)) * post_norm
+// (GELU as GeGLU's, gelu_b16).
+void per_layer_block(const Exec &e, Scratch &sc, PassKind kind, PassCost *cost, const gb_model *mod, uint32_t l, uint32_t m) {
+  const Meta &c = mod->meta;
+  const uint32_t P = c.ple_dim, NL = c.n_layers * P;
+  float *g = sc.ple_p;  // (m, P): the projection is no longer needed
+  matmul(e, sc, kind, cost, g, sc.x, m, mod->ple[0][l]);
+  for (uint32_t i = 0; i < m; i++) {
+    const float *in = sc.ple + (size_t)i * NL + (size_t)l * P;
+    float *gi = g + (size_t)i * P;
+    for (uint32_t j = 0; j < P; j++) gi[j] = gelu_b16(mod->gelu_f16, gi[j]) * in[j];
+  }
+  matmul(e, sc, kind, cost, sc.xb2, g, m, mod->ple[1][l]);
+  norm_rows(e, sc.xb2, mod->ple[2][l], m, c.dim, c.norm_eps);
+  for (size_t j = 0; j < (size_t)m * c.dim; j++) sc.x[j] += sc.xb2[j];
+}
+
 }  // namespace
 
 gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, const int32_t *tok, uint32_t m, uint32_t pos,
                   PassKind kind, bool want_logits, PassCost *cost) {
   const gb_model *mod = w.model;
   const Meta &c = mod->meta;
-  const uint32_t dim = c.dim, hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
+  const uint32_t dim = c.dim;
   const bool attn_only = w.base_mats != w.mats;
   float *X = sc.x, *XB = sc.xb, *XB2 = sc.xb2, *HB = sc.hb, *HB2 = sc.hb2;
   *cost = PassCost();
@@ -449,23 +498,34 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     if (c.embed_scale != 1.0f)
       for (uint32_t j = 0; j < dim; j++) xi[j] *= c.embed_scale;
   }
+  if (c.ple_dim) per_layer_inputs(e, sc, kind, cost, mod, tok, m);
+  // The output of the previous layer's FFN, added to the residual stream
+  // when the next layer (or the output norm) normalizes it; nullptr once
+  // added (a layer ending in a per-layer input block or scale adds it
+  // itself).
+  const float *pending = nullptr;
 
   for (uint32_t l = 0; l < c.n_layers; l++) {
     const TensorRef *W = w.mats + (size_t)l * kMatsPerLayer;
     const TensorRef *Wb = attn_only ? w.base_mats + (size_t)l * kMatsPerLayer : W;
+    // This layer's attention shape and FFN width (Gemma 4's differ between layers).
+    const uint32_t hd = c.layer_head_dim(l), qd = c.layer_q_dim(l), kvd = c.layer_kv_dim(l), kvh = c.layer_kv_heads(l);
+    const uint32_t hid = c.layer_hidden(l), rdim = c.layer_rope_dim(l);
+    const bool own_kv = !c.kv_shared(l);
 
     // The previous layer's FFN output joins the residual stream here (and,
     // after the last layer, just before the output norm).
-    add_and_norm(e, X, l ? XB2 : nullptr, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
+    add_and_norm(e, X, pending, XB, &mod->attn_norm[l], m, dim, c.norm_eps);
     if (c.shortconv_layer(l)) {
       short_conv(e, sc, kind, cost, kv, mod, W, l, m, pos);
     } else if (c.delta_layer(l)) {
       delta_net(e, sc, kind, cost, kv, mod, W, l, m, pos);
     } else {
       {
+        // A layer sharing an earlier layer's cache computes its queries only.
         float *const Y[3] = {sc.q, sc.k, sc.v};
         const TensorRef *const Ws[3] = {&W[kMatQ], &W[kMatK], &W[kMatV]};
-        matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, 3);
+        matmul_shared(e, sc, kind, cost, Y, XB, m, Ws, own_kv ? 3 : 1);
       }
       if (c.attn_gate) {
         // Gated attention: each head's query rows, then its gate rows; the
@@ -485,17 +545,18 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
       const float rscale = slide ? 1.0f : e.rope_scale;
       for (uint32_t i = 0; i < m; i++) {
         float *q = sc.q + (size_t)i * qd, *k = sc.k + (size_t)i * kvd;
-        if (qk_norm) {
+        if (qk_norm)
           for (uint32_t h = 0; h < c.n_heads; h++)
             rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, mod->qk_norm[0][l], hd, c.norm_eps);
-          for (uint32_t h = 0; h < c.n_kv_heads; h++)
-            rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
-        }
-        if (rotate) {
-          rope(q, c.n_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
-          rope(k, c.n_kv_heads, hd, c.rope_dim, c.rope_type, freq, rscale, pos + i);
-        }
-        kv_store_slot(kv, l, kv->batch_slot[i], k, sc.v + (size_t)i * kvd);
+        if (rotate) rope(q, c.n_heads, hd, rdim, c.rope_type, freq, rscale, pos + i);
+        if (!own_kv) continue;
+        float *v = sc.v + (size_t)i * kvd;
+        if (qk_norm)
+          for (uint32_t h = 0; h < kvh; h++) rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, mod->qk_norm[1][l], hd, c.norm_eps);
+        if (c.v_norm)
+          for (uint32_t h = 0; h < kvh; h++) rms_plain(v + (size_t)h * hd, hd, c.norm_eps);
+        if (rotate) rope(k, kvh, hd, rdim, c.rope_type, freq, rscale, pos + i);
+        kv_store_slot(kv, l, kv->batch_slot[i], k, v);
       }
       // For each head h (kv head h / (n_heads / n_kv_heads)):
       //   xb_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t
@@ -521,13 +582,23 @@ gb_status forward(const Weights &w, KvPool *kv, Scratch &sc, const Exec &e, cons
     }
     matmul(e, sc, kind, cost, XB2, HB, m, Wb[kMat2]);
     if (mod->post_norm[1][l].data) norm_rows(e, XB2, mod->post_norm[1][l], m, dim, c.norm_eps);
+    pending = XB2;
+    if (c.ple_dim || mod->ple[3][l].data) {
+      for (size_t j = 0; j < (size_t)m * dim; j++) X[j] += XB2[j];
+      pending = nullptr;
+      if (c.ple_dim) per_layer_block(e, sc, kind, cost, mod, l, m);
+      if (mod->ple[3][l].data) {
+        const float s = *reinterpret_cast<const float *>(mod->ple[3][l].data);
+        for (size_t j = 0; j < (size_t)m * dim; j++) X[j] *= s;
+      }
+    }
   }
 
   for (uint32_t i = 0; i < m; i++) kv_end(kv);
   kv_conv_mark(kv, pos, m);
   kv_delta_end(kv, pos, m);
   if (!want_logits) return GB_OK;
-  add_and_norm(e, X, XB2, X, &mod->out_norm, m, dim, c.norm_eps);
+  add_and_norm(e, X, pending, X, &mod->out_norm, m, dim, c.norm_eps);
   matmul(e, sc, kind, cost, sc.logits, X, m, *w.classifier);
   if (c.logit_softcap > 0.0f) {
     const float cap = c.logit_softcap, inv = 1.0f / cap;

@@ -55,6 +55,8 @@ struct Scratch {
   float *gdn_u;      // (m_max, conv_channels) the convolved q, k, v
   float *gdn_ab;     // (m_max, gdn_v_heads) four times: the alpha and beta products, the decays and rates
   float *gate;       // (m_max, q_dim) gated attention's gates; nullptr without them
+  float *ple;        // (m_max, n_layers * ple_dim) each position's per-layer inputs; nullptr without them
+  float *ple_p;      // (m_max, n_layers * ple_dim) their projection from the embedding, then a layer's gate products
   float *logits;     // (logit_rows, vocab)
   uint32_t logit_rows;
   gb_q8x_block *xq;  // (m_max, xq_stride) activations quantized for the integer kernels

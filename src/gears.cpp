@@ -31,6 +31,9 @@ uint64_t resident_tier_bytes(const gb_model *m, const SessionConfig &o) {
   const uint32_t held = o.gear == GB_GEAR_SPEC && !attn_only ? tiers : tiers | base;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
     if (held >> g & 1) bytes += m->gear_section[g].size;
+  // The streamed table lies in the file's tier (a GGUF opened in place):
+  // read a row per token, it is not resident.
+  if (held >> m->meta.default_gear & 1) bytes -= streamed_bytes(m);
   return bytes;
 }
 

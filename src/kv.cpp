@@ -42,15 +42,19 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   const char *const pname = gb_kv_policy_name((gb_kv_policy)policy);
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
-  uint32_t n_ring = 0, n_conv = 0, n_delta = 0;
-  for (uint32_t l = 0; l < c.n_layers; l++) n_ring += c.swa_layer(l) ? 1 : 0;
+  // Layers sharing another layer's cache hold none of their own.
+  uint32_t n_ring = 0, n_conv = 0, n_delta = 0, n_shared = 0;
+  for (uint32_t l = 0; l < c.n_layers; l++) n_shared += c.kv_shared(l) ? 1 : 0;
+  for (uint32_t l = 0; l < c.n_layers; l++) n_ring += c.swa_layer(l) && !c.kv_shared(l) ? 1 : 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_conv += c.conv_layer(l) ? 1 : 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_delta += c.delta_layer(l) ? 1 : 0;
-  const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers - n_ring - n_conv, n_ctx = o.n_ctx;
+  const uint32_t R = c.n_kv_heads, d = c.head_dim, L = c.n_layers - n_ring - n_conv - n_shared, n_ctx = o.n_ctx;
+  // The sliding layers' heads (Gemma 4: their own size and count).
+  const uint32_t Rs = c.swa_kv_heads(), ds = c.swa_head_dim();
   GB_RETURN_IF(L == 0, log, GB_ERR_UNSUPPORTED_TYPE, "kv pool: every layer of the model slides (no global layer): not supported");
-  GB_RETURN_IF(quantized && (d % 8 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM), log, GB_ERR_INVALID_ARGUMENT,
+  GB_RETURN_IF(quantized && (d % 8 != 0 || d > GB_KV_QUANT_MAX_HEAD_DIM || (n_ring && ds % 8 != 0)), log, GB_ERR_INVALID_ARGUMENT,
                "kv policy %s needs a head_dim that is a multiple of 8 and at most %u (model: %u)", pname,
-               (unsigned)GB_KV_QUANT_MAX_HEAD_DIM, d);
+               (unsigned)GB_KV_QUANT_MAX_HEAD_DIM, n_ring && ds % 8 != 0 ? ds : d);
   // Levels.
   switch (policy) {
     case GB_KV_F32: p->levels = 1u << kLv32; p->entry = p->min = kLv32; break;
@@ -122,11 +126,15 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
     const uint64_t cap = want < n_ctx ? want : n_ctx;
     p->ring_cap = (uint32_t)((cap + kRingBlock - 1) / kRingBlock * kRingBlock);
     p->ring_level = p->entry;
-    p->ring_bytes = (uint64_t)n_ring * p->ring_cap * (p->rec[p->entry] + p->scale_bytes);
+    p->ring_kv_heads = Rs;
+    p->ring_head_dim = ds;
+    p->ring_rec = Rs * (ds * p->kbits[p->entry] / 8 + ds * p->vbits[p->entry] / 8);
+    p->ring_scale_bytes = quantized ? 4 * Rs : 0;
+    p->ring_bytes = (uint64_t)n_ring * p->ring_cap * (p->ring_rec + p->ring_scale_bytes);
   }
   // beta's reference: the cache the context needs at fp16 (the sliding
   // layers' rings included at their size, not the context's).
-  const uint64_t fp16 = 2ull * ((uint64_t)L * n_ctx + (uint64_t)n_ring * p->ring_cap) * R * d * 2;
+  const uint64_t fp16 = 2ull * ((uint64_t)L * n_ctx * R * d + (uint64_t)n_ring * p->ring_cap * Rs * ds) * 2;
   if (budget) {
     const uint64_t total = k.pool_bytes ? k.pool_bytes : (uint64_t)((double)k.beta * (double)fp16);
     const uint64_t fixed = p->ring_bytes + p->conv_bytes + p->delta_bytes;
@@ -180,17 +188,20 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
   kv->plan = p;
   kv->opt = o.kv;
   kv->n_model_layers = c.n_layers;
-  kv->n_layers = c.n_layers - p.ring_layers - p.conv_layers;
+  uint32_t n_shared = 0;
+  for (uint32_t l = 0; l < c.n_layers; l++) n_shared += c.kv_shared(l) ? 1 : 0;
+  kv->n_layers = c.n_layers - p.ring_layers - p.conv_layers - n_shared;
   kv->n_heads = c.n_heads;
   kv->n_kv_heads = c.n_kv_heads;
   kv->head_dim = c.head_dim;
+  kv->attn_scale = c.attn_scale;
   kv->n_ctx = o.n_ctx;
   const uint32_t L = kv->n_layers, H = c.n_heads, cap = p.cap, R = c.n_kv_heads, d = c.head_dim;
   const bool seed = p.policy == GB_KV_SEED;
   uint32_t *map = a.array<uint32_t>(c.n_layers);
   if (map)
     for (uint32_t l = 0, g = 0, r = 0, v = 0; l < c.n_layers; l++)
-      map[l] = c.conv_layer(l) ? kConvBit | v++ : c.swa_layer(l) ? kRingBit | r++ : g++;
+      map[l] = c.kv_shared(l) ? map[c.kv_source(l)] : c.conv_layer(l) ? kConvBit | v++ : c.swa_layer(l) ? kRingBit | r++ : g++;
   kv->layer_map = map;
   uint32_t *dmap = a.array<uint32_t>(c.n_layers);
   if (dmap)
@@ -214,8 +225,8 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
   memset(&kv->ring, 0, sizeof kv->ring);
   if (p.ring_layers) {
     const size_t n = (size_t)p.ring_layers * p.ring_cap;
-    kv->ring.data = a.array<uint8_t>(n * p.rec[p.ring_level]);
-    kv->ring.scales = p.scale_bytes ? a.array<uint16_t>(n * 2 * R) : nullptr;
+    kv->ring.data = a.array<uint8_t>(n * p.ring_rec);
+    kv->ring.scales = p.ring_scale_bytes ? a.array<uint16_t>(n * 2 * p.ring_kv_heads) : nullptr;
     kv->ring.pos = a.array<uint32_t>(p.ring_cap);
     kv->ring.ids = a.array<uint32_t>(p.ring_cap);
   }
@@ -434,10 +445,10 @@ void remove(KvPool *kv, KvLayer &y, uint32_t slot) {
   y.level[slot] = kLvNone;
 }
 
-// Write K rows then V rows (kv_dim each, in kv->tmp layout) as a record of
-// level lv at p, their scales (2 * n_kv_heads) at scales.
-void write_record(KvPool *kv, uint8_t *p, uint16_t *scales, uint32_t lv, const float *key, const float *value) {
-  const uint32_t R = kv->n_kv_heads, d = kv->head_dim;
+// Write K rows then V rows (R heads of d each, in kv->tmp layout) as a
+// record of level lv at p, their scales (2 * R) at scales.
+void write_record(const KvPool *kv, uint8_t *p, uint16_t *scales, uint32_t lv, const float *key, const float *value, uint32_t R,
+                  uint32_t d) {
   for (uint32_t kvi = 0; kvi < 2; kvi++) {
     const float *x = kvi ? value : key;
     const uint32_t bits = kvi ? kv->plan.vbits[lv] : kv->plan.kbits[lv];
@@ -462,7 +473,7 @@ void write_record(KvPool *kv, uint8_t *p, uint16_t *scales, uint32_t lv, const f
 void write_rows(KvPool *kv, KvLayer &y, uint32_t slot, const float *key, const float *value) {
   const uint32_t lv = y.level[slot];
   write_record(kv, record(kv, y, lv, y.index[slot]), y.scales ? y.scales + (size_t)slot * 2 * kv->n_kv_heads : nullptr, lv,
-               key, value);
+               key, value, kv->n_kv_heads, kv->head_dim);
 }
 
 // Step a token of layer y down to level `to` (requantized from its stored values).
@@ -562,13 +573,13 @@ namespace {
 // The streaming softmax's start for query q through ws: scales are the
 // layer's (per slot or ring index); quantized: the query per head as int8
 // for the integer key dot products.
-void attn_start(const KvPool *kv, const uint16_t *scales, bool quantized, const float *q, const KvAttnScratch &ws,
-                gb_attn_state &st) {
-  const uint32_t H = kv->n_heads, d = kv->head_dim;
+void attn_start(const KvPool *kv, uint32_t R, uint32_t d, const uint16_t *scales, bool quantized, const float *q,
+                const KvAttnScratch &ws, gb_attn_state &st) {
+  const uint32_t H = kv->n_heads;
   st.n_heads = H;
-  st.n_kv_heads = kv->n_kv_heads;
+  st.n_kv_heads = R;
   st.head_dim = d;
-  st.scale = 1.0f / sqrtf((float)d);
+  st.scale = kv->attn_scale > 0.0f ? kv->attn_scale : 1.0f / sqrtf((float)d);
   st.q = q;
   st.q8 = ws.q8;
   st.q8_d = ws.q8_d;
@@ -612,7 +623,7 @@ uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const flo
   const KvPlan &p = kv->plan;
   const KvLayer &y = kv->layers[layer];
   gb_attn_state st;
-  attn_start(kv, y.scales, (p.levels & kQuantLevels) != 0, q, ws, st);
+  attn_start(kv, kv->n_kv_heads, kv->head_dim, y.scales, (p.levels & kQuantLevels) != 0, q, ws, st);
   uint32_t n = 0;
   for (uint32_t lv = 0; lv < kLevels; lv++) {
     const KvBucket &b = y.bucket[lv];
@@ -645,11 +656,11 @@ uint32_t attend(const KvPool *kv, const gb_kernels &k, uint32_t layer, const flo
 void attend_ring(const KvPool *kv, const gb_kernels &k, uint32_t r, const float *q, float *out, uint32_t hide,
                  const KvAttnScratch &ws) {
   const KvPlan &p = kv->plan;
-  const uint32_t cap = p.ring_cap, lv = p.ring_level, rec = p.rec[lv], R2 = 2 * kv->n_kv_heads;
+  const uint32_t cap = p.ring_cap, lv = p.ring_level, rec = p.ring_rec, R2 = 2 * p.ring_kv_heads;
   const uint16_t *scales = kv->ring.scales ? kv->ring.scales + (size_t)r * cap * R2 : nullptr;
   const uint8_t *data = kv->ring.data + (size_t)r * cap * rec;
   gb_attn_state st;
-  attn_start(kv, scales, (kQuantLevels >> lv & 1) != 0, q, ws, st);
+  attn_start(kv, p.ring_kv_heads, p.ring_head_dim, scales, (kQuantLevels >> lv & 1) != 0, q, ws, st);
   const uint32_t qpos = kv->newest >= hide ? kv->newest - hide : 0;
   const uint32_t lo = qpos + 1 > p.ring_window ? qpos + 1 - p.ring_window : 0;
   const uint32_t *pos = kv->ring.pos;
@@ -755,8 +766,8 @@ void kv_store_slot(KvPool *kv, uint32_t model_layer, uint32_t slot, const float 
   }
   const KvPlan &p = kv->plan;
   const size_t at = (size_t)(li & ~kRingBit) * p.ring_cap + kv->pos[slot] % p.ring_cap;
-  write_record(kv, kv->ring.data + at * p.rec[p.ring_level], kv->ring.scales ? kv->ring.scales + at * 2 * kv->n_kv_heads : nullptr,
-               p.ring_level, key, value);
+  write_record(kv, kv->ring.data + at * p.ring_rec, kv->ring.scales ? kv->ring.scales + at * 2 * p.ring_kv_heads : nullptr,
+               p.ring_level, key, value, p.ring_kv_heads, p.ring_head_dim);
 }
 
 void kv_truncate(KvPool *kv, uint32_t pos) {
@@ -807,10 +818,12 @@ void kv_stats(const KvPool *kv, KvStats *st) {
   }
   uint32_t in_ring = 0;
   for (uint32_t i = 0; i < p.ring_cap; i++) in_ring += kv->ring.pos[i] != kRingEmpty ? 1 : 0;
-  used += (uint64_t)in_ring * p.ring_layers * (p.rec[p.ring_level] + p.scale_bytes);
+  used += (uint64_t)in_ring * p.ring_layers * (p.ring_rec + p.ring_scale_bytes);
   if (p.ring_layers) st->at_bits[p.ring_level] += in_ring * p.ring_layers;
   st->used_bytes = used;
-  const double elems = ((double)kv->n_tokens * kv->n_layers + (double)in_ring * p.ring_layers) * 2.0 * kv->n_kv_heads * kv->head_dim;
+  const double elems = ((double)kv->n_tokens * kv->n_layers * kv->n_kv_heads * kv->head_dim +
+                        (double)in_ring * p.ring_layers * p.ring_kv_heads * p.ring_head_dim) *
+                       2.0;
   st->bits_per_element = elems > 0 ? 8.0 * (double)used / elems : 0.0;
 }
 

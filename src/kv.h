@@ -100,7 +100,10 @@ struct KvPlan {
   uint32_t ring_window;            // the positions a query of theirs sees
   uint32_t ring_cap;               // records per ring
   uint8_t ring_level;              // the level of every ring record
-  uint64_t ring_bytes;             // ring_layers * ring_cap * (rec[ring_level] + scale_bytes)
+  uint64_t ring_bytes;             // ring_layers * ring_cap * (ring_rec + ring_scale_bytes)
+  // The sliding layers' heads may differ from the global layers' (Gemma 4):
+  // their own KV heads and head size, record and scale bytes.
+  uint32_t ring_kv_heads, ring_head_dim, ring_rec, ring_scale_bytes;
   // Short-convolution layers (0 of them: none): their state.
   uint32_t conv_layers;            // how many
   uint32_t conv_taps;              // the model's conv_kernel
@@ -124,7 +127,8 @@ struct KvPlan {
   F(MATCH, policy) F(MATCH, levels) F(MATCH, entry) F(MATCH, min) F(MATCH, kbits) F(MATCH, vbits) F(SKIP, unit)       \
   F(MATCH, rec) F(MATCH, tpp) F(MATCH, page_bytes) F(SKIP, n_pages) F(MATCH, reserve) F(SKIP, cap) F(SKIP, max_tokens) \
   F(MATCH, scale_bytes) F(SKIP, layer_bytes) F(SKIP, pool_bytes) F(MATCH, importance) F(MATCH, ring_layers)            \
-  F(MATCH, ring_window) F(MATCH, ring_cap) F(MATCH, ring_level) F(SKIP, ring_bytes) F(SKIP, conv_layers) F(SKIP, conv_taps)  \
+  F(MATCH, ring_window) F(MATCH, ring_cap) F(MATCH, ring_level) F(SKIP, ring_bytes) F(SKIP, ring_kv_heads)                   \
+  F(SKIP, ring_head_dim) F(SKIP, ring_rec) F(SKIP, ring_scale_bytes) F(SKIP, conv_layers) F(SKIP, conv_taps)                   \
   F(SKIP, conv_dim) F(SKIP, conv_cap) F(SKIP, conv_bytes) F(SKIP, delta_layers) F(SKIP, delta_k_heads) F(SKIP, delta_v_heads)       \
   F(SKIP, delta_dim) F(SKIP, delta_log) F(SKIP, delta_bytes)
 // The pool options (KvConfig: gb_kv_options and gb_kv_experimental) a state
@@ -192,9 +196,10 @@ constexpr uint32_t kRingBlock = 32;
 struct KvPool {
   KvPlan plan;
   KvConfig opt;
-  uint32_t n_layers, n_heads, n_kv_heads, head_dim, n_ctx;
+  uint32_t n_layers, n_heads, n_kv_heads, head_dim, n_ctx;  // the global layers' heads (the rings': plan.ring_*)
+  float attn_scale;        // the attention logits' scale (the model's, else 1 / sqrt(head size))
   uint32_t n_model_layers;
-  uint32_t *layer_map;   // (n_model_layers) index among the global layers, kRingBit | index among the rings, or kConvBit | index among the short-convolution layers
+  uint32_t *layer_map;   // (n_model_layers) index among the global layers, kRingBit | index among the rings, or kConvBit | index among the short-convolution layers; a layer sharing another's cache: that layer's
   KvRing ring;
   KvConv conv;
   KvDelta delta;
@@ -234,6 +239,7 @@ struct KvPool {
 // tokens' slots, pages and records (state.cpp's kv codec).
 #define GB_KV_POOL_FIELDS(F)                                                                                          \
   F(NEST, plan) F(NEST, opt) F(SKIP, n_layers) F(SKIP, n_heads) F(SKIP, n_kv_heads) F(SKIP, head_dim) F(SKIP, n_ctx)    \
+  F(SKIP, attn_scale)                                                                                                  \
   F(SKIP, n_model_layers) F(SKIP, layer_map) F(OWN, ring) F(OWN, conv) F(OWN, delta) F(SKIP, delta_fn) F(SKIP, delta_map) F(OWN, layers) F(OWN, pos) F(OWN, birth) F(OWN, wema) F(OWN, wsum) F(OWN, imp) F(OWN, snap) F(OWN, free_slots)       \
   F(OWN, n_free_slots) F(SAVE, n_tokens) F(SAVE, newest) F(SKIP, att) F(SKIP, mass) F(SKIP, wmass) F(OWN, head_w)      \
   F(SKIP, tmp) F(SKIP, planned) F(SKIP, order) F(SKIP, heap) F(SAVE, cur_slot) F(SKIP, batch_slot) F(SAVE, step)       \

@@ -93,14 +93,14 @@ void save_kv(W &w, const KvPool &kv) {
         w.u32(i);
         w.u32(kv.ring.pos[i]);
       }
-    const uint32_t rb = p.rec[p.ring_level];
+    const uint32_t rb = p.ring_rec, RR2 = 2 * p.ring_kv_heads;
     for (uint32_t r = 0; r < p.ring_layers; r++)
       for (uint32_t i = 0; i < p.ring_cap; i++) {
         if (kv.ring.pos[i] == kRingEmpty) continue;
         const size_t at = (size_t)r * p.ring_cap + i;
         w.raw(kv.ring.data + at * rb, rb);
         if (kv.ring.scales)
-          for (uint32_t j = 0; j < R2; j++) w.u16(kv.ring.scales[at * R2 + j]);
+          for (uint32_t j = 0; j < RR2; j++) w.u16(kv.ring.scales[at * RR2 + j]);
       }
   }
   // The short-convolution layers: the positions a next one reads (the
@@ -140,7 +140,7 @@ uint64_t kv_max_bytes(const KvPool &kv) {
   uint64_t layer = 8 + 4ull * p.n_pages + 4 * H + 8;  // free pages, head_ema
   layer += kLevels * (4 + 4ull) + 4ull * (cap + kLevels) + 4 * cap + cap * rec_max;  // buckets
   layer += cap * ((uint64_t)p.scale_bytes + 4 + 5);  // per slot
-  const uint64_t rings = 4 + 8ull * p.ring_cap + (uint64_t)p.ring_layers * p.ring_cap * (rec_max + p.scale_bytes);
+  const uint64_t rings = 4 + 8ull * p.ring_cap + (uint64_t)p.ring_layers * p.ring_cap * ((uint64_t)p.ring_rec + p.ring_scale_bytes);
   const uint64_t conv = p.conv_layers ? 4 + 4ull * p.conv_taps + (uint64_t)p.conv_layers * p.conv_taps * p.conv_dim * 4 : 0;
   const uint64_t delta = p.delta_layers ? 4 + 4ull * p.delta_layers * p.delta_state() : 0;
   return n + layer * kv.n_layers + rings + conv + delta;
@@ -336,20 +336,20 @@ gb_status load_kv(R &outer, KvPool *kv, bool apply, const Logger &log, uint32_t 
       prev = i;
       if (apply) kv->ring.pos[i] = ps;
     }
-    const uint32_t rec = p.rec[p.ring_level];
+    const uint32_t rec = p.ring_rec, RR2 = 2 * p.ring_kv_heads;
     for (uint32_t l = 0; l < p.ring_layers; l++) {
       // The records in index order (as written); applied at the occupied indexes.
       uint32_t i = 0;
       for (uint32_t j = 0; j < occupied; j++) {
         const uint8_t *src = r.take(rec);
-        const uint8_t *sc = p.scale_bytes ? r.take((size_t)R2 * 2) : nullptr;
-        GB_RETURN_IF(!src || (p.scale_bytes && !sc), log, GB_ERR_CORRUPT, "session state: %s ring layer %u truncated", which, l);
+        const uint8_t *sc = p.ring_scale_bytes ? r.take((size_t)RR2 * 2) : nullptr;
+        GB_RETURN_IF(!src || (p.ring_scale_bytes && !sc), log, GB_ERR_CORRUPT, "session state: %s ring layer %u truncated", which, l);
         if (!apply) continue;
         while (kv->ring.pos[i] == kRingEmpty) i++;
         const size_t at = (size_t)l * p.ring_cap + i++;
         memcpy(kv->ring.data + at * rec, src, rec);
         if (sc)
-          for (uint32_t k = 0; k < R2; k++) kv->ring.scales[at * R2 + k] = ld_u16(sc + 2 * k);
+          for (uint32_t k = 0; k < RR2; k++) kv->ring.scales[at * RR2 + k] = ld_u16(sc + 2 * k);
       }
     }
   }

@@ -214,6 +214,13 @@ TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_
     case kGdnDtBias:
     case kGdnA:
     case kGdnNorm: return &m->gdn[kind - kGdnAlpha][layer];
+    case kPleEmbd: return &m->ple_embd;
+    case kPleModelProj: return &m->ple_model_proj;
+    case kPleProjNorm: return &m->ple_proj_norm;
+    case kPleGate:
+    case kPleProj:
+    case kPlePostNorm:
+    case kLayerScale: return &m->ple[kind - kPleGate][layer];
     default: {
       for (int i = 0; i < kMatsPerLayer; i++)
         if (kLayerMatrices[i] == kind) return &m->mats[tier][(size_t)layer * kMatsPerLayer + i];
@@ -272,6 +279,25 @@ gb_status check_meta(const Meta *mp, const Logger &log) {
                          m->conv_channels != 2 * m->gdn_qk_dim() + m->gdn_v_dim()),
                log, GB_ERR_CORRUPT, "gbx: Gated DeltaNet of %u key heads, %u value heads of %u invalid", m->gdn_k_heads, m->gdn_v_heads,
                m->gdn_state);
+  // Gemma 4's per-layer attention shapes, cache sharing and per-layer inputs.
+  const uint32_t hs = m->swa_head_dim(), ks = m->swa_kv_heads(), rs = m->swa_rope_dim();
+  GB_RETURN_IF((m->head_dim_swa || m->n_kv_heads_swa || m->rope_dim_swa) && !m->swa_window, log, GB_ERR_CORRUPT,
+               "gbx: sliding-layer head shapes without sliding layers");
+  GB_RETURN_IF(hs == 0 || hs % 2 != 0 || hs > m->head_dim || ks > m->n_heads || m->n_heads % ks != 0 || rs > hs || rs % 2 != 0,
+               log, GB_ERR_CORRUPT, "gbx: sliding layers' %u KV heads of %u (%u rotated) invalid", ks, hs, rs);
+  GB_RETURN_IF(m->kv_shared_from >= m->n_layers || (m->kv_shared_from && m->kv_shared_from < 2), log, GB_ERR_CORRUPT,
+               "gbx: cache sharing from layer %u of %u invalid", m->kv_shared_from, m->n_layers);
+  for (uint32_t l = m->kv_shared_from; m->kv_shared_from && l < m->n_layers; l++) {
+    const uint32_t src = m->kv_source(l);
+    GB_RETURN_IF(m->swa_layer(src) != m->swa_layer(l) || m->conv_layer(src) || m->conv_layer(l), log, GB_ERR_UNSUPPORTED_TYPE,
+                 "gbx: layer %u would share the cache of layer %u, an attention layer of another kind (not supported)", l, src);
+  }
+  GB_RETURN_IF(m->ff_kv_layers > m->hidden_dim || (m->ff_kv_layers && !m->kv_shared_from), log, GB_ERR_CORRUPT,
+               "gbx: FFN width %u of the layers holding a cache invalid (widest %u)", m->ff_kv_layers, m->hidden_dim);
+  GB_RETURN_IF(m->ple_dim > 4096 || (uint64_t)m->ple_dim * m->n_layers > 4 * kMaxDim, log, GB_ERR_CORRUPT,
+               "gbx: per-layer inputs of %u values per layer out of range", m->ple_dim);
+  GB_RETURN_IF(!(m->attn_scale == 0.0f || (finite_pos(m->attn_scale) && m->attn_scale <= 1e3f)) || m->v_norm > 1, log,
+               GB_ERR_CORRUPT, "gbx: attention scale %g / value norm %u invalid", (double)m->attn_scale, m->v_norm);
   const int32_t ids[4] = {m->bos, m->eos, m->unk, m->pad};
   for (int i = 0; i < 4; i++)
     GB_RETURN_IF(ids[i] < -1 || ids[i] >= (int32_t)m->vocab_size, log, GB_ERR_CORRUPT, "gbx: special token id %d out of range",
@@ -315,9 +341,11 @@ gb_status parse_vocab(const uint8_t *p, uint64_t size, const Meta &meta, const L
 
 }  // namespace
 
-void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols) {
+void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols, uint32_t layer) {
   *rows = m.dim;
   *cols = m.dim;
+  const uint32_t l = layer < m.n_layers ? layer : 0;
+  const uint32_t qd = m.layer_q_dim(l), kvd = m.layer_kv_dim(l), hid = m.layer_hidden(l);
   switch (kind) {
     case kTokEmbd:
     case kClassifier: *rows = m.vocab_size; break;
@@ -333,13 +361,20 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kKNorm:
     case kPostAttnNorm:
     case kPostFfnNorm: *rows = 1; break;
-    case kWq: *rows = m.q_dim() * (m.attn_gate ? 2 : 1); break;
+    case kWq: *rows = qd * (m.attn_gate ? 2 : 1); break;
     case kWk:
-    case kWv: *rows = m.kv_dim(); break;
-    case kWo: *cols = m.q_dim(); break;
+    case kWv: *rows = kvd; break;
+    case kWo: *cols = qd; break;
     case kW1:
-    case kW3: *rows = m.hidden_dim; break;
-    case kW2: *cols = m.hidden_dim; break;
+    case kW3: *rows = hid; break;
+    case kW2: *cols = hid; break;
+    case kPleEmbd: *rows = m.vocab_size, *cols = m.n_layers * m.ple_dim; break;
+    case kPleModelProj: *rows = m.n_layers * m.ple_dim; break;
+    case kPleProjNorm: *rows = 1, *cols = m.ple_dim; break;
+    case kPleGate: *rows = m.ple_dim; break;
+    case kPleProj: *cols = m.ple_dim; break;
+    case kPlePostNorm: *rows = 1; break;
+    case kLayerScale: *rows = 1, *cols = 1; break;
     case kConvIn: *rows = 3 * m.dim; break;
     case kConvKernel: *rows = m.conv_channels, *cols = m.conv_kernel; break;
     case kGdnQkv: *rows = 2 * m.gdn_qk_dim() + m.gdn_v_dim(); break;
@@ -352,10 +387,10 @@ void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols
     case kGdnNorm: *rows = 1, *cols = m.gdn_state; break;
     default: break;
   }
-  if (kind == kBiasQ) *cols = m.q_dim();
-  if (kind == kBiasK || kind == kBiasV) *cols = m.kv_dim();
+  if (kind == kBiasQ) *cols = qd;
+  if (kind == kBiasK || kind == kBiasV) *cols = kvd;
   if (kind == kRopeFreqs || kind == kRopeFreqsLong) *cols = m.rope_dim / 2;
-  if (kind == kQNorm || kind == kKNorm) *cols = m.head_dim;
+  if (kind == kQNorm || kind == kKNorm) *cols = m.layer_head_dim(l);
 }
 
 namespace {
@@ -478,7 +513,8 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
   GB_RETURN_IF(first_attn == mt.n_layers, log, GB_ERR_UNSUPPORTED_TYPE, "gbx: no attention layer (not supported)");
   for (uint32_t l = 0; l < mt.n_layers; l++)
     for (uint32_t b = 0; b < 2 && !mt.conv_layer(l); b++)
-      GB_RETURN_IF(!m->qk_norm[b][l].data != !m->qk_norm[0][first_attn].data, log, GB_ERR_MISSING_TENSOR,
+      GB_RETURN_IF(!m->qk_norm[b][l].data != (!m->qk_norm[0][first_attn].data || (b == 1 && mt.kv_shared(l))), log,
+                   GB_ERR_MISSING_TENSOR,
                    "gbx: the per-head %c norm is present in some layers only (layer %u)", "qk"[b], l);
   // Recurrent layers: their convolution taps (and a Gated DeltaNet layer
   // its five vectors), none of attention's own tensors; attention layers:
@@ -500,6 +536,18 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
     for (uint32_t b = 0; b < 2; b++)
       GB_RETURN_IF(!m->post_norm[b][l].data != !m->post_norm[0][0].data, log, GB_ERR_MISSING_TENSOR,
                    "gbx: the post-%s norm is present in some layers only (layer %u)", b ? "FFN" : "attention", l);
+  // Per-layer inputs: the three common tensors and each layer's four
+  // (its output scale optional: every layer or none), or none of them.
+  const bool ple = mt.ple_dim != 0;
+  GB_RETURN_IF(!m->ple_embd.data != !ple || !m->ple_model_proj.data != !ple || !m->ple_proj_norm.data != !ple, log,
+               ple ? GB_ERR_MISSING_TENSOR : GB_ERR_CORRUPT, "gbx: per-layer input tables %s", ple ? "missing" : "without ple_dim");
+  for (uint32_t l = 0; l < mt.n_layers; l++) {
+    for (uint32_t b = 0; b < 3; b++)
+      GB_RETURN_IF(!m->ple[b][l].data != !ple, log, ple ? GB_ERR_MISSING_TENSOR : GB_ERR_CORRUPT,
+                   "gbx: layer %u: per-layer input tensor %u %s", l, b, ple ? "missing" : "without ple_dim");
+    GB_RETURN_IF(!m->ple[3][l].data != !m->ple[3][0].data, log, GB_ERR_MISSING_TENSOR,
+                 "gbx: the layer output scale is present in some layers only (layer %u)", l);
+  }
   const TensorRef *const factor_sets[2] = {&m->rope_freqs, &m->rope_freqs_long};
   for (const TensorRef *t : factor_sets) {
     if (!t->data) continue;
@@ -519,7 +567,8 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
       // A short-convolution layer has no key and value projections, a Gated
       // DeltaNet layer no value projection (its gate takes the key's place).
       const uint32_t lk = mt.kind(i / kMatsPerLayer), j = i % kMatsPerLayer;
-      const bool unused = (lk == kLayerShortConv && (j == kMatK || j == kMatV)) || (lk == kLayerDeltaNet && j == kMatV);
+      const bool unused = (lk == kLayerShortConv && (j == kMatK || j == kMatV)) || (lk == kLayerDeltaNet && j == kMatV) ||
+                          (mt.kv_shared(i / kMatsPerLayer) && (j == kMatK || j == kMatV));
       GB_RETURN_IF(!m->mats[g][i].data != unused, log, unused ? GB_ERR_CORRUPT : GB_ERR_MISSING_TENSOR,
                    "gbx: tier %u layer %u matrix %u %s", g, i / kMatsPerLayer, i % kMatsPerLayer, unused ? "present in a short-convolution layer" : "missing");
     }
@@ -529,15 +578,16 @@ gb_status check_model_tensors(gb_model *m, const Logger &log) {
 
 gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_mem) {
   gb_model *m = a.array<gb_model>(1);
-  // attn, ffn norms; q, k, v biases; q, k norms; post norms; conv taps; 5 Gated DeltaNet vectors
-  TensorRef *norms = a.array<TensorRef>(15ull * meta.n_layers);
+  // attn, ffn norms; q, k, v biases; q, k norms; post norms; conv taps; 5 Gated DeltaNet vectors; 4 per-layer-input tensors
+  constexpr uint32_t kPerLayer = 19;
+  TensorRef *norms = a.array<TensorRef>((size_t)kPerLayer * meta.n_layers);
   uint8_t *layer_kinds = meta.conv_kernel ? a.array<uint8_t>(meta.n_layers) : nullptr;
   TensorRef *mats = a.array<TensorRef>((size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer);
   *tok_mem = a.alloc(tok_bytes, 8);
   uint16_t *gelu = meta.ffn_act == kFfnGelu ? a.array<uint16_t>(65536) : nullptr;
   if (!m) return nullptr;
   m = new (m) gb_model();
-  for (size_t i = 0; i < 15ull * meta.n_layers; i++) new (&norms[i]) TensorRef();
+  for (size_t i = 0; i < (size_t)kPerLayer * meta.n_layers; i++) new (&norms[i]) TensorRef();
   for (size_t i = 0; i < (size_t)GB_GEAR_COUNT * meta.n_layers * kMatsPerLayer; i++) new (&mats[i]) TensorRef();
   m->attn_norm = norms;
   m->ffn_norm = norms + meta.n_layers;
@@ -546,6 +596,7 @@ gb_model *model_carve(Arena &a, const Meta &meta, size_t tok_bytes, void **tok_m
   for (uint32_t b = 0; b < 2; b++) m->post_norm[b] = norms + (size_t)(7 + b) * meta.n_layers;
   m->conv_kernel = norms + (size_t)9 * meta.n_layers;
   for (uint32_t b = 0; b < 5; b++) m->gdn[b] = norms + (size_t)(10 + b) * meta.n_layers;
+  for (uint32_t b = 0; b < 4; b++) m->ple[b] = norms + (size_t)(15 + b) * meta.n_layers;
   // The conv-layer flags, copied from the meta being opened (whose pointer
   // is into a plan that does not outlive the open): the caller points its
   // model's meta at them (model_set_meta).
@@ -591,12 +642,15 @@ void model_count_params(gb_model *m) {
         if (i == kMatV) continue;
         kind = i == kMatQ ? (uint32_t)kGdnQkv : i == kMatK ? (uint32_t)kGdnGate : i == kMatO ? (uint32_t)kGdnOut : kind;
       }
-      expected_shape(meta, kind, &r, &c);
+      if (meta.kv_shared(l) && (i == kMatK || i == kMatV)) continue;
+      expected_shape(meta, kind, &r, &c, l);
       params += (uint64_t)r * c;
     }
+    if (meta.ple_dim) params += 2ull * meta.ple_dim * meta.dim + meta.dim;  // the per-layer input block
     if (k != kLayerAttention) params += (uint64_t)meta.conv_channels * meta.conv_kernel;
     if (k == kLayerDeltaNet) params += 2ull * meta.gdn_v_heads * (meta.dim + 1) + meta.gdn_state;
   }
+  if (meta.ple_dim) params += (uint64_t)meta.n_layers * meta.ple_dim * (meta.vocab_size + meta.dim) + meta.ple_dim;  // its tables
   m->n_params = params;
 }
 
@@ -946,6 +1000,11 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
     r.n_shortconv_layers += t.kind(l) == gb::kLayerShortConv;
     r.n_deltanet_layers += t.kind(l) == gb::kLayerDeltaNet;
   }
+  r.head_dim_swa = t.swa_head_dim();
+  r.n_kv_heads_swa = t.swa_kv_heads();
+  for (uint32_t l = 0; l < t.n_layers; l++) r.n_kv_shared_layers += t.kv_shared(l);
+  r.per_layer_input_bytes = gb::streamed_bytes(m);
+  r.per_layer_input_row_bytes = m->ple_embd.data ? m->ple_embd.nbytes / m->ple_embd.rows : 0;
   r.conv_kernel = t.conv_kernel;
   if (t.conv_kernel)
     r.recurrent_bytes = 4ull * (r.n_shortconv_layers + r.n_deltanet_layers) * (t.conv_kernel - 1) * t.conv_channels +

@@ -66,14 +66,46 @@ struct Meta {
   // the head's query then its gate; the attention output is multiplied by
   // sigmoid(gate) before the output projection.
   uint32_t attn_gate;
+  // Gemma 4 (a GGUF opened in place; .gbx files: all 0). Sliding layers
+  // may have their own head size, KV heads and rotated dimensions
+  // (head_dim_swa, n_kv_heads_swa, rope_dim_swa; 0: the global layers'
+  // values, which are the largest). Layers from kv_shared_from on (0: none)
+  // compute no keys and values: each attends over the cache of the last
+  // earlier layer of its kind (kv_source). ff_kv_layers: the FFN width of
+  // the layers that hold their own cache when it differs from hidden_dim
+  // (the widest, that of the sharing layers); 0: every layer hidden_dim.
+  // ple_dim: per-layer embedding inputs of ple_dim values per layer (0:
+  // none). attn_scale: the attention logits' scale (0: 1 / sqrt(head
+  // size)). v_norm: values RMS-normalized without a weight.
+  uint32_t head_dim_swa, n_kv_heads_swa, rope_dim_swa;
+  uint32_t kv_shared_from, ff_kv_layers, ple_dim;
+  float attn_scale;
+  uint32_t v_norm;
+  uint32_t layer_head_dim(uint32_t l) const { return head_dim_swa && swa_layer(l) ? head_dim_swa : head_dim; }
+  uint32_t layer_kv_heads(uint32_t l) const { return n_kv_heads_swa && swa_layer(l) ? n_kv_heads_swa : n_kv_heads; }
+  uint32_t layer_rope_dim(uint32_t l) const { return rope_dim_swa && swa_layer(l) ? rope_dim_swa : rope_dim; }
+  uint32_t layer_hidden(uint32_t l) const { return ff_kv_layers && !kv_shared(l) ? ff_kv_layers : hidden_dim; }
+  bool kv_shared(uint32_t l) const { return kv_shared_from && l >= kv_shared_from; }
+  // The layer whose cache layer l attends over (itself, unless it shares).
+  uint32_t kv_source(uint32_t l) const { return kv_shared(l) ? kv_shared_from - (swa_layer(l) ? 2 : 1) : l; }
+  uint32_t swa_head_dim() const { return head_dim_swa ? head_dim_swa : head_dim; }
+  uint32_t swa_kv_heads() const { return n_kv_heads_swa ? n_kv_heads_swa : n_kv_heads; }
+  uint32_t swa_rope_dim() const { return rope_dim_swa ? rope_dim_swa : rope_dim; }
+  // The widest layer's key (and value) rows, for buffers.
+  uint32_t max_kv_dim() const {
+    const uint32_t s = swa_kv_heads() * swa_head_dim();
+    return s > kv_dim() ? s : kv_dim();
+  }
   uint32_t kind(uint32_t l) const { return layer_kind ? layer_kind[l] : 0; }
   bool conv_layer(uint32_t l) const { return kind(l) != kLayerAttention; }  // recurrent: a convolution ring in the pool
   bool shortconv_layer(uint32_t l) const { return kind(l) == kLayerShortConv; }
   bool delta_layer(uint32_t l) const { return kind(l) == kLayerDeltaNet; }
   uint32_t gdn_qk_dim() const { return gdn_k_heads * gdn_state; }
   uint32_t gdn_v_dim() const { return gdn_v_heads * gdn_state; }
-  uint32_t q_dim() const { return n_heads * head_dim; }
-  uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+  uint32_t q_dim() const { return n_heads * head_dim; }  // the widest layer's (head_dim is the largest head size)
+  uint32_t kv_dim() const { return n_kv_heads * head_dim; }  // the global layers'
+  uint32_t layer_q_dim(uint32_t l) const { return n_heads * layer_head_dim(l); }
+  uint32_t layer_kv_dim(uint32_t l) const { return layer_kv_heads(l) * layer_head_dim(l); }
 };
 
 struct SectionRef {
@@ -114,6 +146,8 @@ struct gb_model {
   gb::TensorRef *post_norm[2]; // post-attention, post-FFN norm weights (n_layers each, dim); data == nullptr: none
   gb::TensorRef *conv_kernel; // (n_layers) a recurrent layer's convolution taps (conv_channels, conv_kernel); else data == nullptr
   gb::TensorRef *gdn[5];      // (n_layers each) Gated DeltaNet alpha, beta, dt bias, A, norm (kGdnAlpha..kGdnNorm); else data == nullptr
+  gb::TensorRef ple_embd, ple_model_proj, ple_proj_norm;  // kPleEmbd..kPleProjNorm; data == nullptr: no per-layer inputs
+  gb::TensorRef *ple[4];      // (n_layers each) kPleGate, kPleProj, kPlePostNorm, kLayerScale; data == nullptr: none
   uint8_t *layer_kinds;       // (n_layers) what meta.layer_kind points to; nullptr without conv layers
   uint16_t *gelu_f16;        // (65536) GELU of each binary16 value, as binary16 (FFN_GELU models; else nullptr)
   // Tier tensors: mats[gear] is (n_layers * kMatsPerLayer), classifier per gear.
@@ -159,6 +193,10 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o, co
 // runs on a file known to have changed) and after it (so that no token
 // computed from changed bytes is handed out).
 gb_status model_check_file(const gb_model &m, const Logger &log, const char *fn);
+// Weights read through the mapping one row per token and never counted as
+// resident (a session's budget, the planner): Gemma 4's per-layer input
+// table, inside the file's one tier section.
+inline uint64_t streamed_bytes(const gb_model *m) { return m->ple_embd.data ? m->ple_embd.nbytes : 0; }
 // A file mapping (not a loaded copy or caller memory): residency hints apply.
 inline bool model_mapped(const gb_model *m) { return m->mapping.data && !m->mapping.loaded; }
 // Check the CRC of one section; logs the section on mismatch.
@@ -182,10 +220,13 @@ TensorRef *model_tensor_slot(gb_model *m, uint32_t kind, uint32_t layer, uint32_
 inline bool is_common_kind(uint32_t kind) {
   return kind == kTokEmbd || kind == kAttnNorm || kind == kFfnNorm || kind == kOutNorm || kind == kBiasQ || kind == kBiasK ||
          kind == kBiasV || kind == kQNorm || kind == kKNorm || kind == kPostAttnNorm || kind == kPostFfnNorm ||
-         kind == kRopeFreqs || kind == kRopeFreqsLong || kind == kConvKernel || (kind >= kGdnAlpha && kind <= kGdnNorm);
+         kind == kRopeFreqs || kind == kRopeFreqsLong || kind == kConvKernel || (kind >= kGdnAlpha && kind <= kGdnNorm) ||
+         (kind >= kPleEmbd && kind <= kLayerScale);
 }
 // The (rows, cols) a tensor of kind (TensorKind) has in this model.
-void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols);
+// Per-layer kinds take the shape of layer `layer` (models whose layers
+// differ: Gemma 4).
+void expected_shape(const Meta &m, uint32_t kind, uint32_t *rows, uint32_t *cols, uint32_t layer = 0);
 // Every hyper-parameter in range and consistent (GB_ERR_CORRUPT, or
 // GB_ERR_UNSUPPORTED_TYPE for a setting not run), with a log line.
 gb_status check_meta(const Meta *m, const Logger &log);

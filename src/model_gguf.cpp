@@ -178,6 +178,14 @@ gb_status read_plan(const GgufView &g, const Logger &log, Plan *pl) {
   m.gdn_k_heads = hp.gdn_k_heads;
   m.gdn_v_heads = hp.gdn_v_heads;
   m.attn_gate = hp.attn_gate;
+  m.head_dim_swa = hp.head_dim_swa;
+  m.n_kv_heads_swa = hp.n_kv_heads_swa;
+  m.rope_dim_swa = hp.rope_dim_swa;
+  m.kv_shared_from = hp.kv_shared_from;
+  m.ff_kv_layers = hp.ff_kv_layers;
+  m.ple_dim = hp.ple_dim;
+  m.attn_scale = hp.attn_scale;
+  m.v_norm = hp.v_norm;
   if (hp.conv_kernel) {
     m.conv_kernel = hp.conv_kernel;
     m.conv_channels = hp.conv_channels;
@@ -219,10 +227,10 @@ class Binder {
                  name, t.type);
     uint32_t rows = 0, r, c;
     for (uint32_t i = 0; i < n_kinds; i++) {
-      expected_shape(m_->meta, kinds[i], &r, &c);
+      expected_shape(m_->meta, kinds[i], &r, &c, layer);
       rows += r;
     }
-    expected_shape(m_->meta, kinds[0], &r, &c);
+    expected_shape(m_->meta, kinds[0], &r, &c, layer);
     GB_RETURN_IF(t.ne[0] != c || t.ne[1] * t.ne[2] * t.ne[3] != rows || t.ne[2] != 1 || t.ne[3] != 1, log_,
                  GB_ERR_SHAPE_MISMATCH, "gguf: tensor '%s' is [%llu, %llu, %llu, %llu], expected [%u, %u]", name,
                  (unsigned long long)t.ne[0], (unsigned long long)t.ne[1], (unsigned long long)t.ne[2],
@@ -233,7 +241,7 @@ class Binder {
     const uint64_t rb = row_bytes(fmt, c);
     uint64_t row0 = 0;
     for (uint32_t i = 0; i < n_kinds; i++) {
-      expected_shape(m_->meta, kinds[i], &r, &c);
+      expected_shape(m_->meta, kinds[i], &r, &c, layer);
       TensorRef ref{t.base + t.offset + row0 * rb, fmt, r, c, (uint64_t)r * rb};
       GB_TRY(place(kinds[i], layer, ref, name));
       row0 += r;
@@ -247,7 +255,8 @@ class Binder {
   gb_status place(uint32_t kind, uint32_t layer, const TensorRef &ref, const char *name) {
     // (The embedding, read a row at a time, and the DeltaNet's alpha and beta
     // projections, multiplied as the matrices are, may take any format.)
-    const bool any_format = kind == kTokEmbd || kind == kGdnAlpha || kind == kGdnBeta;
+    const bool any_format = kind == kTokEmbd || kind == kGdnAlpha || kind == kGdnBeta || kind == kPleEmbd || kind == kPleModelProj ||
+                            kind == kPleGate || kind == kPleProj;
     GB_RETURN_IF(is_common_kind(kind) && !any_format && ref.format != kFmtF32, log_, GB_ERR_UNSUPPORTED_TYPE,
                  "gguf: tensor '%s' is stored as %s; norms, biases and RoPE factors must be F32", name, format_name(ref.format));
     TensorRef *slot = model_tensor_slot(m_, kind, layer, tier);
@@ -308,6 +317,7 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
     }
     for (const auto &e : kLayer) {
       if (conv && (e.kind == kWq || e.kind == kWk || e.kind == kWv || e.kind == kWo)) continue;
+      if (d.kv_shared(l) && (e.kind == kWk || e.kind == kWv)) continue;  // reads an earlier layer's cache
       if (e.kind == kFfnNorm) {
         snprintf(name, sizeof name, "blk.%u.%s.weight", l, a.ffn_norm);
         GB_TRY(b.bind1(name, e.kind, l));
@@ -350,6 +360,7 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
       if (attn_only && d.conv_layer(l)) continue;
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, first);
       GB_TRY(b.bind1(name, k1, l));
+      if (k2 == kKNorm && d.kv_shared(l)) continue;  // no keys of its own
       snprintf(name, sizeof name, "blk.%u.%s.weight", l, second);
       GB_TRY(b.bind1(name, k2, l));
     }
@@ -374,6 +385,27 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
     TensorRef f{reinterpret_cast<const uint8_t *>(linear_factors), kFmtF32, 1, d.rope_dim / 2, 2ull * d.rope_dim};
     GB_TRY(b.place(kRopeFreqs, 0, f, "rope scaling"));
   }
+  // Per-layer inputs (gemma4): three tables, four tensors per layer (the
+  // output scale optional, in every layer or none).
+  if (d.ple_dim) {
+    GB_TRY(b.bind1("per_layer_token_embd.weight", kPleEmbd, 0));
+    GB_TRY(b.bind1("per_layer_model_proj.weight", kPleModelProj, 0));
+    GB_TRY(b.bind1("per_layer_proj_norm.weight", kPleProjNorm, 0));
+    static const struct {
+      const char *name;  // "blk.N." + this
+      uint32_t kind;
+    } kPle[] = {{"inp_gate.weight", kPleGate}, {"proj.weight", kPleProj}, {"post_norm.weight", kPlePostNorm}};
+    for (uint32_t l = 0; l < d.n_layers; l++)
+      for (const auto &e : kPle) {
+        snprintf(name, sizeof name, "blk.%u.%s", l, e.name);
+        GB_TRY(b.bind1(name, e.kind, l));
+      }
+  }
+  if (strcmp(a.name, "gemma4") == 0 && b.has("blk.0.layer_output_scale.weight"))
+    for (uint32_t l = 0; l < d.n_layers; l++) {
+      snprintf(name, sizeof name, "blk.%u.layer_output_scale.weight", l);
+      GB_TRY(b.bind1(name, kLayerScale, l));
+    }
   uint64_t n_tensors = 0;
   for (const GgufView *v = &g; v; v = v->next_part) n_tensors += v->n_tensors;
   if (b.bound < n_tensors)
@@ -449,6 +481,9 @@ gb_status scan_values(const gb_model &m, const Logger &log) {
   GB_TRY(check(m.rope_freqs, "the RoPE factors", 0));
   GB_TRY(check(m.rope_freqs_long, "the long RoPE factors", 0));
   GB_TRY(check(m.classifier[d.default_gear], "the classifier", 0));
+  GB_TRY(check(m.ple_embd, "the per-layer input table", 0));
+  GB_TRY(check(m.ple_model_proj, "the per-layer input projection", 0));
+  GB_TRY(check(m.ple_proj_norm, "the per-layer input norm", 0));
   for (uint32_t l = 0; l < d.n_layers; l++) {
     GB_TRY(check(m.attn_norm[l], "the attention norm", l));
     GB_TRY(check(m.ffn_norm[l], "the FFN norm", l));
@@ -456,6 +491,7 @@ gb_status scan_values(const gb_model &m, const Logger &log) {
     for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.qk_norm[k][l], "a Q/K norm", l));
     for (uint32_t k = 0; k < 2; k++) GB_TRY(check(m.post_norm[k][l], "a post norm", l));
     GB_TRY(check(m.conv_kernel[l], "the convolution's taps", l));
+    for (uint32_t k = 0; k < 4; k++) GB_TRY(check(m.ple[k][l], "a per-layer input tensor", l));
     for (uint32_t k = 0; k < 5; k++) GB_TRY(check(m.gdn[k][l], "a Gated DeltaNet tensor", l));
     for (uint32_t k = 0; k < kMatsPerLayer; k++)
       GB_TRY(check(m.mats[d.default_gear][(size_t)l * kMatsPerLayer + k], "a weight matrix", l));

@@ -177,6 +177,7 @@ extern "C" gb_status gb_plan(const gb_model *m, uint64_t budget, uint32_t n_ctx,
     r.kv_pool_bytes = pool;
     gb::session_config(best, x, &cfg);
     r.weight_bytes = common + gb::resident_tier_bytes(m, cfg);
+    r.streamed_bytes = gb::streamed_bytes(m);
     r.n_ctx = best.n_ctx ? best.n_ctx : m->meta.seq_len;
     r.gear = best.gear;
     r.kv_policy = best.kv.policy;

@@ -121,7 +121,7 @@ gb_session *carve(Arena &a, const gb_model *m, const SessionConfig &o, const KvP
   gb_session *t = s ? new (s) gb_session() : &tmp;
   float *rope_freq = a.array<float>(c.rope_dim / 2 + 1);
   t->ex.rope_freq = rope_freq;
-  t->ex.rope_freq_swa = c.swa_window ? a.array<float>(c.rope_dim / 2 + 1) : nullptr;
+  t->ex.rope_freq_swa = c.swa_window ? a.array<float>(c.swa_rope_dim() / 2 + 1) : nullptr;
   kv_carve(&t->kv, a, c, o, kvp);
   const bool calibrating = o.gear == GB_GEAR_AUTO && o.monitor.calibrate;
   t->pf.calib = calibrating ? a.array<float>(o.n_ctx) : nullptr;
@@ -543,7 +543,8 @@ extern "C" gb_status gb_session_create(const gb_model *m, const gb_session_optio
   // Sliding-window layers: their own base, no factors.
   if (c.swa_window) {
     float *swa = const_cast<float *>(s->ex.rope_freq_swa);
-    for (uint32_t i = 0; i < c.rope_dim / 2; i++) swa[i] = 1.0f / powf(c.rope_theta_swa, (float)(2 * i) / (float)c.rope_dim);
+    const uint32_t rd = c.swa_rope_dim();  // Gemma 4: the sliding layers rotate their own (smaller) heads
+    for (uint32_t i = 0; i < rd / 2; i++) swa[i] = 1.0f / powf(c.rope_theta_swa, (float)(2 * i) / (float)rd);
   }
   const gb_status gs = constraint_init(&s->cons, m, o, &s->log);
   if (gs != GB_OK) {  // the grammar's start outgrew its limits

@@ -15,7 +15,7 @@
 #      with SVE at 128, 256 and 512 bits (at 256 and 512 the kernel-level
 #      ones: the SVE code is the same at every vector length, and the
 #      whole-model ones run at 128); the greedy stories of both shared
-#      models and of the qwen3, smollm3, phi3, gemma3, lfm2 and qwen35 fixtures (tests/fixtures/) on
+#      models and of the qwen3, smollm3, phi3, gemma3, lfm2, qwen35 and gemma4 fixtures (tests/fixtures/) on
 #      every model, compared with x86's
 #   4. the none port (aarch64, no OS services): a decode test with the model
 #      linked into the program, under qemu (cortex-a53)
@@ -143,11 +143,13 @@ story() { $1 run -m "$2" -n 200 --gear "${3:-high}" --temp 0 --deterministic --q
 # The architectures beyond llama: the repository's Q4_K_M fixtures (random
 # weights), converted, on their own tier, after a short prompt (without one,
 # gemma3-tiny's first greedy token is its end of text); greedy text md5s,
-# one line. A story that is only a newline (md5 68b329da9893) is a failure.
+# one line (gemma4, which no .gbx holds, from its GGUF in place). A story
+# that is only a newline (md5 68b329da9893) is a failure.
 arch_stories() {  # gearbx [qemu prefix...]
   local a f m out=""
-  for a in qwen3 smollm3 phi3 gemma3 lfm2 qwen35; do
+  for a in qwen3 smollm3 phi3 gemma3 lfm2 qwen35 gemma4; do
     f="$MODEL_DIR/$a-tiny-q4km.gbx"
+    [ "$a" = gemma4 ] && f="$ROOT/tests/fixtures/gemma4-tiny-Q4_K_M.gguf"
     m=$(story "$1" "$f" low "Once upon a time")
     [ "$m" = 68b329da9893 ] && m="EMPTY"
     out="$out $a $m"

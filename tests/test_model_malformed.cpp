@@ -148,7 +148,7 @@ TEST_F(Malformed, SectionTable) {
 
 TEST_F(Malformed, MetaFields) {
   auto meta = [](Image &i) { return i.section(gb::kSecMeta); };
-  expect_planted(GB_ERR_UNSUPPORTED_TYPE, [&](Image &i) { st_u32(meta(i) + 4, 9); }, "arch");  // one past the table's ids
+  expect_planted(GB_ERR_UNSUPPORTED_TYPE, [&](Image &i) { st_u32(meta(i) + 4, 10); }, "arch");  // one past the table's ids
   expect_planted(GB_ERR_CORRUPT, [&](Image &i) { st_u32(meta(i) + 8, 0); }, "dim 0");
   expect_planted(GB_ERR_CORRUPT, [&](Image &i) { st_u32(meta(i) + 16, 0); }, "layers 0");
   expect_planted(GB_ERR_CORRUPT, [&](Image &i) { st_u32(meta(i) + 24, 3); }, "heads % kv_heads");

@@ -4,9 +4,12 @@
 // session's pool beside the attention layers' KV cache, and every path that
 // moves a session must carry it exactly: save and restore, reset, the
 // speculative gear's rollback of rejected drafts, prefill chunks, thread
-// counts. The files are the repository's fixtures (tests/fixtures: the F32
-// file written from its seed, the Q4_K_M file llama.cpp's quantizer made
-// from it); their agreement with llama.cpp is ArchFixtures' part.
+// counts. Gemma 4's layers, which read other layers' caches and carry
+// per-layer inputs, and whose sliding layers' rings have their own head
+// shape, go through the same checks (and their own, at the end). The files
+// are the repository's fixtures (tests/fixtures: the F32 file written from
+// its seed, the Q4_K_M file llama.cpp's quantizer made from it); their
+// agreement with llama.cpp is ArchFixtures' part.
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -29,7 +32,11 @@
 
 namespace {
 
-const char *const kArchs[] = {"lfm2", "qwen35"};
+// (gemma4 holds no recurrent state, but its sliding layers' own head
+// shapes, its layers reading other layers' caches and its per-layer inputs
+// go through the same machinery; no .gbx holds it.)
+const char *const kArchs[] = {"lfm2", "qwen35", "gemma4"};
+bool in_place_only(const std::string &arch) { return arch == "gemma4"; }
 
 std::string q4km(const std::string &arch) { return std::string(GB_TEST_SOURCE_DIR) + "/fixtures/" + arch + "-tiny-Q4_K_M.gguf"; }
 
@@ -63,11 +70,12 @@ const std::string &gbx_of(const std::string &gguf) {
 // The model in each form: the F32 and Q4_K_M GGUFs opened in place, and
 // their .gbx conversions.
 std::vector<std::string> forms(const std::string &arch) {
+  if (in_place_only(arch)) return {f32_file(arch), q4km(arch)};
   return {f32_file(arch), q4km(arch), gbx_of(f32_file(arch)), gbx_of(q4km(arch))};
 }
 // The gear a form is run at: the f32 tier of the F32 model, else the file's own.
 gb_gear gear_of(const std::string &arch, const std::string &path) {
-  return path == q4km(arch) || path == gbx_of(q4km(arch)) ? GB_GEAR_DEFAULT : GB_GEAR_F32;
+  return path == q4km(arch) || (!in_place_only(arch) && path == gbx_of(q4km(arch))) ? GB_GEAR_DEFAULT : GB_GEAR_F32;
 }
 
 const int32_t kPrompt[] = {1, 403, 407, 261, 266, 324, 290, 382, 311, 267, 400, 365, 354, 260, 277};
@@ -229,12 +237,15 @@ TEST(Recurrent, RestoredStateContinuesBitForBit) {
     decode(b, 24, &rb);
     EXPECT_EQ(ra.tokens, rb.tokens) << path;
     EXPECT_TRUE(same_bits(ra.logits, rb.logits)) << path;
-    // Without the convolutions' rows (or the DeltaNet matrices) the
-    // continuation differs: the state image carries them.
+    // Without the convolutions' rows (or the DeltaNet matrices; gemma4: the
+    // sliding layers' rings) the continuation differs: the state image
+    // carries them.
     gb_session *c = nullptr;
     ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &c), GB_OK);
     ASSERT_EQ(gb_session_state_load(c, img.data(), img.size()), GB_OK);
     for (uint32_t i = 0; i < c->kv.plan.conv_cap; i++) c->kv.conv.pos[i] = gb::kRingEmpty;
+    if (!c->kv.plan.conv_layers)
+      for (uint32_t i = 0; i < c->kv.plan.ring_cap; i++) c->kv.ring.pos[i] = gb::kRingEmpty;
     if (c->kv.plan.delta_layers) {
       ASSERT_EQ(gb_session_state_load(c, img.data(), img.size()), GB_OK);
       memset(c->kv.delta.s, 0, sizeof(float) * c->kv.plan.delta_layers * c->kv.plan.delta_state());
@@ -258,7 +269,10 @@ TEST(Recurrent, RestoredStateContinuesBitForBit) {
 // One thread or several, the prompt in one chunk or many: the same logits
 // bit for bit at every thread count; chunks may change the summation order
 // of the batched matrix products, so across chunk sizes the logits agree to
-// float rounding and the greedy tokens are the same.
+// float rounding and the greedy tokens are the same. (gemma4 rounds each
+// GELU input to binary16, where a rounding difference can flip a step
+// that the norms after it magnify: about 10 times the others' bounds, as
+// llama.cpp's own batched and one-at-a-time logits differ on that file.)
 TEST(Recurrent, ThreadsAndChunksGiveTheSameLogits) {
   const uint32_t steps = gbt::test_scale() >= 1.0 ? 24 : 8;
   for (const char *arch : kArchs)
@@ -278,7 +292,8 @@ TEST(Recurrent, ThreadsAndChunksGiveTheSameLogits) {
       const Steps r = prompt_then_decode(m, options(g, 1, batch), steps);
       EXPECT_EQ(r.tokens, one.tokens) << path << " batch " << batch;
       ASSERT_EQ(r.logits.size(), one.logits.size());
-      EXPECT_LT(max_abs_diff(r.logits, one.logits), path == q4km(arch) ? 2e-2 : 1e-4) << path << " batch " << batch;
+      const double bound = (path == q4km(arch) ? 2e-2 : 1e-4) * (in_place_only(arch) ? 10 : 1);
+      EXPECT_LT(max_abs_diff(r.logits, one.logits), bound) << path << " batch " << batch;
     }
     gb_model_close(m);
   }
@@ -292,7 +307,8 @@ TEST(Recurrent, ThreadsAndChunksGiveTheSameLogits) {
 // nearly every round rolls back).
 TEST(Recurrent, SpeculativeGreedyIsTheVerifiers) {
   for (const char *arch : kArchs)
-  for (const std::string &path : {f32_file(arch), gbx_of(f32_file(arch))}) {
+  for (const std::string &path : in_place_only(arch) ? std::vector<std::string>{f32_file(arch)}
+                                                     : std::vector<std::string>{f32_file(arch), gbx_of(f32_file(arch))}) {
   gb_model *m = open(path);
   ASSERT_NE(m, nullptr);
   const uint32_t steps = gbt::test_scale() >= 1.0 ? 48 : 16;
@@ -485,6 +501,7 @@ TEST(Recurrent, RecurrentLayerFlagsAreTheInterval) {
 // each a real one (no tier is made at session creation).
 TEST(Recurrent, TheGbxFormHoldsTheLayersAndEveryTier) {
   for (const char *arch : kArchs) {
+    if (in_place_only(arch)) continue;
     gb_model *g = open(f32_file(arch)), *c = open(gbx_of(f32_file(arch)));
     ASSERT_TRUE(g && c);
     gb_model_info gi, ci;
@@ -514,3 +531,131 @@ TEST(Recurrent, TheGbxFormHoldsTheLayersAndEveryTier) {
 }
 
 }  // namespace
+
+// ---- gemma4: per-layer head shapes, shared caches, per-layer inputs -------------
+
+// The pool holds the sliding layers' rings at their own head shape (2 KV
+// heads of 64 against the global layers' 1 of 128) and nothing for the
+// layers that read an earlier layer's cache: of the fixture's six layers,
+// one global layer and two rings hold KV; layers 3 and 4 read layer 1's
+// ring, layer 5 layer 2's cache. The per-layer input table is streamed from
+// the file: the model reports it apart, the budget and the planner leave
+// it out of the resident weights.
+TEST(Gemma4, ThePoolHoldsOnlyTheCachesOfLayersThatOwnOne) {
+  gb_model *m = open(q4km("gemma4"));
+  ASSERT_NE(m, nullptr);
+  gb_model_info info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(gb_model_get_info(m, &info), GB_OK);
+  EXPECT_EQ(info.head_dim, 128u);
+  EXPECT_EQ(info.n_kv_heads, 1u);
+  EXPECT_EQ(info.head_dim_swa, 64u);
+  EXPECT_EQ(info.n_kv_heads_swa, 2u);
+  EXPECT_EQ(info.n_kv_shared_layers, 3u);
+  EXPECT_EQ(info.n_attention_layers, 6u);
+  EXPECT_EQ(info.per_layer_input_bytes, m->ple_embd.nbytes);
+  EXPECT_EQ(info.per_layer_input_row_bytes, 6u * 32 / 32 * 34);  // a Q8_0 row of 6 layers x 32 values
+  for (uint32_t policy : {(uint32_t)GB_KV_F32, (uint32_t)GB_KV_UNIFORM8}) {
+    gb_session_options so = options(GB_GEAR_DEFAULT, 1, 4);
+    so.kv.policy = (gb_kv_policy)policy;
+    so.n_ctx = 256;
+    size_t bytes = 0;
+    ASSERT_EQ(gb_session_mem_size(m, &so, &bytes), GB_OK);
+    gb_session *s = nullptr;
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &s), GB_OK);
+    const gb::KvPool &kv = s->kv;
+    const gb::KvPlan &p = kv.plan;
+    EXPECT_EQ(kv.n_layers, 1u);
+    EXPECT_EQ(p.ring_layers, 2u);
+    EXPECT_EQ(p.ring_kv_heads, 2u);
+    EXPECT_EQ(p.ring_head_dim, 64u);
+    EXPECT_EQ(kv.layer_map[3], kv.layer_map[1]);
+    EXPECT_EQ(kv.layer_map[4], kv.layer_map[1]);
+    EXPECT_EQ(kv.layer_map[5], kv.layer_map[2]);
+    const uint32_t bits = policy == GB_KV_F32 ? 32 : 8;
+    EXPECT_EQ(p.rec[p.entry], 1u * 2 * 128 * bits / 8);
+    EXPECT_EQ(p.ring_rec, 2u * 2 * 64 * bits / 8);
+    EXPECT_EQ(p.ring_scale_bytes, policy == GB_KV_F32 ? 0u : 4u * 2);
+    EXPECT_EQ(p.pool_bytes, p.layer_bytes + 2ull * p.ring_cap * (p.ring_rec + p.ring_scale_bytes));
+    gb_session_destroy(s);
+  }
+  // Both caches are read back at their own shapes: 8-bit keys and values
+  // give the f32 pool's tokens, their logits within 8-bit rounding.
+  const Steps f = prompt_then_decode(m, options(GB_GEAR_DEFAULT, 1, 4), 16);
+  gb_session_options q8 = options(GB_GEAR_DEFAULT, 1, 4);
+  q8.kv.policy = GB_KV_UNIFORM8;
+  const Steps q = prompt_then_decode(m, q8, 16);
+  ASSERT_EQ(q.logits.size(), f.logits.size());
+  // (gemma3's fixture moves as much: 0.10 at most over the same steps.)
+  EXPECT_EQ(q.tokens, f.tokens);
+  EXPECT_LT(max_abs_diff(q.logits, f.logits), 0.25);
+  EXPECT_GT(max_abs_diff(q.logits, f.logits), 0.0);  // the 8-bit pool is really in use
+  // The planner: the streamed table is reported apart, not resident.
+  gb_session_options po;
+  gb_session_options_init(&po);
+  po.log = gbt::quiet_log;
+  gb_plan_report rep;
+  rep.struct_size = sizeof rep;
+  ASSERT_EQ(gb_plan(m, 64ull << 20, 256, &po, &rep), GB_OK);
+  EXPECT_EQ(rep.streamed_bytes, info.per_layer_input_bytes);
+  EXPECT_EQ(rep.weight_bytes, info.gear_bytes[info.default_gear] - info.per_layer_input_bytes);
+  gb_model_close(m);
+}
+
+// What the architecture adds is checked on open: each edit of a good file
+// answers its status with a log line.
+TEST(Gemma4, MalformedFilesAreRefusedWithTheirStatus) {
+  static const Refusal cases[] = {
+      {"sliding_window_pattern missing", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->remove("gemma4.attention.sliding_window_pattern"); }},
+      {"sliding_window_pattern of 5 entries", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("gemma4.attention.sliding_window_pattern", 9, u32_array({1, 1, 0, 1, 1}, 7)); }},
+      {"sliding_window_pattern not periodic", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("gemma4.attention.sliding_window_pattern", 9, u32_array({1, 1, 0, 1, 0, 0}, 7)); }},
+      {"sliding_window 0", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->set_u32("gemma4.attention.sliding_window", 0); }},
+      {"key_length_swa missing", GB_ERR_CORRUPT, [](gb::GgufSpec *s) { s->remove("gemma4.attention.key_length_swa"); }},
+      {"sliding heads wider than the global ones", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) {
+         s->set_u32("gemma4.attention.key_length_swa", 64);
+         s->set_u32("gemma4.attention.value_length_swa", 64);
+       }},
+      {"value_length_swa differs", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set_u32("gemma4.attention.value_length_swa", 8); }},
+      {"rope.dimension_count_swa beyond the sliding heads", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set_u32("gemma4.rope.dimension_count_swa", 32); }},
+      {"head_count_kv differs among the sliding layers", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("gemma4.attention.head_count_kv", 9, u32_array({2, 1, 1, 2, 2, 1})); }},
+      {"shared_kv_layers leaving one layer with a cache", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set_u32("gemma4.attention.shared_kv_layers", 5); }},
+      {"a global layer that would read a sliding layer's cache", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set_u32("gemma4.attention.shared_kv_layers", 4); }},
+      {"feed_forward_length of 5 entries", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { s->set("gemma4.feed_forward_length", 9, u32_array({64, 64, 64, 128, 128})); }},
+      {"feed_forward_length differing among the layers holding a cache", GB_ERR_UNSUPPORTED_TYPE,
+       [](gb::GgufSpec *s) { s->set("gemma4.feed_forward_length", 9, u32_array({64, 128, 64, 128, 128, 128})); }},
+      {"experts", GB_ERR_UNSUPPORTED_TYPE, [](gb::GgufSpec *s) { s->set_u32("gemma4.expert_count", 4); }},
+      {"the per-layer input table missing", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("per_layer_token_embd.weight"); }},
+      {"a layer's per-layer input projection missing", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("blk.3.proj.weight"); }},
+      {"a cache-holding layer's value projection missing", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("blk.0.attn_v.weight"); }},
+      {"the output scale in some layers only", GB_ERR_MISSING_TENSOR,
+       [](gb::GgufSpec *s) { s->remove_tensor("blk.4.layer_output_scale.weight"); }},
+      {"the per-layer projection of half its rows", GB_ERR_SHAPE_MISMATCH,
+       [](gb::GgufSpec *s) {
+         gb::GgufTensorSpec *t = s->tensor("per_layer_model_proj.weight");
+         t->ne[1] /= 2;
+         t->data.resize(t->data.size() / 2);
+       }},
+      {"a global layer's key projection of sliding-head rows", GB_ERR_SHAPE_MISMATCH,
+       [](gb::GgufSpec *s) {
+         gb::GgufTensorSpec *t = s->tensor("blk.2.attn_k.weight");
+         t->ne[1] /= 2;
+         t->data.resize(t->data.size() / 2);
+       }},
+      {"a non-finite per-layer input norm weight", GB_ERR_CORRUPT,
+       [](gb::GgufSpec *s) { gb::st_u32(&s->tensor("per_layer_proj_norm.weight")->data[4], 0x7f800000u); }},
+  };
+  expect_refusals(gb::arch_fixture_spec("gemma4-small"), cases);
+}

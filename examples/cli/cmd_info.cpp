@@ -66,6 +66,12 @@ int gb_cli_info(int argc, char **argv) {
            "             whatever the context (each recurrent layer's last %u convolution inputs, each DeltaNet\n"
            "             head's matrix; f32), in the session's pool beside the KV cache\n",
            i.n_attention_layers, i.n_shortconv_layers, i.n_deltanet_layers, (double)i.recurrent_bytes / 1024.0, i.conv_kernel - 1);
+  if (i.n_kv_shared_layers || i.head_dim_swa != i.head_dim || i.n_kv_heads_swa != i.n_kv_heads)
+    printf("attention    sliding layers %u KV heads of %u; %u layers read an earlier layer's cache (no KV of their own)\n",
+           i.n_kv_heads_swa, i.head_dim_swa, i.n_kv_shared_layers);
+  if (i.per_layer_input_bytes)
+    printf("per-layer    input table %llu bytes, streamed from the file (%llu bytes per token), not in the budget\n",
+           (unsigned long long)i.per_layer_input_bytes, (unsigned long long)i.per_layer_input_row_bytes);
   static const char *const kOrigin[] = {"source not recorded", "rounded from the source's float weights",
                                          "the source's own values", "rounded again from quantized weights"};
   for (int g = 0; g < GB_GEAR_COUNT; g++)
@@ -102,8 +108,10 @@ int gb_cli_info(int argc, char **argv) {
     uint64_t w = 0;
     if (g == GB_GEAR_AUTO || g == GB_GEAR_SPEC) {
       for (int t = GB_GEAR_LOW; t <= GB_GEAR_HIGH; t++) w += i.gear_bytes[t];
+      if (i.default_gear <= GB_GEAR_HIGH) w -= i.per_layer_input_bytes;
     } else {
       w += i.gear_bytes[g == GB_GEAR_DEFAULT ? i.default_gear : g];
+      if ((g == GB_GEAR_DEFAULT ? i.default_gear : g) == i.default_gear) w -= i.per_layer_input_bytes;  // streamed, above
     }
     printf("  %-8s session %10zu bytes (%7.1f MiB; KV pool %.1f MiB, %u tokens)  tiers %7.1f MiB  common %6.1f MiB  "
            "total %7.1f MiB\n",

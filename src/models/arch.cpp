@@ -93,19 +93,40 @@ gb_status read_kv_heads(const ArchDef &a, const GgufKeys &keys, const char *p, A
   GB_RETURN_IF(n != hp->n_layers, log, GB_ERR_CORRUPT, "gguf: %s has %zu entries for %u layers", full, n, hp->n_layers);
   uint32_t kv = 0, conv = 0;
   for (size_t l = 0; l < n; l++) {
+    hp->kv_layer[l] = per_layer[l];
     if (per_layer[l] == 0) {
       conv++;
       hp->layer_kind[l] = kLayerShortConv;
       continue;
     }
-    GB_RETURN_IF(kv && per_layer[l] != kv, log, GB_ERR_UNSUPPORTED_TYPE,
-                 "gguf: %s differs between layers (%u, %u): not supported", full, kv, per_layer[l]);
-    kv = per_layer[l];
+    hp->kv_varies = hp->kv_varies || (kv && per_layer[l] != kv);
+    if (!kv) kv = per_layer[l];
   }
   GB_RETURN_IF(conv && a.conv_layers == kNever, log, GB_ERR_UNSUPPORTED_TYPE,
                "gguf: %s is 0 in %u layers, which a %s model cannot have", full, conv, a.name);
   GB_RETURN_IF(!kv, log, GB_ERR_UNSUPPORTED_TYPE, "gguf: %s is 0 in every layer (no attention layer): not supported", full);
   hp->n_kv_heads = kv;
+  return GB_OK;
+}
+
+// feed_forward_length: one value, or an array of one per layer (hidden_dim
+// then its largest entry; entries that differ are left to the hook).
+gb_status read_ffn_width(const GgufKeys &keys, const char *p, ArchHparams *hp, const Logger &log) {
+  char full[128];
+  snprintf(full, sizeof full, "%sfeed_forward_length", p);
+  size_t n = 0;
+  gb_status st = GB_OK;
+  if (!keys.u32_array(full, hp->ff_layer, kArchMaxLayers, &n, &st)) {
+    GB_RETURN_IF(st != GB_OK, log, st, "gguf: key '%s' is neither an unsigned integer nor an array of them", full);
+    return key_u32(keys, p, "feed_forward_length", true, 0, log, &hp->hidden_dim);
+  }
+  GB_RETURN_IF(n != hp->n_layers, log, GB_ERR_CORRUPT, "gguf: %s has %zu entries for %u layers", full, n, hp->n_layers);
+  hp->hidden_dim = 0;
+  for (size_t l = 0; l < n; l++) {
+    GB_RETURN_IF(hp->ff_layer[l] == 0, log, GB_ERR_CORRUPT, "gguf: %s is 0 in layer %zu", full, l);
+    hp->ff_varies = hp->ff_varies || hp->ff_layer[l] != hp->ff_layer[0];
+    if (hp->ff_layer[l] > hp->hidden_dim) hp->hidden_dim = hp->ff_layer[l];
+  }
   return GB_OK;
 }
 
@@ -115,10 +136,10 @@ gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams 
   char p[64];
   snprintf(p, sizeof p, "%s.", a.name);
   GB_TRY(key_u32(keys, p, "embedding_length", true, 0, log, &hp->dim));
-  GB_TRY(key_u32(keys, p, "feed_forward_length", true, 0, log, &hp->hidden_dim));
   GB_TRY(key_u32(keys, p, "block_count", true, 0, log, &hp->n_layers));
-  GB_TRY(key_u32(keys, p, "attention.head_count", true, 0, log, &hp->n_heads));
   GB_RETURN_IF(hp->n_layers > kArchMaxLayers, log, GB_ERR_CORRUPT, "gguf: %sblock_count %u out of range", p, hp->n_layers);
+  GB_TRY(read_ffn_width(keys, p, hp, log));
+  GB_TRY(key_u32(keys, p, "attention.head_count", true, 0, log, &hp->n_heads));
   GB_TRY(read_kv_heads(a, keys, p, hp, log));
   GB_TRY(key_u32(keys, p, "context_length", false, 2048, log, &hp->seq_len));
   GB_RETURN_IF(hp->n_heads == 0, log, GB_ERR_CORRUPT, "gguf: %sattention.head_count is 0", p);
@@ -167,6 +188,10 @@ gb_status arch_read_hparams(const ArchDef &a, const GgufKeys &keys, ArchHparams 
   GB_RETURN_IF(hp->rope_orig_ctx > (1u << 22), log, GB_ERR_CORRUPT,
                "gguf: %srope.scaling.original_context_length %u out of range", p, hp->rope_orig_ctx);
   if (a.hparams) GB_TRY(a.hparams(keys, p, hp, log));
+  GB_RETURN_IF(hp->kv_varies && !hp->per_layer_resolved, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: %sattention.head_count_kv differs between layers: not supported for %s", p, a.name);
+  GB_RETURN_IF(hp->ff_varies && !hp->per_layer_resolved, log, GB_ERR_UNSUPPORTED_TYPE,
+               "gguf: %sfeed_forward_length differs between layers: not supported for %s", p, a.name);
   return GB_OK;
 }
 

@@ -58,6 +58,17 @@ struct ArchHparams {
   uint8_t layer_kind[kArchMaxLayers] = {};
   uint32_t gdn_state = 0, gdn_k_heads = 0, gdn_v_heads = 0;
   uint32_t attn_gate = 0;  // queries interleaved with their output gates (Meta::attn_gate)
+  // Per-layer arrays a hook may resolve: attention.head_count_kv with
+  // different non-zero entries, feed_forward_length as an array of
+  // different entries (kv_layer / ff_layer: the entries; hidden_dim is then
+  // the largest, n_kv_heads the first layer's). Unless the hook sets
+  // per_layer_resolved, such a file is refused.
+  uint32_t kv_layer[kArchMaxLayers] = {}, ff_layer[kArchMaxLayers] = {};
+  bool kv_varies = false, ff_varies = false, per_layer_resolved = false;
+  // Gemma 4 (Meta's fields of the same names).
+  uint32_t head_dim_swa = 0, n_kv_heads_swa = 0, rope_dim_swa = 0, kv_shared_from = 0, ff_kv_layers = 0, ple_dim = 0;
+  float attn_scale = 0.0f;
+  uint32_t v_norm = 0;
 };
 
 // A GGUF file's metadata, as the architecture hooks read it (the converter's

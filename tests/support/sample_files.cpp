@@ -2,6 +2,7 @@
 // sample_files.h).
 #include "sample_files.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -277,7 +278,121 @@ void sample_spm_tokenizer(GgufSpec *sp, uint32_t vocab) {
   s.set_u32("tokenizer.ggml.unknown_token_id", 0);
 }
 
+namespace {
+
+// An array key's value: element type, count, then the elements (u32 or bool).
+std::vector<uint8_t> gguf_array(uint32_t elem, const std::vector<uint32_t> &v) {
+  std::vector<uint8_t> a = gguf_enc_u32(elem);
+  put_u64(a, v.size());
+  for (uint32_t x : v) {
+    if (elem == 7) {
+      a.push_back((uint8_t)x);
+    } else {
+      const std::vector<uint8_t> e = gguf_enc_u32(x);
+      a.insert(a.end(), e.begin(), e.end());
+    }
+  }
+  return a;
+}
+
+// gemma4-tiny (weights as the other fixtures', the Q/K norms below apart):
+// layers [S, S, G, S, S, G] (the sliding pattern as a boolean
+// array, period 3), sliding heads 2 x 64 over 2 KV heads rotated whole (base
+// 1e4), global heads 2 x 128 over 1 KV head rotated over their first 32
+// dimensions (rope_freqs: 16 factors of 1, then 1e30; base 1e6); the last 3
+// layers share the caches of layers 1 (sliding) and 2 (global), with an FFN
+// twice as wide (512 against 256); per-layer inputs of 32 values per layer;
+// layer output scales near 1; window 16; logits soft-capped at 30.
+// gemma4-small: the same shape at dim 64 (the fuzz targets' seed).
+GgufSpec gemma4_fixture_spec(bool small, uint64_t seed) {
+  GgufSpec s;
+  const uint32_t dim = small ? 64 : 256, L = 6, heads = 2, hd = small ? 32 : 128, hs = hd / 2, kvg = 1, kvs = 2, vocab = 512;
+  const uint32_t ff = dim, ffw = 2 * dim, P = small ? 8 : 32, shared = 3;
+  auto slides = [](uint32_t l) { return l % 3 != 2; };
+  const std::string a = "gemma4.";
+  s.set_str("general.architecture", "gemma4");
+  s.set_str("general.name", small ? "gemma4-small" : "gemma4-tiny");
+  s.set_u32(a + "context_length", 1024);
+  s.set_u32(a + "embedding_length", dim);
+  s.set_u32(a + "block_count", L);
+  std::vector<uint32_t> ffs, kvh, pattern;
+  for (uint32_t l = 0; l < L; l++) {
+    ffs.push_back(l >= L - shared ? ffw : ff);
+    kvh.push_back(slides(l) ? kvs : kvg);
+    pattern.push_back(slides(l) ? 1 : 0);
+  }
+  s.set(a + "feed_forward_length", 9, gguf_array(4, ffs));
+  s.set_u32(a + "attention.head_count", heads);
+  s.set(a + "attention.head_count_kv", 9, gguf_array(4, kvh));
+  s.set_u32(a + "attention.key_length", hd);
+  s.set_u32(a + "attention.value_length", hd);
+  s.set_u32(a + "attention.key_length_swa", hs);
+  s.set_u32(a + "attention.value_length_swa", hs);
+  s.set_u32(a + "rope.dimension_count", hd);
+  s.set_u32(a + "rope.dimension_count_swa", hs);
+  s.set_f32(a + "rope.freq_base", 1e6f);
+  s.set_f32(a + "rope.freq_base_swa", 1e4f);
+  s.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  s.set_u32(a + "attention.sliding_window", 16);
+  s.set(a + "attention.sliding_window_pattern", 9, gguf_array(7, pattern));
+  s.set_u32(a + "attention.shared_kv_layers", shared);
+  s.set_u32(a + "embedding_length_per_layer_input", P);
+  s.set_f32(a + "final_logit_softcapping", 30.0f);
+  sample_spm_tokenizer(&s, vocab);
+  uint64_t st = seed;
+  const float sd = 3.4641016f;
+  auto mat = [&](const std::string &name, uint32_t rows, uint32_t cols, float stdev) {
+    s.tensors.push_back(
+        GgufTensorSpec{name, {cols, rows}, 0, encode(weights(&st, (size_t)rows * cols, stdev * sd, 0.0f), 0, cols)});
+  };
+  auto norm = [&](const std::string &name, uint32_t n) {
+    s.tensors.push_back(GgufTensorSpec{name, {n}, 0, encode(weights(&st, n, 0.1f * sd, 1.0f), 0, n)});
+  };
+  mat("token_embd.weight", vocab, dim, 0.05f);
+  norm("output_norm.weight", dim);
+  std::vector<float> factors(hd / 2, 1e30f);
+  for (uint32_t i = 0; i < hd / 8; i++) factors[i] = 1.0f;
+  s.tensors.push_back(GgufTensorSpec{"rope_freqs.weight", {hd / 2}, 0, encode(factors, 0, hd / 2)});
+  mat("per_layer_token_embd.weight", vocab, L * P, 0.05f);
+  mat("per_layer_model_proj.weight", L * P, dim, 0.05f);
+  norm("per_layer_proj_norm.weight", P);
+  for (uint32_t l = 0; l < L; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const uint32_t h = slides(l) ? hs : hd, kv = slides(l) ? kvs : kvg, f = l >= L - shared ? ffw : ff;
+    const bool own = l < L - shared;
+    norm(p + "attn_norm.weight", dim);
+    mat(p + "attn_q.weight", heads * h, dim, 0.1f);
+    if (own) {
+      mat(p + "attn_k.weight", kv * h, dim, 0.1f);
+      mat(p + "attn_v.weight", kv * h, dim, 0.05f);
+    }
+    mat(p + "attn_output.weight", dim, heads * h, 0.05f);
+    // Q/K norm weights near h^(-1/4): the attention scale is 1, so this
+    // gives the logits of a 1/sqrt(h) attention over unit-RMS heads (a
+    // trained model's norms set that spread; weights near 1 would make
+    // every query's softmax a near one-hot choice).
+    const float c = 1.0f / sqrtf(sqrtf((float)h));
+    s.tensors.push_back(GgufTensorSpec{p + "attn_q_norm.weight", {h}, 0, encode(weights(&st, h, 0.1f * sd * c, c), 0, h)});
+    if (own)
+      s.tensors.push_back(GgufTensorSpec{p + "attn_k_norm.weight", {h}, 0, encode(weights(&st, h, 0.1f * sd * c, c), 0, h)});
+    norm(p + "post_attention_norm.weight", dim);
+    norm(p + "ffn_norm.weight", dim);
+    mat(p + "ffn_gate.weight", f, dim, 0.05f);
+    mat(p + "ffn_down.weight", dim, f, 0.05f);
+    mat(p + "ffn_up.weight", f, dim, 0.05f);
+    norm(p + "post_ffw_norm.weight", dim);
+    mat(p + "inp_gate.weight", P, dim, 0.05f);
+    mat(p + "proj.weight", dim, P, 0.05f);
+    norm(p + "post_norm.weight", dim);
+    norm(p + "layer_output_scale.weight", 1);
+  }
+  return s;
+}
+
+}  // namespace
+
 GgufSpec arch_fixture_spec(const std::string &arch) {
+  if (arch == "gemma4" || arch == "gemma4-small") return gemma4_fixture_spec(arch == "gemma4-small", 20261207 + (arch != "gemma4"));
   GgufSpec s;
   ArchFixtureDims d;
   if (arch == "qwen3") {

@@ -449,6 +449,11 @@ class ModelInfo:
     n_deltanet_layers: int  # Gated DeltaNet layers (qwen35)
     conv_kernel: int  # taps of the recurrent layers' convolution (0: none)
     recurrent_bytes: int  # the recurrent layers' fixed state, whatever the context
+    head_dim_swa: int  # the sliding-window layers' head size (gemma4: its own)
+    n_kv_heads_swa: int  # and their KV heads
+    n_kv_shared_layers: int  # layers reading an earlier layer's cache (gemma4)
+    per_layer_input_bytes: int  # the per-layer input table, streamed from the file (gemma4)
+    per_layer_input_row_bytes: int  # of which each token reads
 
     @property
     def tiers(self) -> tuple:

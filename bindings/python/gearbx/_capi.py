@@ -180,6 +180,11 @@ class gb_model_info(ctypes.Structure):
         ("n_deltanet_layers", ctypes.c_uint32),
         ("conv_kernel", ctypes.c_uint32),
         ("recurrent_bytes", ctypes.c_uint64),
+        ("head_dim_swa", ctypes.c_uint32),
+        ("n_kv_heads_swa", ctypes.c_uint32),
+        ("n_kv_shared_layers", ctypes.c_uint32),
+        ("per_layer_input_bytes", ctypes.c_uint64),
+        ("per_layer_input_row_bytes", ctypes.c_uint64),
     ]
 
 
@@ -377,6 +382,7 @@ class gb_plan_report(ctypes.Structure):
         ("prefill_batch", ctypes.c_uint32),
         ("gave_up", ctypes.c_uint32),
         ("candidates_tried", ctypes.c_uint32),
+        ("streamed_bytes", ctypes.c_uint64),
     ]
 
 
