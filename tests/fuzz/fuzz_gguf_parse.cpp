@@ -139,9 +139,10 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
     seeds->push_back(gb::FuzzSeed{b, b.size(), 2});
   }
   // lfm2 (a per-layer array of head_count_kv) and qwen35 (ssm keys,
-  // multi-section RoPE): two kinds of layer each.
-  // Cut at their tensor data, as the real files above.
-  for (const char *arch : {"lfm2-small", "qwen35-small"}) {
+  // multi-section RoPE): two kinds of layer each; gemma4 (boolean and
+  // per-layer arrays, sliding-head keys). Cut at their tensor data, as the
+  // real files above.
+  for (const char *arch : {"lfm2-small", "qwen35-small", "gemma4-small"}) {
     gb::GgufLayout lay;
     std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec(arch), &lay);
     b.resize(lay.data_start);

@@ -272,6 +272,11 @@ inline void gguf_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds, const std::string 
     const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("qwen35-small"), &lay);
     seeds->push_back(gb::FuzzSeed{b, lay.data_start, 6});
   }
+  {  // gemma4: two head shapes, layers sharing caches, per-layer inputs (900 KB)
+    gb::GgufLayout lay;
+    const std::vector<uint8_t> b = gb::gguf_serialize(gb::arch_fixture_spec("gemma4-small"), &lay);
+    seeds->push_back(gb::FuzzSeed{b, lay.data_start, 4});
+  }
   // Real files: stories260K and the two 1 MB fixtures (qwen2 with Q/K/V
   // biases, Llama 3 with RoPE factors; K-quant mixes) as they are, and every
   // fixture of ../shared/fixtures (llama.cpp's quantizer: each type) cut to
