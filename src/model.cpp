@@ -780,7 +780,8 @@ gb_status read_model_options(const gb_model_options *in, gb_model_options *o, co
                "%s: GGUF layout %d unknown", fn, gb::raw_enum(o->gguf_layout));
   return GB_OK;
 }
-// Every tensor a session at the default gear reads, in turn.
+// Every tensor a session at the default gear reads, in turn (not the
+// per-layer input table, streamed a row per token: streamed_bytes).
 template <class F>
 void for_default_tensors(const gb_model &m, F &&f) {
   const uint32_t L = m.meta.n_layers, g = m.meta.default_gear;
@@ -788,9 +789,16 @@ void for_default_tensors(const gb_model &m, F &&f) {
   f(m.out_norm);
   f(m.rope_freqs);
   f(m.rope_freqs_long);
+  f(m.ple_model_proj);
+  f(m.ple_proj_norm);
   for (uint32_t l = 0; l < L; l++) {
     f(m.attn_norm[l]);
     f(m.ffn_norm[l]);
+    if (m.conv_kernel) f(m.conv_kernel[l]);
+    for (int k = 0; k < 5; k++)
+      if (m.gdn[k]) f(m.gdn[k][l]);
+    for (int k = 0; k < 4; k++)
+      if (m.ple[k]) f(m.ple[k][l]);
     for (int k = 0; k < 3; k++)
       if (m.bias[k]) f(m.bias[k][l]);
     for (int k = 0; k < 2; k++) {

@@ -600,6 +600,18 @@ TEST(Gemma4, ThePoolHoldsOnlyTheCachesOfLayersThatOwnOne) {
   EXPECT_EQ(rep.streamed_bytes, info.per_layer_input_bytes);
   EXPECT_EQ(rep.weight_bytes, info.gear_bytes[info.default_gear] - info.per_layer_input_bytes);
   gb_model_close(m);
+  // Locked in memory: the tensors a token reads whole, not the table.
+  gb_model_options lo = gbt::quiet_model_options();
+  lo.load = GB_MODEL_LOAD_LOCK;
+  gb_model *k = nullptr;
+  if (gb_model_open_file(q4km("gemma4").c_str(), &lo, &k) == GB_OK) {  // (a host may refuse to lock pages)
+    gb_model_info ki;
+    ki.struct_size = sizeof ki;
+    ASSERT_EQ(gb_model_get_info(k, &ki), GB_OK);
+    EXPECT_GT(ki.locked_bytes, k->mem_bytes);
+    EXPECT_LE(ki.locked_bytes - k->mem_bytes, ki.gear_bytes[ki.default_gear] - ki.per_layer_input_bytes);
+    gb_model_close(k);
+  }
 }
 
 // What the architecture adds is checked on open: each edit of a good file
