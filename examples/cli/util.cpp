@@ -258,6 +258,9 @@ void cli_print_plan(FILE *f, const gb_plan_report &r) {
   fprintf(f, "  arena %.1f MiB (KV pool %.1f MiB) + resident weights %.1f MiB = %.1f MiB of %.1f MiB\n", (double)r.arena_bytes / mib,
           (double)r.kv_pool_bytes / mib, (double)r.weight_bytes / mib, (double)(r.arena_bytes + r.weight_bytes) / mib,
           (double)r.budget_bytes / mib);
+  if (r.streamed_bytes)
+    fprintf(f, "  streamed from the file a row per token, not counted: %.1f MiB (per-layer input table)\n",
+            (double)r.streamed_bytes / mib);
   std::string g;
   if (r.gave_up & GB_PLAN_GAVE_UP_GEAR) g += ", a lower weight tier";
   if (r.gave_up & GB_PLAN_GAVE_UP_KV_LOSSY) g += ", a KV pool small enough to cost quality";
