@@ -522,6 +522,21 @@ class TestGenerate(ModelCase):
                 got = [x.token for x in s.generate(30)]
         self.assertEqual(got, [x.token for x in self.run_greedy(30, gear="f32")])
 
+    def test_gemma4_reports_its_streamed_table(self):
+        # The repository's gemma4 fixture: sliding heads of their own shape,
+        # layers sharing caches, a per-layer input table streamed from the file.
+        path = os.path.join(REPO, "tests", "fixtures", "gemma4-tiny-Q4_K_M.gguf")
+        with gearbx.Model(path) as g:
+            i = g.info
+            self.assertEqual((i.head_dim, i.head_dim_swa, i.n_kv_heads, i.n_kv_heads_swa), (128, 64, 1, 2))
+            self.assertEqual(i.n_kv_shared_layers, 3)
+            self.assertGreater(i.per_layer_input_bytes, 0)
+            self.assertEqual(i.per_layer_input_bytes % i.per_layer_input_row_bytes, 0)
+            self.assertEqual(i.per_layer_input_bytes // i.per_layer_input_row_bytes, i.vocab_size)
+            with g.session(temperature=0) as s:
+                s.prefill([i.bos_id])
+                self.assertEqual(len([x.token for x in s.generate(8)]), 8)
+
     def test_generation_under_a_grammar_and_a_json_schema(self):
         g = gearbx.Grammar('root ::= "Tim is " [0-9]{1,2} " years old."')
         self.assertEqual(g.match("Tim is 7 years old."), "complete")
