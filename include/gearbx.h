@@ -1175,8 +1175,10 @@ gb_status gb_chat_apply_ex(gb_chat_template t, const gb_chat_message *msgs, size
 /* ---- tool calls ---- */
 
 /* One call found by gb_tool_calls_parse: offsets into the parsed text. The
- * name is the JSON string's content (names have no escapes); arguments is
- * the JSON object text as the model wrote it. */
+ * name is the JSON string's content (names have no escapes; gemma4: the
+ * name after "call:"); arguments is the object text as the model wrote it
+ * (JSON; gemma4: its own value syntax, which gb_tool_call_arguments_json
+ * turns into JSON). */
 typedef struct gb_tool_call {
   size_t name_offset, name_len;
   size_t arguments_offset, arguments_len;
@@ -1188,7 +1190,11 @@ typedef struct gb_tool_call {
  * (any JSON white space inside the tags, line breaks between blocks);
  * llama3.1, a reply that is (after an optional "<|python_tag|>" and white
  * space) one JSON object {"name": NAME, "parameters": {...}} ("arguments"
- * also taken), or several separated by ';'. The text before the first call
+ * also taken), or several separated by ';'; gemma4, one or more
+ * "<|tool_call>call:NAME{...}<tool_call|>" (white space between them; after
+ * the last, "<|tool_response>" may end the reply), the arguments in Gemma
+ * 4's syntax: strings between <|"|> markers, bare keys, None for null.
+ * The text before the first call
  * is the reply's content: *content_len receives its length (len when there
  * is no call). A reply with no call is not an error: *n_calls = 0. On
  * GB_ERR_BUFFER_TOO_SMALL *n_calls receives the number of calls and nothing
@@ -1197,6 +1203,19 @@ typedef struct gb_tool_call {
  * (a template without tool calls). Thread-safe; does not allocate. */
 gb_status gb_tool_calls_parse(gb_chat_template t, const char *text, size_t len, gb_tool_call *calls, size_t cap,
                               size_t *n_calls, size_t *content_len);
+
+/* The arguments of a call gb_tool_calls_parse found in `text` (the same
+ * text and template) as JSON text, NUL-terminated, into buf (cap bytes):
+ * for the JSON formats the object as written; for gemma4 its values
+ * converted (strings escaped as JSON, keys quoted, None as null, white
+ * space between parts dropped, the order kept). *n_out receives the length
+ * without the NUL; on GB_ERR_BUFFER_TOO_SMALL the bytes needed with it,
+ * and nothing is written. Errors: GB_ERR_NULL_POINTER,
+ * GB_ERR_INVALID_ARGUMENT (a call whose arguments are not inside text),
+ * GB_ERR_SYNTAX (the span is not one well-formed object), GB_ERR_UNSUPPORTED_FEATURE
+ * (a template without tool calls). Thread-safe; does not allocate. */
+gb_status gb_tool_call_arguments_json(gb_chat_template t, const char *text, size_t len, const gb_tool_call *call, char *buf,
+                                      size_t cap, size_t *n_out);
 
 /* How gb_grammar_from_tools constrains a reply. */
 typedef enum gb_tool_choice {
@@ -1208,7 +1227,8 @@ typedef enum gb_tool_choice {
 } gb_tool_choice;
 
 /* GBNF text (for gb_grammar_create) whose start rule "root" matches the
- * tool calls of template t (qwen2.5, qwen3, llama3.1) for the tools (the
+ * tool calls of template t (qwen2.5, qwen3, llama3.1; gemma4's call syntax
+ * has no grammar yet: GB_ERR_UNSUPPORTED_FEATURE) for the tools (the
  * JSON array described at gb_chat_options.tools): each call names one of
  * the tools and its arguments match that tool's "parameters" schema, as
  * gb_grammar_from_json_schema converts it (no "parameters": any object);

@@ -47,6 +47,7 @@ ToolFormat tool_format(gb_chat_template t) {
     case GB_CHAT_TEMPLATE_QWEN25:
     case GB_CHAT_TEMPLATE_QWEN3: return kToolQwen;
     case GB_CHAT_TEMPLATE_LLAMA31: return kToolLlama31;
+    case GB_CHAT_TEMPLATE_GEMMA4: return kToolGemma4;
     default: return kNoToolFormat;
   }
 }
@@ -98,6 +99,214 @@ gb_status tools_check(const JsonDoc &tools, const Logger &log) {
 }
 
 namespace {
+
+// ---- Gemma 4's argument syntax ------------------------------------------------------
+//
+// Gemma 4 writes a call's arguments as its template's format_argument
+// does: strings between <|"|> markers (no escapes: a string cannot hold the
+// marker), true / false, numbers as Python writes them, None, objects
+// {key:value,...} with bare keys (or keys between markers), arrays
+// [value,...]. G4Value reads one value and writes its JSON form: strings
+// escaped as JSON, keys quoted, None as null; white space between the parts
+// is allowed and dropped. Depth is bounded (kG4MaxDepth) so that no input
+// exhausts the stack.
+
+constexpr char kG4Quote[] = "<|\"|>";
+constexpr size_t kG4QuoteLen = sizeof kG4Quote - 1;
+constexpr int kG4MaxDepth = 64;
+
+struct JsonOut {
+  char *buf;
+  size_t cap;
+  size_t n = 0;
+  void c(char ch) {
+    if (buf && n < cap) buf[n] = ch;
+    n++;
+  }
+  void s(const char *t, size_t k) {
+    for (size_t i = 0; i < k; i++) c(t[i]);
+  }
+  // t[0..k) as a JSON string's content: ", \ and control characters escaped.
+  void str(const char *t, size_t k) {
+    static const char kHex[] = "0123456789abcdef";
+    c('"');
+    for (size_t i = 0; i < k; i++) {
+      const unsigned char ch = (unsigned char)t[i];
+      if (ch == '"' || ch == '\\') {
+        c('\\');
+        c((char)ch);
+      } else if (ch == '\n') {
+        s("\\n", 2);
+      } else if (ch == '\r') {
+        s("\\r", 2);
+      } else if (ch == '\t') {
+        s("\\t", 2);
+      } else if (ch == '\b') {
+        s("\\b", 2);
+      } else if (ch == '\f') {
+        s("\\f", 2);
+      } else if (ch < 0x20) {
+        s("\\u00", 4);
+        c(kHex[ch >> 4]);
+        c(kHex[ch & 15]);
+      } else {
+        c((char)ch);
+      }
+    }
+    c('"');
+  }
+};
+
+struct G4Value {
+  const char *s;
+  size_t n;
+  size_t err = 0;  // where the first error is
+  const char *what = nullptr;
+
+  bool fail(size_t at, const char *w) {
+    if (!what) {
+      err = at;
+      what = w;
+    }
+    return false;
+  }
+  size_t ws(size_t i) const {
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+    return i;
+  }
+  bool lit(size_t i, const char *t, size_t k) const { return i <= n && n - i >= k && memcmp(s + i, t, k) == 0; }
+  // [a, b) is well-formed UTF-8 (what a JSON string may hold).
+  bool utf8(size_t a, size_t b) {
+    for (size_t i = a; i < b;) {
+      uint32_t cp;
+      const size_t k = utf8_decode(reinterpret_cast<const unsigned char *>(s) + i, b - i, &cp);
+      if (!k) return fail(i, "a string or key that is not well-formed UTF-8");
+      i += k;
+    }
+    return true;
+  }
+  // A quoted string at i (the marker there): its content [*a, *b), *end past it.
+  bool quoted(size_t i, size_t *a, size_t *b, size_t *end) {
+    const size_t from = i + kG4QuoteLen;
+    for (size_t j = from; j + kG4QuoteLen <= n; j++)
+      if (memcmp(s + j, kG4Quote, kG4QuoteLen) == 0) {
+        *a = from;
+        *b = j;
+        *end = j + kG4QuoteLen;
+        return utf8(from, j);
+      }
+    return fail(i, "a string without its closing <|\"|>");
+  }
+  // A number as JSON writes one (Python's repr of an int or a finite float
+  // is one).
+  bool number(size_t i, size_t *end) {
+    size_t j = i;
+    if (j < n && s[j] == '-') j++;
+    if (j >= n || s[j] < '0' || s[j] > '9') return fail(i, "a value is expected");
+    if (s[j] == '0') {
+      j++;
+    } else {
+      while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+    }
+    if (j < n && s[j] == '.') {
+      j++;
+      if (j >= n || s[j] < '0' || s[j] > '9') return fail(j, "a digit is expected after '.'");
+      while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+    }
+    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+      j++;
+      if (j < n && (s[j] == '+' || s[j] == '-')) j++;
+      if (j >= n || s[j] < '0' || s[j] > '9') return fail(j, "a digit is expected in the exponent");
+      while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+    }
+    *end = j;
+    return true;
+  }
+  // A bare key at i: up to ':' (not empty; none of ",{}[]" nor a marker).
+  bool key(size_t i, size_t *a, size_t *b, size_t *end, JsonOut &o) {
+    if (lit(i, kG4Quote, kG4QuoteLen)) {
+      if (!quoted(i, a, b, end)) return false;
+      o.str(s + *a, *b - *a);
+      return true;
+    }
+    size_t j = i;
+    while (j < n && s[j] != ':' && s[j] != ',' && s[j] != '{' && s[j] != '}' && s[j] != '[' && s[j] != ']' &&
+           !lit(j, kG4Quote, kG4QuoteLen))
+      j++;
+    size_t k = j;
+    while (k > i && (s[k - 1] == ' ' || s[k - 1] == '\t' || s[k - 1] == '\n' || s[k - 1] == '\r')) k--;
+    if (k == i || j >= n || s[j] != ':') return fail(i, "a key followed by ':' is expected");
+    if (!utf8(i, k)) return false;
+    *a = i;
+    *b = k;
+    *end = j;
+    o.str(s + i, k - i);
+    return true;
+  }
+  // The value at i (after white space), written to o; *end past it.
+  bool value(size_t i, size_t *end, JsonOut &o, int depth) {
+    i = ws(i);
+    if (i >= n) return fail(i, "a value is expected");
+    if (depth > kG4MaxDepth) return fail(i, "values nested too deeply");
+    const char ch = s[i];
+    if (ch == '{' || ch == '[') {
+      const bool obj = ch == '{';
+      o.c(ch);
+      size_t j = ws(i + 1);
+      if (j < n && s[j] == (obj ? '}' : ']')) {
+        o.c(s[j]);
+        *end = j + 1;
+        return true;
+      }
+      for (;;) {
+        if (obj) {
+          size_t a, b, e;
+          if (!key(j, &a, &b, &e, o)) return false;
+          e = ws(e);
+          if (e >= n || s[e] != ':') return fail(e, "':' is expected after a key");
+          o.c(':');
+          j = e + 1;
+        }
+        size_t e;
+        if (!value(j, &e, o, depth + 1)) return false;
+        j = ws(e);
+        if (j < n && s[j] == ',') {
+          o.c(',');
+          j = ws(j + 1);
+          continue;
+        }
+        if (j < n && s[j] == (obj ? '}' : ']')) {
+          o.c(s[j]);
+          *end = j + 1;
+          return true;
+        }
+        return fail(j, obj ? "',' or '}' is expected" : "',' or ']' is expected");
+      }
+    }
+    if (lit(i, kG4Quote, kG4QuoteLen)) {
+      size_t a, b;
+      if (!quoted(i, &a, &b, end)) return false;
+      o.str(s + a, b - a);
+      return true;
+    }
+    static const struct {
+      const char *in, *out;
+    } kWords[] = {{"true", "true"}, {"false", "false"}, {"None", "null"}, {"null", "null"}};
+    for (const auto &w : kWords) {
+      const size_t k = strlen(w.in);
+      if (lit(i, w.in, k)) {
+        o.s(w.out, strlen(w.out));
+        *end = i + k;
+        return true;
+      }
+    }
+    size_t e;
+    if (!number(i, &e)) return false;
+    o.s(s + i, e - i);
+    *end = e;
+    return true;
+  }
+};
 
 // ---- parsing ---------------------------------------------------------------------
 
@@ -156,6 +365,47 @@ struct Parser {
       GB_TRY(object(d.ws(at + sizeof kOpen - 1), &end, false));
       end = d.ws(end);
       if (!starts(d, end, kClose)) return bad(end, "\"</tool_call>\" is expected");
+      at = d.ws(end + sizeof kClose - 1);
+    }
+    return GB_OK;
+  }
+
+  // Gemma 4: <|tool_call>call:NAME{ARGUMENTS}<tool_call|>, one after
+  // another (white space between them allowed); after the last, white space
+  // and the end of turn the model writes when it waits for the results
+  // (<|tool_response>) may follow.
+  gb_status gemma4(size_t *content_len) {
+    static const char kOpen[] = "<|tool_call>call:", kClose[] = "<tool_call|>", kWait[] = "<|tool_response>";
+    size_t at = d.n;
+    for (size_t i = 0; i + sizeof kOpen - 1 <= d.n; i++)
+      if (starts(d, i, kOpen)) {
+        at = i;
+        break;
+      }
+    *content_len = at;
+    while (at < d.n) {
+      if (starts(d, at, kWait) && d.ws(at + sizeof kWait - 1) == d.n) return GB_OK;
+      if (!starts(d, at, kOpen)) return bad(at, "text after a tool call that is not another call");
+      const size_t name = at + sizeof kOpen - 1;
+      size_t k = name;
+      while (k < d.n && k - name <= 64 &&
+             ((d.s[k] >= 'a' && d.s[k] <= 'z') || (d.s[k] >= 'A' && d.s[k] <= 'Z') || (d.s[k] >= '0' && d.s[k] <= '9') ||
+              d.s[k] == '_' || d.s[k] == '-'))
+        k++;
+      if (k == name || k - name > 64 || d.at(k) != '{')
+        return bad(name, "a tool name of 1-64 characters of [A-Za-z0-9_-] and '{' are expected");
+      G4Value v{d.s, d.n};
+      JsonOut none{nullptr, 0};
+      size_t end;
+      if (!v.value(k, &end, none, 0)) return bad(v.err, v.what);
+      if (!starts(d, end, kClose)) return bad(end, "\"<tool_call|>\" is expected");
+      if (n < cap) {
+        calls[n].name_offset = name;
+        calls[n].name_len = k - name;
+        calls[n].arguments_offset = k;
+        calls[n].arguments_len = end - k;
+      }
+      n++;
       at = d.ws(end + sizeof kClose - 1);
     }
     return GB_OK;
@@ -281,12 +531,12 @@ extern "C" gb_status gb_tool_calls_parse(gb_chat_template t, const char *text, s
   // caller's untouched.
   Parser count{p.d, log, nullptr, 0};
   size_t content;
-  GB_TRY(f == kToolQwen ? count.qwen(&content) : count.llama31(&content));
+  GB_TRY(f == kToolQwen ? count.qwen(&content) : f == kToolGemma4 ? count.gemma4(&content) : count.llama31(&content));
   if (count.n > cap) {
     *n_calls = count.n;
     return GB_ERR_BUFFER_TOO_SMALL;
   }
-  GB_TRY(f == kToolQwen ? p.qwen(&content) : p.llama31(&content));
+  GB_TRY(f == kToolQwen ? p.qwen(&content) : f == kToolGemma4 ? p.gemma4(&content) : p.llama31(&content));
   *n_calls = p.n;
   *content_len = content;
   return GB_OK;
@@ -304,6 +554,10 @@ extern "C" gb_status gb_grammar_from_tools(gb_chat_template t, const char *tools
   const ToolFormat f = tool_format(t);
   if (f == kNoToolFormat)
     return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "%s: chat template %s has no tool-call format", fn,
+                chat_template_name(t));
+  if (f == kToolGemma4)
+    return fail(log, GB_ERR_UNSUPPORTED_FEATURE,
+                "%s: chat template %s: no grammar for its call syntax yet (its calls are parsed: gb_tool_calls_parse)", fn,
                 chat_template_name(t));
   const int32_t c = raw_enum(choice);
   if (c != GB_TOOL_CHOICE_REQUIRED && c != GB_TOOL_CHOICE_AUTO)
@@ -326,5 +580,55 @@ extern "C" gb_status gb_grammar_from_tools(gb_chat_template t, const char *tools
     return fail(log, GB_ERR_INTERNAL, "%s: the writing pass differs from the counting pass", fn);
   buf[write.n] = '\0';
   *n_out = write.n;
+  return GB_OK;
+}
+
+extern "C" gb_status gb_tool_call_arguments_json(gb_chat_template t, const char *text, size_t len, const gb_tool_call *call,
+                                                 char *buf, size_t cap, size_t *n_out) {
+  using namespace gb;
+  const Logger log;
+  const char *fn = "gb_tool_call_arguments_json";
+  if (!text && len) return null_arg(log, fn, "text (with len > 0)");
+  if (!call) return null_arg(log, fn, "call");
+  if (!n_out) return null_arg(log, fn, "n_out");
+  if (!buf && cap) return null_arg(log, fn, "buf (with cap > 0)");
+  const ToolFormat f = tool_format(t);
+  if (f == kNoToolFormat)
+    return fail(log, GB_ERR_UNSUPPORTED_FEATURE, "%s: chat template %s has no tool-call format", fn,
+                chat_template_name(t));
+  if (call->arguments_offset > len || call->arguments_len > len - call->arguments_offset || call->arguments_len == 0)
+    return fail(log, GB_ERR_INVALID_ARGUMENT, "%s: the call's arguments (offset %zu, %zu bytes) are not inside the %zu-byte text",
+                fn, call->arguments_offset, call->arguments_len, len);
+  const char *a = text + call->arguments_offset;
+  const size_t k = call->arguments_len;
+  JsonOut count{nullptr, 0};
+  if (f == kToolGemma4) {
+    G4Value v{a, k};
+    size_t end;
+    if (!v.value(0, &end, count, 0) || a[0] != '{' || end != k)
+      return fail(log, GB_ERR_SYNTAX, "%s: offset %zu: %s", fn, call->arguments_offset + (v.what ? v.err : end),
+                  v.what ? v.what : "the arguments are not one object");
+  } else {
+    const JsonDoc d{a, k};
+    size_t pos;
+    const char *what;
+    if (!d.check(&pos, &what)) return fail(log, GB_ERR_SYNTAX, "%s: offset %zu: %s", fn, call->arguments_offset + pos, what);
+    if (d.at(d.root()) != '{') return fail(log, GB_ERR_SYNTAX, "%s: the arguments are not a JSON object", fn);
+    count.s(a, k);
+  }
+  if (count.n >= cap) {
+    *n_out = count.n + 1;
+    return GB_ERR_BUFFER_TOO_SMALL;
+  }
+  JsonOut w{buf, cap};
+  if (f == kToolGemma4) {
+    G4Value v{a, k};
+    size_t end;
+    v.value(0, &end, w, 0);
+  } else {
+    w.s(a, k);
+  }
+  buf[w.n] = '\0';
+  *n_out = w.n;
   return GB_OK;
 }

@@ -16,8 +16,9 @@ namespace gb {
 gb_status tools_check(const JsonDoc &tools, const Logger &log);
 
 // The tool-call format of a chat template: the one list of the templates
-// that render tool definitions, whose calls are parsed and constrained.
-enum ToolFormat { kNoToolFormat, kToolQwen, kToolLlama31 };
+// that render tool definitions, whose calls are parsed and (all but
+// Gemma 4's, whose arguments are not JSON) constrained.
+enum ToolFormat { kNoToolFormat, kToolQwen, kToolLlama31, kToolGemma4 };
 ToolFormat tool_format(gb_chat_template t);
 
 // The function object of the tool at v of a checked array (v itself when it

@@ -780,6 +780,24 @@ void Misuse::build() {
     gb_tool_call c[1];
     return gb_tool_calls_parse(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 5, c, 1, &n, &n);
   });
+  add("gb_tool_call_arguments_json", kNull, "call NULL", GB_ERR_NULL_POINTER, [] {
+    char b[8];
+    return gb_tool_call_arguments_json(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 1, nullptr, b, 8, &n);
+  });
+  add("gb_tool_call_arguments_json", kNull, "buf NULL with cap 8", GB_ERR_NULL_POINTER, [] {
+    const gb_tool_call c{0, 0, 0, 2};
+    return gb_tool_call_arguments_json(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 1, &c, nullptr, 8, &n);
+  });
+  add("gb_tool_call_arguments_json", kRange, "arguments past the text", GB_ERR_INVALID_ARGUMENT, [] {
+    const gb_tool_call c{0, 0, sizeof call, 2};
+    char b[8];
+    return gb_tool_call_arguments_json(GB_CHAT_TEMPLATE_QWEN3, call, sizeof call - 1, &c, b, 8, &n);
+  });
+  add("gb_tool_call_arguments_json", kRange, "a template without tool calls", GB_ERR_UNSUPPORTED_FEATURE, [] {
+    const gb_tool_call c{0, 0, 0, 2};
+    char b[8];
+    return gb_tool_call_arguments_json(GB_CHAT_TEMPLATE_LLAMA2, call, sizeof call - 1, &c, b, 8, &n);
+  });
   static const char tools[] = "[{\"name\": \"f\"}]";
   add("gb_grammar_from_tools", kNull, "n_out NULL", GB_ERR_NULL_POINTER, [] {
     return gb_grammar_from_tools(GB_CHAT_TEMPLATE_QWEN3, tools, sizeof tools - 1, GB_TOOL_CHOICE_AUTO, 1, nullptr, 0, nullptr);

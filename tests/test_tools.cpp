@@ -521,6 +521,127 @@ TEST(ToolCalls, ParsesLlama31Calls) {
     EXPECT_EQ(parse(t, bad).st, GB_ERR_SYNTAX) << bad;
 }
 
+// The arguments of call i of text as JSON (gb_tool_call_arguments_json).
+std::string args_json(gb_chat_template t, const std::string &text, const gb_tool_call &c, gb_status want = GB_OK) {
+  size_t n = 0;
+  gb_status st = gb_tool_call_arguments_json(t, text.data(), text.size(), &c, nullptr, 0, &n);
+  if (st != GB_ERR_BUFFER_TOO_SMALL) {
+    EXPECT_EQ(st, want);
+    return std::string();
+  }
+  std::vector<char> buf(n, '\x7f');
+  size_t m = 0;
+  EXPECT_EQ(gb_tool_call_arguments_json(t, text.data(), text.size(), &c, buf.data(), n - 1, &m), GB_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(m, n);
+  EXPECT_EQ(buf[0], '\x7f');  // nothing written when too small
+  st = gb_tool_call_arguments_json(t, text.data(), text.size(), &c, buf.data(), buf.size(), &m);
+  EXPECT_EQ(st, want);
+  EXPECT_EQ(m + 1, n);
+  return std::string(buf.data(), m);
+}
+
+// Gemma 4's calls as its own Jinja template writes them (jinja2 rendering
+// google-gemma-4-31B-it.jinja, an assistant message with three tool_calls:
+// keys in its case-insensitive order, strings between <|"|> markers, Python's
+// None), and each call's arguments as JSON: what Python's json.dumps writes
+// for the same values in that order (separators "," and ":", no ASCII escapes).
+TEST(ToolCalls, ParsesGemma4CallsIntoJson) {
+  const gb_chat_template t = GB_CHAT_TEMPLATE_GEMMA4;
+  const std::string calls =
+      "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,unit:<|\"|>celsius<|\"|>}<tool_call|><|tool_call>call:search{cafe:<|"
+      "\"|>café ☕<|\"|>,empty:{},exact:false,limit:5,nested:[[1,2],{k:[true]}],none:[],Query:<|\"|>say \"hi\" \\ "
+      "back\nnow<|\"|>,range:{from:<|\"|>2026-01-01<|\"|>,to:None},ratio:-2.5e-05,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>]}<tool_"
+      "call|><|tool_call>call:ping{}<tool_call|>";
+  const char *const want[3][2] = {
+      {"get_weather", "{\"city\":\"Paris\",\"unit\":\"celsius\"}"},
+      {"search",
+       "{\"cafe\":\"café ☕\",\"empty\":{},\"exact\":false,\"limit\":5,\"nested\":[[1,2],{\"k\":[true]}],\"none\":[],"
+       "\"Query\":\"say \\\"hi\\\" \\\\ back\\nnow\",\"range\":{\"from\":\"2026-01-01\",\"to\":null},\"ratio\":-2.5e-05,"
+       "\"tags\":[\"a\",\"b\"]}"},
+      {"ping", "{}"}};
+  for (const std::string &before : {std::string(), std::string("<|channel>thought\nCheck first.<channel|>")})
+    for (const std::string &after : {std::string(), std::string("<|tool_response>"), std::string("\n<|tool_response>\n")}) {
+      const std::string text = before + calls + after;
+      gb_tool_call c[4];
+      size_t n = 0, content = 99;
+      ASSERT_EQ(gb_tool_calls_parse(t, text.data(), text.size(), c, 4, &n, &content), GB_OK) << after;
+      EXPECT_EQ(content, before.size());
+      ASSERT_EQ(n, 3u);
+      for (size_t i = 0; i < 3; i++) {
+        EXPECT_EQ(text.substr(c[i].name_offset, c[i].name_len), want[i][0]);
+        EXPECT_EQ(args_json(t, text, c[i]), want[i][1]) << i;
+      }
+    }
+  // White space between the parts, keys between markers, escapes for
+  // control characters; JSON formats' arguments come back as written.
+  {
+    const std::string text = "<|tool_call>call:f{ a : [ 1 , <|\"|>x\ty\x01<|\"|> ] , <|\"|>b c<|\"|>:{ } }<tool_call|>";
+    gb_tool_call c[1];
+    size_t n = 0, content = 0;
+    ASSERT_EQ(gb_tool_calls_parse(t, text.data(), text.size(), c, 1, &n, &content), GB_OK);
+    EXPECT_EQ(args_json(t, text, c[0]), "{\"a\":[1,\"x\\ty\\u0001\"],\"b c\":{}}");
+    const std::string q = "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": [1, 2]}}</tool_call>";
+    ASSERT_EQ(gb_tool_calls_parse(GB_CHAT_TEMPLATE_QWEN3, q.data(), q.size(), c, 1, &n, &content), GB_OK);
+    EXPECT_EQ(args_json(GB_CHAT_TEMPLATE_QWEN3, q, c[0]), "{\"x\": [1, 2]}");
+  }
+  Parsed p = parse(t, "No call here.");
+  EXPECT_EQ(p.st, GB_OK);
+  EXPECT_EQ(p.calls.size(), 0u);
+  EXPECT_EQ(p.content, 13u);
+  const std::string deep = "<|tool_call>call:f{a:" + std::string(70, '[') + std::string(70, ']') + "}<tool_call|>";
+  for (const std::string &bad : {
+           std::string("<|tool_call>call:f{a:1}"),                        // cut off
+           std::string("<|tool_call>call:f{a:1<tool_call|>"),             // unclosed object
+           std::string("<|tool_call>call:{a:1}<tool_call|>"),             // no name
+           std::string("<|tool_call>call:f g{a:1}<tool_call|>"),          // a space in the name
+           std::string("<|tool_call>call:f[1]<tool_call|>"),              // not an object
+           std::string("<|tool_call>call:f{a:<|\"|>x}<tool_call|>"),      // an unclosed string
+           std::string("<|tool_call>call:f{a}<tool_call|>"),              // a key without a value
+           std::string("<|tool_call>call:f{:1}<tool_call|>"),             // an empty key
+           std::string("<|tool_call>call:f{a:1,}<tool_call|>"),           // a trailing comma
+           std::string("<|tool_call>call:f{a:nan}<tool_call|>"),          // not a JSON number
+           std::string("<|tool_call>call:f{a:01}<tool_call|>"),
+           std::string("<|tool_call>call:f{a:1.}<tool_call|>"),
+           std::string("<|tool_call>call:f{a:1}<tool_call|> and more text"),
+           std::string("<|tool_call>call:f{a:1}<tool_call|><|tool_response>more"),
+           std::string("<|tool_call>call:f{a:<|\"|>\xfd<|\"|>}<tool_call|>"),  // a string that is not UTF-8
+           std::string("<|tool_call>call:f{\xc3:1}<tool_call|>"),                // a key cut inside a character
+           std::string("<|tool_call>call:") + std::string(65, 'x') + "{}<tool_call|>",  // a name of 65 characters
+           deep,
+       })
+    EXPECT_EQ(parse(t, bad).st, GB_ERR_SYNTAX) << bad;
+  // A call span that is not one object, or not inside the text.
+  const std::string text = "<|tool_call>call:f{a:1}<tool_call|>";
+  gb_tool_call c{17, 1, 18, 5};
+  EXPECT_EQ(args_json(t, text, c), "{\"a\":1}");
+  c.arguments_len = 3;
+  args_json(t, text, c, GB_ERR_SYNTAX);
+  c.arguments_len = 50;
+  args_json(t, text, c, GB_ERR_INVALID_ARGUMENT);
+  c.arguments_offset = SIZE_MAX;
+  args_json(t, text, c, GB_ERR_INVALID_ARGUMENT);
+  c = gb_tool_call{17, 1, 18, 5};
+  args_json(GB_CHAT_TEMPLATE_LFM2, text, c, GB_ERR_UNSUPPORTED_FEATURE);
+  args_json(GB_CHAT_TEMPLATE_QWEN3, text, c, GB_ERR_SYNTAX);  // not JSON
+  size_t n = 0;
+  char buf[8];
+  EXPECT_EQ(gb_tool_call_arguments_json(t, nullptr, 5, &c, buf, 8, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_tool_call_arguments_json(t, text.data(), text.size(), nullptr, buf, 8, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_tool_call_arguments_json(t, text.data(), text.size(), &c, nullptr, 8, &n), GB_ERR_NULL_POINTER);
+  EXPECT_EQ(gb_tool_call_arguments_json(t, text.data(), text.size(), &c, buf, 8, nullptr), GB_ERR_NULL_POINTER);
+  // No grammar for Gemma 4's call syntax yet.
+  static const char kOneTool[] = "[{\"name\": \"f\"}]";
+  EXPECT_EQ(gb_grammar_from_tools(t, kOneTool, sizeof kOneTool - 1, GB_TOOL_CHOICE_AUTO, 1, nullptr, 0, &n), GB_ERR_UNSUPPORTED_FEATURE);
+  // Every prefix of the calls: a status, never a read past the end (ASan).
+  for (size_t k = 0; k <= calls.size(); k++) {
+    std::vector<char> exact(calls.begin(), calls.begin() + (ptrdiff_t)k);
+    gb_tool_call cc[4];
+    size_t m = 0, content = 0;
+    const gb_status st = gb_tool_calls_parse(t, exact.empty() ? "" : exact.data(), k, cc, 4, &m, &content);
+    ASSERT_TRUE(st == GB_OK || st == GB_ERR_SYNTAX) << k;
+  }
+}
+
 TEST(ToolCalls, Misuse) {
   const std::string text = "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"
                            "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";

@@ -65,8 +65,9 @@ int chat_usage() {
           "  --grammar FILE    every reply is text of the GBNF grammar in FILE (its rule 'root')\n"
           "  --json-schema FILE  every reply is JSON that the JSON Schema in FILE accepts\n"
           "  --tools FILE      tool definitions (a JSON array) for the templates with tool calls (qwen2.5,\n"
-          "                    qwen3, llama3.1): replies call them with arguments valid for their schemas;\n"
-          "                    each call is printed as 'tool_call: {\"name\": ..., \"arguments\": ...}';\n"
+          "                    qwen3, llama3.1): replies call them with arguments valid for their schemas\n"
+          "                    (gemma4: rendered and parsed, not constrained); each call is printed as\n"
+          "                    'tool_call: {\"name\": ..., \"arguments\": ...}' (arguments as JSON);\n"
           "                    a line '/tool TEXT' returns a tool's result\n"
           "  --tool-choice auto|required  auto (default): a call or a text reply; required: a call\n",
           kTemplates);
@@ -453,7 +454,13 @@ int gb_cli_chat(int argc, char **argv) {
   }
   st = gb_chat_eot_strings(c.tmpl, &c.eot, &c.n_eot);
   if (st != GB_OK) return cli_error(C, "%s", cli_detail(st));
-  if (c.has_tools && !(c.grammar = cli_tools_grammar(C, c.tmpl, c.tools, choice, tpath))) return 1;
+  if (c.has_tools && c.tmpl == GB_CHAT_TEMPLATE_GEMMA4) {
+    // Gemma 4's call syntax has no grammar yet: its replies run
+    // unconstrained, and their calls are still parsed and printed.
+    fprintf(stderr, "gearbx chat: note: gemma4's tool calls are not constrained by a grammar; they are parsed after each reply\n");
+  } else if (c.has_tools && !(c.grammar = cli_tools_grammar(C, c.tmpl, c.tools, choice, tpath))) {
+    return 1;
+  }
   so.grammar = c.grammar;
   if (c.ti.kind == GB_TOKENIZER_LLAMA2C) {
     c.parse_special = false;

@@ -196,9 +196,19 @@ void cli_print_tool_calls(const char *cmd, gb_chat_template t, const std::string
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    // One line: JSON strings hold no raw line breaks or tabs, so those are
-    // white space between tokens.
-    std::string args = reply.substr(calls[i].arguments_offset, calls[i].arguments_len);
+    // The arguments as JSON (Gemma 4 writes its own syntax), on one line:
+    // JSON strings hold no raw line breaks or tabs, so those are white
+    // space between tokens.
+    size_t need = 0;
+    st = gb_tool_call_arguments_json(t, reply.data(), reply.size(), &calls[i], nullptr, 0, &need);
+    std::string args(need, '\0');
+    if (st == GB_ERR_BUFFER_TOO_SMALL)
+      st = gb_tool_call_arguments_json(t, reply.data(), reply.size(), &calls[i], &args[0], need, &need);
+    if (st != GB_OK) {
+      fprintf(stderr, "gearbx %s: a tool call's arguments: %s\n", cmd, cli_detail(st));
+      return;
+    }
+    args.resize(need);
     for (char &c : args)
       if (c == '\n' || c == '\r' || c == '\t') c = ' ';
     printf("tool_call: {\"name\": \"%.*s\", \"arguments\": %s}\n", (int)calls[i].name_len,

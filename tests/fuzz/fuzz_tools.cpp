@@ -1,5 +1,6 @@
 // fuzz_tools.cpp — fuzz target for tool calling: the tool-call parser
-// (gb_tool_calls_parse), tool definitions rendered by the chat templates
+// (gb_tool_calls_parse, and gb_tool_call_arguments_json on every call it
+// finds: Gemma 4's arguments become JSON), tool definitions rendered by the chat templates
 // (gb_chat_apply_ex) and the tool-call grammar (gb_grammar_from_tools).
 // Input: one byte choosing the function, then the text (a model's reply,
 // or a tools JSON array).
@@ -29,9 +30,14 @@ namespace {
 void quiet(void *, gb_log_level, const char *) {}
 
 const gb_chat_template kTemplates[] = {GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3, GB_CHAT_TEMPLATE_LLAMA31};
+// The templates whose calls are parsed (Gemma 4's arguments are not JSON:
+// gb_tool_call_arguments_json converts them).
+const gb_chat_template kParsed[] = {GB_CHAT_TEMPLATE_QWEN25, GB_CHAT_TEMPLATE_QWEN3, GB_CHAT_TEMPLATE_LLAMA31,
+                                    GB_CHAT_TEMPLATE_GEMMA4};
 
 void parse(const char *text, size_t size) {
-  for (gb_chat_template t : kTemplates) {
+  for (gb_chat_template t : kParsed) {
+    const bool g4 = t == GB_CHAT_TEMPLATE_GEMMA4;
     size_t n = 0, content = 0;
     gb_tool_call calls[4];
     memset(calls, 0x7f, sizeof calls);
@@ -49,12 +55,33 @@ void parse(const char *text, size_t size) {
       const gb_tool_call &c = calls[i];
       if (c.name_offset < content || c.name_offset + c.name_len > size || c.arguments_offset + c.arguments_len > size)
         fuzz_fail("parse: a call outside the text");
-      if (c.name_offset == 0 || text[c.name_offset - 1] != '"' || text[c.name_offset + c.name_len] != '"')
+      if (c.name_offset == 0 || text[c.name_offset - 1] != (g4 ? ':' : '"') ||
+          text[c.name_offset + c.name_len] != (g4 ? '{' : '"'))
         fuzz_fail("parse: a name that is not a string's content");
-      const gb::JsonDoc args{text + c.arguments_offset, c.arguments_len};
+      if (!g4) {
+        const gb::JsonDoc args{text + c.arguments_offset, c.arguments_len};
+        size_t pos;
+        const char *what;
+        if (!args.check(&pos, &what) || args.at(args.root()) != '{') fuzz_fail("parse: arguments that are not an object");
+      }
+      // The arguments as JSON: a JSON object (for the JSON formats the
+      // span itself), the size query and the exact capacity agreeing.
+      size_t need = 0;
+      if (gb_tool_call_arguments_json(t, text, size, &c, nullptr, 0, &need) != GB_ERR_BUFFER_TOO_SMALL || need == 0)
+        fuzz_fail("arguments json: the size query failed on a parsed call");
+      std::vector<char> js(need, '\x7f');
+      size_t got = 0;
+      if (gb_tool_call_arguments_json(t, text, size, &c, js.data(), need - 1, &got) != GB_ERR_BUFFER_TOO_SMALL || got != need ||
+          js[0] != '\x7f')
+        fuzz_fail("arguments json: one byte short is not BUFFER_TOO_SMALL, or wrote");
+      if (gb_tool_call_arguments_json(t, text, size, &c, js.data(), need, &got) != GB_OK || got + 1 != need || js[got] != 0)
+        fuzz_fail("arguments json: the exact capacity failed");
+      const gb::JsonDoc out{js.data(), got};
       size_t pos;
       const char *what;
-      if (!args.check(&pos, &what) || args.at(args.root()) != '{') fuzz_fail("parse: arguments that are not an object");
+      if (!out.check(&pos, &what) || out.at(out.root()) != '{') fuzz_fail("arguments json: not a JSON object");
+      if (!g4 && (got != c.arguments_len || memcmp(js.data(), text + c.arguments_offset, got) != 0))
+        fuzz_fail("arguments json: a JSON format's arguments changed");
     }
     // The count alone.
     size_t n2 = 0, content2 = 0;
@@ -144,6 +171,8 @@ void gb_fuzz_seeds(std::vector<gb::FuzzSeed> *seeds) {
       "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": [1, 2.5e3]}}; "
       "{\"name\": \"b\", \"parameters\": {}}",
       "<think>\nhm\n</think>\n\n<tool_call>{\"arguments\":{\"a\":{\"b\":[null,true]}},\"name\":\"x\"}</tool_call>",
+      "<|channel>thought\nok<channel|><|tool_call>call:get_weather{city:<|\"|>Paris \"x\"\n<|\"|>,days:[1,-2.5e-05],"
+      "opts:{deep:[true,None,{}]}}<tool_call|><|tool_call>call:now{}<tool_call|><|tool_response>",
   };
   static const char *const kTools[] = {
       "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather \\u00e9\", "

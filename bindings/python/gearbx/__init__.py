@@ -314,7 +314,8 @@ def tools_to_grammar(template, tools, choice: str = "auto", max_calls: int = 1) 
 
 def parse_tool_calls(template, text) -> tuple[str, list[dict]]:
     """The tool calls in a reply written in template's format (gb_tool_calls_parse): (the text
-    before the first call, [{"name": ..., "arguments": dict}, ...]). Raises GearbxError
+    before the first call, [{"name": ..., "arguments": dict}, ...]); the arguments through
+    gb_tool_call_arguments_json (Gemma 4's own syntax becomes JSON). Raises GearbxError
     (GB_ERR_SYNTAX) for a call that is not well-formed."""
     t = _chat_template(template)
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
@@ -331,7 +332,14 @@ def parse_tool_calls(template, text) -> tuple[str, list[dict]]:
     for i in range(n.value):
         c = calls[i]
         name = data[c.name_offset: c.name_offset + c.name_len].decode("utf-8")
-        args = json.loads(data[c.arguments_offset: c.arguments_offset + c.arguments_len].decode("utf-8"))
+        need = _c.c_size_t()
+        st = lib.gb_tool_call_arguments_json(t, data, len(data), _c.byref(c), None, 0, _c.byref(need))
+        if st != _capi.GB_ERR_BUFFER_TOO_SMALL:
+            _check(st, "gb_tool_call_arguments_json")
+        buf = _c.create_string_buffer(need.value)
+        _check(lib.gb_tool_call_arguments_json(t, data, len(data), _c.byref(c), buf, need.value, _c.byref(need)),
+               "gb_tool_call_arguments_json")
+        args = json.loads(buf.raw[: need.value].decode("utf-8"))
         out.append({"name": name, "arguments": args})
     return data[: content.value].decode("utf-8", "replace"), out
 

@@ -507,6 +507,7 @@ PROTOTYPES = {
     "gb_chat_options_init": (None, [_P(gb_chat_options)]),
     "gb_chat_apply_ex": (_st, [c_enum, _P(gb_chat_message), _sz, _P(gb_chat_options), _vp, _sz, _P(_sz)]),
     "gb_tool_calls_parse": (_st, [c_enum, _ccp, _sz, _P(gb_tool_call), _sz, _P(_sz), _P(_sz)]),
+    "gb_tool_call_arguments_json": (_st, [c_enum, _ccp, _sz, _P(gb_tool_call), _vp, _sz, _P(_sz)]),
     "gb_grammar_from_tools": (_st, [c_enum, _ccp, _sz, c_enum, _u32, _vp, _sz, _P(_sz)]),
     "gb_grammar_options_init": (None, [_P(gb_grammar_options)]),
     "gb_grammar_mem_size": (_st, [_ccp, _sz, _P(gb_grammar_options), _P(_sz)]),

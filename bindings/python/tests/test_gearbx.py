@@ -355,6 +355,12 @@ class TestLibrary(unittest.TestCase):
         self.assertEqual(gearbx.parse_tool_calls("qwen2.5", reply),
                          ("Sure.\n", [{"name": "get_weather", "arguments": {"city": "Oslo"}}]))
         self.assertEqual(gearbx.parse_tool_calls("llama3.1", "No call."), ("No call.", []))
+        # Gemma 4's calls: its own value syntax, arguments returned as parsed JSON.
+        g4 = ('<|channel>thought\nok<channel|><|tool_call>call:search{q:<|"|>say "hi"<|"|>,n:3,'
+              'f:{to:None,on:[true,false]}}<tool_call|><|tool_response>')
+        self.assertEqual(gearbx.parse_tool_calls("gemma4", g4),
+                         ("<|channel>thought\nok<channel|>",
+                          [{"name": "search", "arguments": {"q": 'say "hi"', "n": 3, "f": {"to": None, "on": [True, False]}}}]))
         with self.assertRaises(gearbx.GearbxError) as cm:
             gearbx.parse_tool_calls("qwen3", "<tool_call>{\"name\": \"x\"")
         self.assertEqual(cm.exception.name, "GB_ERR_SYNTAX")
