@@ -2,14 +2,19 @@
 // top to bottom as the model's specification; for each position i < m at
 // position pos + i:
 //
-//   x = embed[token] * embed_scale                (gemma3: sqrt(dim); else 1)
-//   for each layer l:
+//   x = embed[token] * embed_scale                (gemma3, gemma4: sqrt(dim); else 1)
+//   gemma4: each layer's per-layer inputs pl[l] (ple_dim values each) =
+//         (rmsnorm(P x / sqrt(dim)) * proj_norm + E_ple[token][l] * sqrt(ple_dim)) / sqrt(2)
+//   for each layer l (gemma4: each with its own head size, KV heads and
+//   FFN width):
 //     xb = rmsnorm(x) * attn_norm[l]
 //     a short-convolution layer (lfm2) mixes positions by its gated
 //         convolution instead of attention (short_conv: B, C, X = W_in xb;
 //         xb2 = W_out (C * sum over the last conv_kernel positions of
 //         taps * B * X)), then joins the FFN below; every other layer:
 //     q = Wq xb, k = Wk xb, v = Wv xb          (GEMV on the active tier;
+//         gemma4: a layer sharing an earlier layer's cache computes q only,
+//         and v is rmsnorm'd per head without a weight;
 //         phi3's Wq, Wk, Wv are row ranges of one fused matrix, as are W1, W3)
 //         (+ bq, bk, bv where the model has biases: qwen2)
 //     each head of q and k = rmsnorm(head) * q_norm[l] / k_norm[l], where
@@ -19,10 +24,12 @@
 //         the pair frequencies divided by the model's factors, the rotated
 //         dimensions times its attention factor), except in the model's
 //         NoPE layers (smollm3: every fourth); sliding-window layers
-//         (gemma3) rotate with their own base and no factors
-//     cache k, v at pos + i (in the KV pool, at the token's precision)
+//         (gemma3, gemma4) rotate with their own base and no factors
+//     cache k, v at pos + i (in the KV pool, at the token's precision;
+//         gemma4's sharing layers cache nothing and read their source's)
 //     for each head h (kv head h / (n_heads / n_kv_heads)):
 //       att = softmax(q_h . k_t / sqrt(head_dim)) over the cached t <= pos + i
+//             (gemma4: q_h . k_t times the model's scale, 1)
 //             (a sliding-window layer: t > pos + i - window only)
 //       xb_h = sum_t att_t v_t
 //     x += Wo xb                (gemma3: rmsnorm(Wo xb) * post_attn_norm[l])
@@ -30,6 +37,8 @@
 //     x += W2 (silu(W1 xb) * (W3 xb))
 //         (gemma3: gelu in place of silu, and the sum rmsnorm'd by
 //         post_ffn_norm[l] before it joins x)
+//     gemma4: x += rmsnorm(W_proj (gelu(W_gate x) * pl[l])) * post_norm[l],
+//         then x *= the layer's output scale where it has one
 //   logits = Wcls rmsnorm(x) * out_norm
 //         (then c * tanh(logits / c) where the model caps them)
 #include "forward.h"
