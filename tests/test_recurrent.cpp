@@ -614,6 +614,43 @@ TEST(Gemma4, ThePoolHoldsOnlyTheCachesOfLayersThatOwnOne) {
   }
 }
 
+// The rings' own record shape under every kind of pool: saved past the
+// ring's wrap (a 45-token prompt against a window of 16) and restored, the
+// continuation is the uninterrupted one bit for bit, at 8 and 4 bits
+// (scales per head of the rings' own count), f16, and a budgeted pool.
+TEST(Gemma4, QuantizedRingsOfTheirOwnShapeRestoreBitForBit) {
+  gb_model *m = open(f32_file("gemma4"));
+  ASSERT_NE(m, nullptr);
+  std::vector<int32_t> prompt;
+  for (int r = 0; r < 3; r++) prompt.insert(prompt.end(), kPrompt, kPrompt + sizeof kPrompt / sizeof kPrompt[0]);
+  struct Pool {
+    gb_kv_policy policy;
+    float beta;
+  } pools[] = {{GB_KV_UNIFORM8, 0.0f}, {GB_KV_UNIFORM4, 0.0f}, {GB_KV_F16, 0.0f}, {GB_KV_WINDOW, 0.5f}};
+  for (const Pool &pl : pools) {
+    gb_session_options so = options(GB_GEAR_F32, 1, 4);
+    so.kv.policy = pl.policy;
+    so.kv.beta = pl.beta;
+    so.n_ctx = 256;
+    gb_session *a = nullptr, *b = nullptr;
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &a), GB_OK) << gb_kv_policy_name(pl.policy);
+    ASSERT_EQ(gb_prefill(a, prompt.data(), prompt.size()), GB_OK);
+    Steps head, ra, rb;
+    decode(a, 5, &head);
+    const std::vector<uint8_t> img = gbt::save_state(a);
+    ASSERT_FALSE(img.empty());
+    decode(a, 24, &ra);
+    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &b), GB_OK);
+    ASSERT_EQ(gb_session_state_load(b, img.data(), img.size()), GB_OK) << gb_kv_policy_name(pl.policy);
+    decode(b, 24, &rb);
+    EXPECT_EQ(ra.tokens, rb.tokens) << gb_kv_policy_name(pl.policy);
+    EXPECT_TRUE(same_bits(ra.logits, rb.logits)) << gb_kv_policy_name(pl.policy);
+    gb_session_destroy(b);
+    gb_session_destroy(a);
+  }
+  gb_model_close(m);
+}
+
 // What the architecture adds is checked on open: each edit of a good file
 // answers its status with a log line.
 TEST(Gemma4, MalformedFilesAreRefusedWithTheirStatus) {
