@@ -401,7 +401,9 @@ gb_status bind_all(const GgufView &g, const ArchDef &a, float rope_linear, float
         GB_TRY(b.bind1(name, e.kind, l));
       }
   }
-  if (strcmp(a.name, "gemma4") == 0 && b.has("blk.0.layer_output_scale.weight"))
+  GB_RETURN_IF(a.layer_scale == kMust && !b.has("blk.0.layer_output_scale.weight"), log, GB_ERR_MISSING_TENSOR,
+               "gguf: %s model without blk.0.layer_output_scale.weight", a.name);
+  if (a.layer_scale != kNever && b.has("blk.0.layer_output_scale.weight"))
     for (uint32_t l = 0; l < d.n_layers; l++) {
       snprintf(name, sizeof name, "blk.%u.layer_output_scale.weight", l);
       GB_TRY(b.bind1(name, kLayerScale, l));

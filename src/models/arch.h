@@ -120,6 +120,9 @@ struct ArchDef {
   ArchNeed conv_layers;
   const char *output_norm;  // the final norm's tensor name (without ".weight")
   const char *ffn_norm;     // the pre-FFN norm's per-layer name ("ffn_norm"; qwen35: "post_attention_norm")
+  // blk.N.layer_output_scale: one factor per layer that multiplies the
+  // layer's output (every layer or none).
+  ArchNeed layer_scale;
 };
 
 // Keys of `prefix` + `key` for the hooks: absent -> def (an unsigned key

@@ -61,6 +61,7 @@ extern const ArchDef kArchDefGemma3 = {
     /*post_norms*/ kMust,
     kFfnGelu,
     /*embed_scale_sqrt*/ true, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
+    /*layer_scale*/ kNever,
 };
 
 }  // namespace gb

@@ -136,6 +136,7 @@ extern const ArchDef kArchDefGemma4 = {
     /*post_norms*/ kMust,
     kFfnGelu,
     /*embed_scale_sqrt*/ true, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
+    /*layer_scale*/ kMay,
 };
 
 }  // namespace gb

@@ -41,6 +41,7 @@ extern const ArchDef kArchDefLfm2 = {
     /*id*/ 7, "lfm2", /*min_gbx_version*/ kGbxRecurrentVersion, GB_ROPE_NEOX, /*qkv_bias*/ kNever, /*rope_freqs*/ kNever,
     /*qk_norm*/ kMust, /*nope_period*/ 0, /*fused_qkv*/ kNever, /*fused_gate_up*/ kNever, lfm2_hparams,
     /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kMust, "token_embd_norm", "ffn_norm",
+    /*layer_scale*/ kNever,
 };
 
 }  // namespace gb

@@ -10,6 +10,7 @@ extern const ArchDef kArchDefLlama = {
     /*id*/ 1, "llama", /*min_gbx_version*/ 1, GB_ROPE_ADJACENT, /*qkv_bias*/ kMay, /*rope_freqs*/ kMay, /*qk_norm*/ kNever,
     /*nope_period*/ 0, /*fused_qkv*/ kNever, /*fused_gate_up*/ kNever, /*hparams*/ nullptr,
     /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
+    /*layer_scale*/ kNever,
 };
 
 }  // namespace gb

@@ -27,6 +27,7 @@ extern const ArchDef kArchDefPhi3 = {
     /*post_norms*/ kNever,
     kFfnSilu,
     /*embed_scale_sqrt*/ false, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
+    /*layer_scale*/ kNever,
 };
 
 }  // namespace gb

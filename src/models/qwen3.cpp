@@ -11,6 +11,7 @@ extern const ArchDef kArchDefQwen3 = {
     /*id*/ 3, "qwen3", /*min_gbx_version*/ 5, GB_ROPE_NEOX, /*qkv_bias*/ kNever, /*rope_freqs*/ kMay, /*qk_norm*/ kMust,
     /*nope_period*/ 0, /*fused_qkv*/ kNever, /*fused_gate_up*/ kNever, /*hparams*/ nullptr,
     /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kNever, "output_norm", "ffn_norm",
+    /*layer_scale*/ kNever,
 };
 
 }  // namespace gb

@@ -107,6 +107,7 @@ extern const ArchDef kArchDefQwen35 = {
     /*id*/ 8, "qwen35", /*min_gbx_version*/ kGbxRecurrentVersion, GB_ROPE_NEOX, /*qkv_bias*/ kNever, /*rope_freqs*/ kNever,
     /*qk_norm*/ kMust, /*nope_period*/ 0, /*fused_qkv*/ kNever, /*fused_gate_up*/ kNever, qwen35_hparams,
     /*post_norms*/ kNever, kFfnSilu, /*embed_scale_sqrt*/ false, /*conv_layers*/ kNever, "output_norm", "post_attention_norm",
+    /*layer_scale*/ kNever,
 };
 
 }  // namespace gb
