@@ -21,19 +21,22 @@ uint32_t policy_tiers(const SessionConfig &o) {
 uint64_t resident_tier_bytes(const gb_model *m, const SessionConfig &o) {
   const uint32_t tiers = policy_tiers(o), base = o.managed == GB_MANAGED_ALL ? 0u : 1u << o.base_gear;
   const bool attn_only = o.managed == GB_MANAGED_ATTENTION;
+  // A tier's resident bytes. The streamed table lies in the file's tier (a
+  // GGUF opened in place): read a row per token, it is not resident.
+  auto tier = [m](uint32_t g) -> uint64_t {
+    const uint64_t size = m->gear_section[g].size, streamed = g == m->meta.default_gear ? streamed_bytes(m) : 0;
+    return size > streamed ? size - streamed : 0;
+  };
   uint64_t bytes = 0;
   if (o.gear == GB_GEAR_AUTO) {
     // One managed tier resident at a time (a shift releases the others).
     for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
-      if ((tiers >> g & 1) && m->gear_section[g].size > bytes) bytes = m->gear_section[g].size;
-    return attn_only ? bytes + m->gear_section[o.base_gear].size : bytes;
+      if ((tiers >> g & 1) && tier(g) > bytes) bytes = tier(g);
+    return attn_only ? bytes + tier(o.base_gear) : bytes;
   }
   const uint32_t held = o.gear == GB_GEAR_SPEC && !attn_only ? tiers : tiers | base;
   for (uint32_t g = 0; g < GB_GEAR_COUNT; g++)
-    if (held >> g & 1) bytes += m->gear_section[g].size;
-  // The streamed table lies in the file's tier (a GGUF opened in place):
-  // read a row per token, it is not resident.
-  if (held >> m->meta.default_gear & 1) bytes -= streamed_bytes(m);
+    if (held >> g & 1) bytes += tier(g);
   return bytes;
 }
 

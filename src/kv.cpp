@@ -43,8 +43,8 @@ gb_status kv_plan(const Meta &c, const SessionConfig &o, const Logger &log, KvPl
   p->policy = policy;
   const bool quantized = policy != GB_KV_F32 && policy != GB_KV_F16;
   // Layers sharing another layer's cache hold none of their own.
-  uint32_t n_ring = 0, n_conv = 0, n_delta = 0, n_shared = 0;
-  for (uint32_t l = 0; l < c.n_layers; l++) n_shared += c.kv_shared(l) ? 1 : 0;
+  uint32_t n_ring = 0, n_conv = 0, n_delta = 0;
+  const uint32_t n_shared = c.n_kv_shared();
   for (uint32_t l = 0; l < c.n_layers; l++) n_ring += c.swa_layer(l) && !c.kv_shared(l) ? 1 : 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_conv += c.conv_layer(l) ? 1 : 0;
   for (uint32_t l = 0; l < c.n_layers; l++) n_delta += c.delta_layer(l) ? 1 : 0;
@@ -188,9 +188,7 @@ void kv_carve(KvPool *kv, Arena &a, const Meta &c, const SessionConfig &o, const
   kv->plan = p;
   kv->opt = o.kv;
   kv->n_model_layers = c.n_layers;
-  uint32_t n_shared = 0;
-  for (uint32_t l = 0; l < c.n_layers; l++) n_shared += c.kv_shared(l) ? 1 : 0;
-  kv->n_layers = c.n_layers - p.ring_layers - p.conv_layers - n_shared;
+  kv->n_layers = c.n_layers - p.ring_layers - p.conv_layers - c.n_kv_shared();
   kv->n_heads = c.n_heads;
   kv->n_kv_heads = c.n_kv_heads;
   kv->head_dim = c.head_dim;

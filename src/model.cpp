@@ -1010,7 +1010,7 @@ extern "C" gb_status gb_model_get_info(const gb_model *m, gb_model_info *info) {
   }
   r.head_dim_swa = t.swa_head_dim();
   r.n_kv_heads_swa = t.swa_kv_heads();
-  for (uint32_t l = 0; l < t.n_layers; l++) r.n_kv_shared_layers += t.kv_shared(l);
+  r.n_kv_shared_layers = t.n_kv_shared();
   r.per_layer_input_bytes = gb::streamed_bytes(m);
   r.per_layer_input_row_bytes = m->ple_embd.data ? m->ple_embd.nbytes / m->ple_embd.rows : 0;
   r.conv_kernel = t.conv_kernel;

@@ -86,6 +86,8 @@ struct Meta {
   uint32_t layer_rope_dim(uint32_t l) const { return rope_dim_swa && swa_layer(l) ? rope_dim_swa : rope_dim; }
   uint32_t layer_hidden(uint32_t l) const { return ff_kv_layers && !kv_shared(l) ? ff_kv_layers : hidden_dim; }
   bool kv_shared(uint32_t l) const { return kv_shared_from && l >= kv_shared_from; }
+  // How many layers read another layer's cache (they hold none of their own).
+  uint32_t n_kv_shared() const { return kv_shared_from ? n_layers - kv_shared_from : 0; }
   // The layer whose cache layer l attends over (itself, unless it shares).
   uint32_t kv_source(uint32_t l) const { return kv_shared(l) ? kv_shared_from - (swa_layer(l) ? 2 : 1) : l; }
   uint32_t swa_head_dim() const { return head_dim_swa ? head_dim_swa : head_dim; }
