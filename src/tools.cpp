@@ -350,14 +350,16 @@ struct Parser {
     return i <= d.n && d.n - i >= k && memcmp(d.s + i, lit, k) == 0;
   }
 
+  // Where lit first occurs in the reply (d.n when nowhere).
+  static size_t first(const JsonDoc &d, const char *lit) {
+    for (size_t i = 0; i < d.n; i++)
+      if (starts(d, i, lit)) return i;
+    return d.n;
+  }
+
   gb_status qwen(size_t *content_len) {
     static const char kOpen[] = "<tool_call>", kClose[] = "</tool_call>";
-    size_t at = d.n;
-    for (size_t i = 0; i + sizeof kOpen - 1 <= d.n; i++)
-      if (starts(d, i, kOpen)) {
-        at = i;
-        break;
-      }
+    size_t at = first(d, kOpen);
     *content_len = at;
     while (at < d.n) {
       if (!starts(d, at, kOpen)) return bad(at, "text after a tool call that is not another call");
@@ -376,12 +378,7 @@ struct Parser {
   // (<|tool_response>) may follow.
   gb_status gemma4(size_t *content_len) {
     static const char kOpen[] = "<|tool_call>call:", kClose[] = "<tool_call|>", kWait[] = "<|tool_response>";
-    size_t at = d.n;
-    for (size_t i = 0; i + sizeof kOpen - 1 <= d.n; i++)
-      if (starts(d, i, kOpen)) {
-        at = i;
-        break;
-      }
+    size_t at = first(d, kOpen);
     *content_len = at;
     while (at < d.n) {
       if (starts(d, at, kWait) && d.ws(at + sizeof kWait - 1) == d.n) return GB_OK;

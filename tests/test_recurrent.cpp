@@ -214,6 +214,27 @@ TEST(Recurrent, ThePoolHoldsEachLayerKindsState) {
   }
 }
 
+// Session a takes the prompt, 5 steps (head), a saved image (img) and 24
+// more steps (ra); session b, new, loads the image and takes 24 steps (rb).
+// The caller destroys both.
+struct Resumed {
+  gb_session *a = nullptr, *b = nullptr;
+  std::vector<uint8_t> img;
+  Steps head, ra, rb;
+};
+void save_and_resume(gb_model *m, const gb_session_options &so, const int32_t *prompt, size_t n_prompt, const std::string &what,
+                     Resumed *r) {
+  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &r->a), GB_OK) << what;
+  ASSERT_EQ(gb_prefill(r->a, prompt, n_prompt), GB_OK) << what;
+  decode(r->a, 5, &r->head);
+  r->img = gbt::save_state(r->a);
+  ASSERT_FALSE(r->img.empty()) << what;
+  decode(r->a, 24, &r->ra);
+  ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &r->b), GB_OK) << what;
+  ASSERT_EQ(gb_session_state_load(r->b, r->img.data(), r->img.size()), GB_OK) << what;
+  decode(r->b, 24, &r->rb);
+}
+
 // Save at a position, go on; restore into a new session and go on: the
 // same logits, bit for bit (F32 and the Q4_K_M tier, each as its GGUF and
 // as its .gbx; the prompt enters in chunks, so the saved rows come from a
@@ -224,17 +245,12 @@ TEST(Recurrent, RestoredStateContinuesBitForBit) {
     gb_model *m = open(path);
     ASSERT_NE(m, nullptr);
     const gb_session_options so = options(gear_of(arch, path), 1, 4);
-    gb_session *a = nullptr, *b = nullptr;
-    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &a), GB_OK);
-    ASSERT_EQ(gb_prefill(a, kPrompt, sizeof kPrompt / sizeof kPrompt[0]), GB_OK);
-    Steps head, ra, rb;
-    decode(a, 5, &head);
-    const std::vector<uint8_t> img = gbt::save_state(a);
-    ASSERT_FALSE(img.empty());
-    decode(a, 24, &ra);
-    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &b), GB_OK);
-    ASSERT_EQ(gb_session_state_load(b, img.data(), img.size()), GB_OK) << path;
-    decode(b, 24, &rb);
+    Resumed r;
+    save_and_resume(m, so, kPrompt, sizeof kPrompt / sizeof kPrompt[0], path, &r);
+    gb_session *const a = r.a, *const b = r.b;
+    ASSERT_FALSE(HasFatalFailure());
+    const std::vector<uint8_t> &img = r.img;
+    const Steps &head = r.head, &ra = r.ra, &rb = r.rb;
     EXPECT_EQ(ra.tokens, rb.tokens) << path;
     EXPECT_TRUE(same_bits(ra.logits, rb.logits)) << path;
     // Without the convolutions' rows (or the DeltaNet matrices; gemma4: the
@@ -632,21 +648,13 @@ TEST(Gemma4, QuantizedRingsOfTheirOwnShapeRestoreBitForBit) {
     so.kv.policy = pl.policy;
     so.kv.beta = pl.beta;
     so.n_ctx = 256;
-    gb_session *a = nullptr, *b = nullptr;
-    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &a), GB_OK) << gb_kv_policy_name(pl.policy);
-    ASSERT_EQ(gb_prefill(a, prompt.data(), prompt.size()), GB_OK);
-    Steps head, ra, rb;
-    decode(a, 5, &head);
-    const std::vector<uint8_t> img = gbt::save_state(a);
-    ASSERT_FALSE(img.empty());
-    decode(a, 24, &ra);
-    ASSERT_EQ(gb_session_create(m, &so, nullptr, 0, &b), GB_OK);
-    ASSERT_EQ(gb_session_state_load(b, img.data(), img.size()), GB_OK) << gb_kv_policy_name(pl.policy);
-    decode(b, 24, &rb);
-    EXPECT_EQ(ra.tokens, rb.tokens) << gb_kv_policy_name(pl.policy);
-    EXPECT_TRUE(same_bits(ra.logits, rb.logits)) << gb_kv_policy_name(pl.policy);
-    gb_session_destroy(b);
-    gb_session_destroy(a);
+    Resumed r;
+    save_and_resume(m, so, prompt.data(), prompt.size(), gb_kv_policy_name(pl.policy), &r);
+    EXPECT_EQ(r.ra.tokens, r.rb.tokens) << gb_kv_policy_name(pl.policy);
+    EXPECT_TRUE(same_bits(r.ra.logits, r.rb.logits)) << gb_kv_policy_name(pl.policy);
+    gb_session_destroy(r.b);
+    gb_session_destroy(r.a);
+    ASSERT_FALSE(HasFatalFailure());
   }
   gb_model_close(m);
 }
