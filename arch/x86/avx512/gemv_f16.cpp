@@ -309,12 +309,16 @@ extern "C" void gb_f16_gemvm__avx512(float *Y, size_t ldy, const uint8_t *W, con
 // so a row's result does not depend on the tile it is computed in, and the
 // tiles can take more positions per weight load than the gemvm's (whose two
 // accumulators per pair, needed to equal the one-row gemv bit for bit, cap
-// a tile at 12 pairs): 4 rows x 4 positions with x in f32 while 4 positions
-// of x fit the L1 data cache (up to kXF32Cols columns), 6 x 4 reading the
-// binary16 copy beyond. Standalone, the 1.1B model's matrices with 64
-// positions from memory (one thread): 2048 columns 90-94 -> 108 GMAC/s
-// (4 x 4), the 5632-column down projection 88-92 -> 103 (6 x 4); 4 x 6 and
-// 6 x 4 with f32 x ran at 43 and 99-101, 4 x 5 with binary16 x at 84-87.
+// a tile at 12 pairs): 6 rows x 4 positions reading the binary16 copy of x
+// the session passes (24 accumulators, 6 weight registers, one x), and
+// 4 x 4 with x in f32 when there is no copy. The binary16 copy holds x's
+// values exactly, so both give the same bits. As the session calls it (16
+// positions a call, 192 KiB blocks of rows, 128 positions, one thread, the
+// 1.1B model's matrices, minimum of 7 passes, the two interleaved), 6 x 4
+// on binary16 x against 4 x 4 on f32 x: 2048 x 2048 80 -> 88-90 GMAC/s,
+// 5632 x 2048 82 -> 83-88; 4 x 4 on binary16 x ran at 79-84 and 6 x 4 on
+// f32 x at 81-85 there. (An earlier standalone test with 64 positions from
+// memory had found 4 x 4 on f32 x fastest at 2048 columns, 108 GMAC/s.)
 // Rows go in blocks of 16 (every tile of positions passes over a block
 // while it is in L2), the second tile of positions prefetching the next
 // block as f16_blocks does.
@@ -400,7 +404,7 @@ void pgemm_blocks(float *Y, size_t ldy, const uint8_t *W, const typename X::T *X
 extern "C" void gb_f16_pgemm__avx512(float *Y, size_t ldy, const uint8_t *W, const float *X, size_t ldx,
                                      const gb_q8x_block *XQ, size_t ldxq, size_t m, size_t row_begin,
                                      size_t row_end, size_t cols) {
-  if (XQ && cols > kXF32Cols) {
+  if (XQ) {
     pgemm_blocks<6, XF16>(Y, ldy, W, reinterpret_cast<const uint16_t *>(XQ), ldxq, m, row_begin, row_end, cols);
     return;
   }
